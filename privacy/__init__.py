@@ -1,0 +1,1 @@
+"""Privacy rules and data-subject operations."""

@@ -1,0 +1,53 @@
+"""Client IP parsing and the legally required anonymisation applied before anything is stored.
+
+The anonymisation rule is fixed by law and deliberately has no setting:
+
+* IPv4: the last octet is zeroed (``203.0.113.77`` -> ``203.0.113.0``).
+* IPv6: only the /48 prefix is kept, rendered compressed
+  (``2001:db8:abcd:12::1`` -> ``2001:db8:abcd::``).
+* IPv4-mapped IPv6 (``::ffff:203.0.113.77``) is treated as the IPv4 address it carries.
+
+Input is normalised before parsing: surrounding whitespace and one pair of enclosing brackets
+(``[2001:db8::1]``) are removed, and an IPv6 zone id (``fe80::1%eth0``) is dropped. Anything that
+is still not a plain address (ports, host names, CIDR suffixes, empty text) yields ``None``.
+"""
+
+import ipaddress
+
+ClientAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+IPV4_KEPT_PREFIX_BITS = 24
+IPV6_KEPT_PREFIX_BITS = 48
+
+
+def parse_client_ip(raw: str | None) -> ClientAddress | None:
+    """Parse a client address with the same normalisation as anonymise_ip, keeping every bit."""
+    if not isinstance(raw, str):
+        return None
+    text = raw.strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    # A zone id names the interface on the capturing host; it says nothing about the client and
+    # ipaddress would otherwise carry it into the rendered address.
+    if ":" in text:
+        text = text.split("%", 1)[0]
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def anonymise_ip(raw: str | None) -> str | None:
+    """Return the anonymised form of a client address, or None when it is not a valid address."""
+    address = parse_client_ip(raw)
+    if address is None:
+        return None
+    if isinstance(address, ipaddress.IPv4Address):
+        prefix_bits = IPV4_KEPT_PREFIX_BITS
+    else:
+        prefix_bits = IPV6_KEPT_PREFIX_BITS
+    network = ipaddress.ip_network((address, prefix_bits), strict=False)
+    return network.network_address.compressed
