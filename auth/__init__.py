@@ -1,0 +1,1 @@
+"""Dashboard authentication: passwords, tokens, refresh-token families and login throttling."""

@@ -1,0 +1,66 @@
+"""Password hashing with bcrypt (12 rounds), run off the event loop.
+
+bcrypt only reads the first 72 bytes and bcrypt 5 raises on longer input, so a longer password
+is refused with a clear error instead of being silently truncated or pre-hashed (decision
+recorded in docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import bcrypt
+
+from errors import InvalidInput
+
+BCRYPT_ROUNDS = 12
+MAX_PASSWORD_BYTES = 72
+MIN_PASSWORD_CHARS = 10
+
+
+def check_password_rules(password: str) -> bytes:
+    """The UTF-8 bytes of an acceptable password, or InvalidInput saying what is wrong."""
+    encoded = password.encode("utf-8")
+    if len(encoded) > MAX_PASSWORD_BYTES:
+        raise InvalidInput(
+            f"password is longer than {MAX_PASSWORD_BYTES} bytes",
+            field="password",
+            code="password_too_long",
+        )
+    return encoded
+
+
+def check_new_password(password: str) -> bytes:
+    """Like `check_password_rules`, plus the minimum length for passwords being set."""
+    encoded = check_password_rules(password)
+    if len(password) < MIN_PASSWORD_CHARS:
+        raise InvalidInput(
+            f"password must have at least {MIN_PASSWORD_CHARS} characters",
+            field="password",
+            code="password_too_short",
+        )
+    return encoded
+
+
+async def hash_password(password: str) -> str:
+    """A bcrypt hash of a new password, computed in a worker thread."""
+    encoded = check_new_password(password)
+    hashed = await asyncio.to_thread(bcrypt.hashpw, encoded, bcrypt.gensalt(BCRYPT_ROUNDS))
+    return hashed.decode("ascii")
+
+
+class PasswordVerifier:
+    """Checks passwords in constant time, also for unknown users (against a dummy hash)."""
+
+    def __init__(self) -> None:
+        # Verifying unknown users against a real hash of the same cost keeps "no such user"
+        # and "wrong password" indistinguishable by timing.
+        self._dummy_hash = bcrypt.hashpw(b"dummy-password-never-matches",
+                                         bcrypt.gensalt(BCRYPT_ROUNDS))
+
+    async def verify(self, password: str, stored_hash: str | None) -> bool:
+        """True when `password` matches `stored_hash`; always costs one bcrypt check."""
+        encoded = check_password_rules(password)
+        target = stored_hash.encode("ascii") if stored_hash else self._dummy_hash
+        matched = await asyncio.to_thread(bcrypt.checkpw, encoded, target)
+        return bool(matched) and stored_hash is not None

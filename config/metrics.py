@@ -1,0 +1,49 @@
+"""Counters in Prometheus text format: what was accepted, stored and dropped, and why.
+
+One `Metrics` object per process, owned by the app. Every drop anywhere is counted here with a
+reason, so "sent = stored + dropped" can be checked from the outside.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+
+class Metrics:
+    """Labelled counters; names follow Prometheus conventions (`_total` suffix)."""
+
+    def __init__(self) -> None:
+        self._counters: Counter[tuple[str, tuple[tuple[str, str], ...]]] = Counter()
+        self._help: dict[str, str] = {}
+
+    def count(self, name: str, help_text: str, amount: int = 1, **labels: str) -> None:
+        """Add `amount` to the counter `name` with these labels."""
+        self._help.setdefault(name, help_text)
+        self._counters[(name, tuple(sorted(labels.items())))] += amount
+
+    def value(self, name: str, **labels: str) -> int:
+        """The current value of one labelled counter (0 when never counted)."""
+        return self._counters[(name, tuple(sorted(labels.items())))]
+
+    def total(self, name: str, **labels: str) -> int:
+        """The sum over every counter `name` whose labels include `labels`."""
+        wanted = set(labels.items())
+        return sum(v for (n, lbls), v in self._counters.items()
+                   if n == name and wanted <= set(lbls))
+
+    def render(self) -> str:
+        """The exposition text."""
+        lines: list[str] = []
+        for name in sorted(self._help):
+            lines.append(f"# HELP {name} {self._help[name]}")
+            lines.append(f"# TYPE {name} counter")
+            for (counter, labels), value in sorted(self._counters.items()):
+                if counter != name:
+                    continue
+                rendered = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
+                lines.append(f"{name}{{{rendered}}} {value}" if rendered else f"{name} {value}")
+        return "\n".join(lines) + "\n"
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

@@ -1,0 +1,11 @@
+"""The data layer: the Store and one module per collection family, each with its indexes."""
+
+from __future__ import annotations
+
+from documents import accounts, audit, sites
+from documents.store import Index
+
+
+def declared_indexes() -> list[Index]:
+    """Every index every collection family declares."""
+    return [*accounts.INDEXES, *audit.INDEXES, *sites.INDEXES]

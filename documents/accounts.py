@@ -1,0 +1,254 @@
+"""Accounts, organizations, users, memberships, refresh-token families and login throttling.
+
+An account is the paying customer; it owns organizations; users belong to organizations through
+memberships carrying a role (owner, admin or viewer).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pymongo import ReturnDocument
+
+from documents.store import ASCENDING, DuplicateKeyError, Index, Store
+from errors import Conflict
+
+ROLES = ("owner", "admin", "viewer")
+#: Roles allowed to change things (settings, keys, erasure); viewers only read.
+ADMIN_ROLES = frozenset({"owner", "admin"})
+
+INDEXES = [
+    Index("users", (("email", ASCENDING),), unique=True),
+    Index("memberships", (("userId", ASCENDING), ("organizationId", ASCENDING)), unique=True),
+    Index("memberships", (("organizationId", ASCENDING),)),
+    Index("organizations", (("accountId", ASCENDING),)),
+    Index("refresh_tokens", (("familyId", ASCENDING),)),
+    Index("refresh_tokens", (("expiresAt", ASCENDING),), expire_after_seconds=0),
+    Index("login_throttle", (("expiresAt", ASCENDING),), expire_after_seconds=0),
+]
+
+
+def new_id() -> str:
+    """A fresh random identifier (UUID4 text)."""
+    return str(uuid.uuid4())
+
+
+def normalise_email(email: str) -> str:
+    """E-mail addresses compare case-insensitively and without surrounding space."""
+    return email.strip().lower()
+
+
+@dataclass(frozen=True)
+class AuthenticatedUser:
+    """The user behind a verified access token, with their organization roles."""
+
+    id: str
+    account_id: str
+    email: str
+    roles: dict[str, str]
+    token_family: str
+
+    def role_in(self, organization_id: str) -> str | None:
+        """The user's role in that organization, or None when not a member."""
+        return self.roles.get(organization_id)
+
+    def can_administer(self, organization_id: str) -> bool:
+        """True for owners and admins of that organization."""
+        return self.roles.get(organization_id) in ADMIN_ROLES
+
+
+async def create_account(store: Store, *, email: str, password_hash: str, display_name: str,
+                         account_name: str, organization_name: str) -> dict[str, Any]:
+    """Create an account with its first organization and an owner user, all or nothing."""
+    now = datetime.now(UTC)
+    account_id, organization_id, user_id = new_id(), new_id(), new_id()
+
+    async def write(session: Any) -> None:
+        await store.collection("accounts").insert_one(
+            {"_id": account_id, "name": account_name, "ownerUserId": user_id, "createdAt": now},
+            session=session,
+        )
+        await store.collection("organizations").insert_one(
+            {"_id": organization_id, "accountId": account_id, "name": organization_name,
+             "createdAt": now},
+            session=session,
+        )
+        try:
+            await store.collection("users").insert_one(
+                {"_id": user_id, "accountId": account_id, "email": normalise_email(email),
+                 "displayName": display_name, "passwordHash": password_hash, "createdAt": now,
+                 "knownLoginNetworks": []},
+                session=session,
+            )
+        except DuplicateKeyError:
+            raise Conflict("a user with this e-mail already exists",
+                           code="email_taken") from None
+        await store.collection("memberships").insert_one(
+            {"_id": new_id(), "userId": user_id, "organizationId": organization_id,
+             "role": "owner", "createdAt": now},
+            session=session,
+        )
+
+    await store.transaction(write)
+    return {"accountId": account_id, "organizationId": organization_id, "userId": user_id}
+
+
+async def add_member(store: Store, *, organization_id: str, email: str, password_hash: str,
+                     display_name: str, role: str) -> str:
+    """Create a user in the organization's account with the given role; returns the user id."""
+    organization = await store.collection("organizations").find_one({"_id": organization_id})
+    if organization is None:
+        raise Conflict("no such organization", code="no_such_organization")
+    user_id = new_id()
+    now = datetime.now(UTC)
+
+    async def write(session: Any) -> None:
+        try:
+            await store.collection("users").insert_one(
+                {"_id": user_id, "accountId": organization["accountId"],
+                 "email": normalise_email(email), "displayName": display_name,
+                 "passwordHash": password_hash, "createdAt": now, "knownLoginNetworks": []},
+                session=session,
+            )
+        except DuplicateKeyError:
+            raise Conflict("a user with this e-mail already exists",
+                           code="email_taken") from None
+        await store.collection("memberships").insert_one(
+            {"_id": new_id(), "userId": user_id, "organizationId": organization_id,
+             "role": role, "createdAt": now},
+            session=session,
+        )
+
+    await store.transaction(write)
+    return user_id
+
+
+async def find_user_by_email(store: Store, email: str) -> dict[str, Any] | None:
+    """The user with that e-mail, or None."""
+    return await store.collection("users").find_one({"email": normalise_email(email)})
+
+
+async def load_authenticated_user(store: Store, user_id: str, token_family: str
+                                  ) -> AuthenticatedUser | None:
+    """The user with their roles, or None when the user no longer exists."""
+    user = await store.collection("users").find_one({"_id": user_id})
+    if user is None:
+        return None
+    roles = {
+        m["organizationId"]: m["role"]
+        async for m in store.collection("memberships").find({"userId": user_id})
+    }
+    return AuthenticatedUser(user["_id"], user["accountId"], user["email"], roles, token_family)
+
+
+async def remember_login_network(store: Store, user_id: str, network_hash: str) -> None:
+    """Note a network the user logged in from, so account-wide throttling spares it."""
+    await store.collection("users").update_one(
+        {"_id": user_id},
+        {"$addToSet": {"knownLoginNetworks": network_hash}},
+    )
+
+
+# Refresh-token families ---------------------------------------------------------------------
+
+
+async def store_refresh_token(store: Store, *, token_id: str, family_id: str, user_id: str,
+                              expires_at: datetime, parent_id: str | None = None) -> None:
+    """Record an issued refresh token (its id only; the token itself is never stored)."""
+    await store.collection("refresh_tokens").insert_one({
+        "_id": token_id, "familyId": family_id, "userId": user_id, "parentId": parent_id,
+        "issuedAt": datetime.now(UTC), "expiresAt": expires_at, "revokedAt": None,
+        "revokedReason": None,
+    })
+
+
+async def revoke_for_rotation(store: Store, token_id: str) -> dict[str, Any] | None:
+    """Atomically mark a live token as rotated; returns its record before, or None if not live."""
+    return await store.collection("refresh_tokens").find_one_and_update(
+        {"_id": token_id, "revokedAt": None},
+        {"$set": {"revokedAt": datetime.now(UTC), "revokedReason": "rotated"}},
+        return_document=ReturnDocument.BEFORE,
+    )
+
+
+async def find_refresh_token(store: Store, token_id: str) -> dict[str, Any] | None:
+    """The refresh-token record, or None."""
+    return await store.collection("refresh_tokens").find_one({"_id": token_id})
+
+
+async def revoke_family(store: Store, family_id: str, reason: str) -> None:
+    """Revoke every live token of a family (logout, or reuse of a revoked token)."""
+    await store.collection("refresh_tokens").update_many(
+        {"familyId": family_id, "revokedAt": None},
+        {"$set": {"revokedAt": datetime.now(UTC), "revokedReason": reason}},
+    )
+    await store.collection("revoked_families").update_one(
+        {"_id": family_id},
+        {"$setOnInsert": {"revokedAt": datetime.now(UTC), "reason": reason}},
+        upsert=True,
+    )
+
+
+async def is_family_revoked(store: Store, family_id: str) -> bool:
+    """True when the family was revoked as a whole (logout or token reuse)."""
+    return await store.collection("revoked_families").find_one({"_id": family_id}) is not None
+
+
+# Login throttling ---------------------------------------------------------------------------
+
+THROTTLE_WINDOW = timedelta(minutes=15)
+
+
+async def count_failure(store: Store, key: str) -> int:
+    """Add one failed login to the counter `key` for the current window; returns the count."""
+    now = datetime.now(UTC)
+    doc = await store.collection("login_throttle").find_one_and_update(
+        {"_id": key},
+        {"$inc": {"failures": 1}, "$setOnInsert": {"expiresAt": now + THROTTLE_WINDOW}},
+        upsert=True,
+        return_document=ReturnDocument.AFTER,
+    )
+    if doc["expiresAt"].replace(tzinfo=UTC) <= now:
+        # An expired window that the TTL monitor has not removed yet starts afresh.
+        await store.collection("login_throttle").replace_one(
+            {"_id": key}, {"_id": key, "failures": 1, "expiresAt": now + THROTTLE_WINDOW}
+        )
+        return 1
+    return int(doc["failures"])
+
+
+async def failures(store: Store, key: str) -> tuple[int, datetime | None]:
+    """How many failures the counter holds in its live window, and when the window ends."""
+    doc = await store.collection("login_throttle").find_one({"_id": key})
+    if doc is None:
+        return 0, None
+    expires = doc["expiresAt"].replace(tzinfo=UTC)
+    if expires <= datetime.now(UTC):
+        return 0, None
+    return int(doc["failures"]), expires
+
+
+async def clear_failures(store: Store, key: str) -> None:
+    """Forget a counter (after a successful login)."""
+    await store.collection("login_throttle").delete_one({"_id": key})
+
+
+async def describe_user(store: Store, user: AuthenticatedUser) -> dict[str, Any]:
+    """The user, their account and organizations with roles, as /auth/me shows them."""
+    record = await store.collection("users").find_one({"_id": user.id}) or {}
+    organizations = await store.collection("organizations").find(
+        {"_id": {"$in": list(user.roles)}}
+    ).sort("createdAt", ASCENDING).to_list(None)
+    return {
+        "id": user.id,
+        "email": user.email,
+        "displayName": record.get("displayName"),
+        "accountId": user.account_id,
+        "organizations": [
+            {"id": org["_id"], "name": org["name"], "role": user.roles[org["_id"]]}
+            for org in organizations
+        ],
+    }

@@ -1,0 +1,281 @@
+"""Sites: their settings, allowed origins and keys.
+
+The API key is shown once (creation, rotation) and stored only as an HMAC under a server-side
+pepper; lookups go by that digest and compare in constant time. The public key is public by
+design. The product-statement signing key is derived from the API key and must stay
+recoverable after the key itself is gone, so it is sealed with AES-256-GCM.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from pymongo import ReturnDocument
+
+from documents.accounts import AuthenticatedUser, new_id
+from documents.store import ASCENDING, Index, Store
+from errors import Forbidden, InvalidInput, NotFound
+from privacy.exclusion import ExclusionRule, validate_pattern
+from privacy.sealing import SecretSealer
+from privacy.statements import derive_statement_key
+
+INDEXES = [
+    Index("sites", (("organizationId", ASCENDING), ("createdAt", ASCENDING))),
+    Index("sites", (("apiKeyHash", ASCENDING),), unique=True),
+    Index("sites", (("publicKey", ASCENDING),), unique=True),
+]
+
+DEFAULT_SETTINGS: dict[str, Any] = {
+    "recordings": True,
+    "consoleCapture": False,
+    "requireConsent": False,
+    "excludedUrls": [],
+}
+
+API_KEY_PREFIX = "sk_"
+PUBLIC_KEY_PREFIX = "pk_"
+
+
+@dataclass(frozen=True)
+class SiteKeys:
+    """Key material handed out once; only digests and sealed forms are stored."""
+
+    api_key: str
+    public_key: str
+
+
+class KeyHasher:
+    """HMAC-SHA256 of API keys under a pepper derived from SECRET_KEY."""
+
+    def __init__(self, secret_key: bytes) -> None:
+        self._pepper = hashlib.sha256(b"visitor-service/api-key-hash/v1\x00" + secret_key).digest()
+
+    def digest(self, api_key: str) -> str:
+        """The stored form of an API key."""
+        return hmac.new(self._pepper, api_key.encode("utf-8"), "sha256").hexdigest()
+
+
+def new_api_key() -> str:
+    """A fresh secret site API key."""
+    return API_KEY_PREFIX + secrets.token_urlsafe(30)
+
+
+def new_public_key() -> str:
+    """A fresh public browser key."""
+    return PUBLIC_KEY_PREFIX + secrets.token_urlsafe(18)
+
+
+def normalise_origin(origin: str) -> str:
+    """`scheme://host[:port]` in lower case, or InvalidInput."""
+    parts = urlsplit(origin.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/") \
+            or parts.query or parts.fragment or parts.username or parts.password:
+        raise InvalidInput(f"'{origin}' is not an origin like https://shop.example",
+                           field="allowedOrigins")
+    default_port = {"http": 80, "https": 443}[parts.scheme]
+    try:
+        port = parts.port
+    except ValueError:
+        raise InvalidInput(f"'{origin}' has a bad port", field="allowedOrigins") from None
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{parts.scheme}://{host}" + (f":{port}" if port and port != default_port else "")
+
+
+def normalise_settings(current: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """Merge validated setting changes into the current settings."""
+    merged = {**DEFAULT_SETTINGS, **current}
+    for key, value in changes.items():
+        if key == "excludedUrls":
+            rules = []
+            for index, rule in enumerate(value):
+                try:
+                    pattern = validate_pattern(rule["pattern"])
+                except ValueError as exc:
+                    raise InvalidInput(str(exc), field=f"settings.excludedUrls.{index}.pattern"
+                                       ) from None
+                rules.append({"pattern": pattern, "scope": rule.get("scope", "replay")})
+            merged[key] = rules
+        else:
+            merged[key] = value
+    return merged
+
+
+def exclusion_rules(site: dict[str, Any]) -> list[ExclusionRule]:
+    """The site's excluded-URL rules."""
+    return [
+        ExclusionRule(rule["pattern"], rule.get("scope", "replay"))
+        for rule in site.get("settings", {}).get("excludedUrls", [])
+    ]
+
+
+def public_view(site: dict[str, Any]) -> dict[str, Any]:
+    """The site as the dashboard API shows it: no key digests, no sealed material."""
+    return {
+        "id": site["_id"],
+        "organizationId": site["organizationId"],
+        "name": site["name"],
+        "allowedOrigins": site.get("allowedOrigins", []),
+        "settings": {**DEFAULT_SETTINGS, **site.get("settings", {})},
+        "publicKey": site["publicKey"],
+        "apiKeyHint": site.get("apiKeyHint"),
+        "apiKeyRotatedAt": _iso(site.get("apiKeyRotatedAt")),
+        "createdAt": _iso(site.get("createdAt")),
+        "updatedAt": _iso(site.get("updatedAt")),
+    }
+
+
+def _iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _statement_purpose(site_id: str) -> str:
+    return f"statement-key:{site_id}"
+
+
+class SiteKeyring:
+    """Creates, rotates and resolves site keys."""
+
+    def __init__(self, store: Store, hasher: KeyHasher, sealer: SecretSealer) -> None:
+        self._store = store
+        self._hasher = hasher
+        self._sealer = sealer
+
+    def _key_fields(self, site_id: str, api_key: str) -> dict[str, Any]:
+        statement_key = derive_statement_key(api_key)
+        return {
+            "apiKeyHash": self._hasher.digest(api_key),
+            "apiKeyHint": api_key[:6] + "…" + api_key[-4:],
+            "statementKeySealed": self._sealer.seal(statement_key.hex(),
+                                                    _statement_purpose(site_id)),
+        }
+
+    async def create_site(self, user: AuthenticatedUser, organization_id: str, name: str,
+                          allowed_origins: list[str], settings: dict[str, Any]
+                          ) -> tuple[dict[str, Any], SiteKeys]:
+        """A new site in the organization; the keys are returned once, here."""
+        require_admin(user, organization_id)
+        site_id = new_id()
+        api_key, public_key = new_api_key(), new_public_key()
+        now = datetime.now(UTC)
+        site = {
+            "_id": site_id,
+            "organizationId": organization_id,
+            "name": name,
+            "allowedOrigins": sorted({normalise_origin(o) for o in allowed_origins}),
+            "settings": normalise_settings({}, settings),
+            "publicKey": public_key,
+            "createdAt": now,
+            "updatedAt": now,
+            "apiKeyRotatedAt": None,
+            **self._key_fields(site_id, api_key),
+        }
+        await self._store.collection("sites").insert_one(site)
+        return site, SiteKeys(api_key, public_key)
+
+    async def rotate_api_key(self, site: dict[str, Any], grace_seconds: int
+                             ) -> tuple[dict[str, Any], str]:
+        """Replace the API key; the old one stops at once, its statements after the grace."""
+        api_key = new_api_key()
+        now = datetime.now(UTC)
+        updated = await self._store.collection("sites").find_one_and_update(
+            {"_id": site["_id"]},
+            {"$set": {
+                **self._key_fields(site["_id"], api_key),
+                "previousStatementKeySealed": site.get("statementKeySealed"),
+                "previousStatementKeyUntil": now + timedelta(seconds=grace_seconds),
+                "apiKeyRotatedAt": now,
+                "updatedAt": now,
+            }},
+            return_document=ReturnDocument.AFTER,
+        )
+        if updated is None:
+            raise NotFound("site not found")
+        return updated, api_key
+
+    async def site_for_api_key(self, api_key: str) -> dict[str, Any] | None:
+        """The site owning this API key, or None; the digest comparison is constant-time."""
+        digest = self._hasher.digest(api_key)
+        site = await self._store.collection("sites").find_one({"apiKeyHash": digest})
+        if site is None or not hmac.compare_digest(site["apiKeyHash"], digest):
+            return None
+        return site
+
+    async def site_for_public_key(self, public_key: str) -> dict[str, Any] | None:
+        """The site with this public browser key, or None."""
+        if not public_key.startswith(PUBLIC_KEY_PREFIX):
+            return None
+        return await self._store.collection("sites").find_one({"publicKey": public_key})
+
+    def statement_keys(self, site: dict[str, Any], now: datetime) -> list[bytes]:
+        """The keys product statements may be signed with now: current, then previous in grace."""
+        keys = [bytes.fromhex(self._sealer.open(site["statementKeySealed"],
+                                                _statement_purpose(site["_id"])))]
+        until = site.get("previousStatementKeyUntil")
+        if site.get("previousStatementKeySealed") and until is not None:
+            if until.replace(tzinfo=UTC) > now:
+                keys.append(bytes.fromhex(self._sealer.open(site["previousStatementKeySealed"],
+                                                            _statement_purpose(site["_id"]))))
+        return keys
+
+
+def require_admin(user: AuthenticatedUser, organization_id: str) -> None:
+    """Forbidden unless an owner or admin of the organization; NotFound for non-members."""
+    role = user.role_in(organization_id)
+    if role is None:
+        raise NotFound("organization not found")
+    if not user.can_administer(organization_id):
+        raise Forbidden("this action needs the owner or admin role", code="role_required")
+
+
+async def site_for_user(store: Store, user: AuthenticatedUser, site_id: str) -> dict[str, Any]:
+    """The site if the user belongs to its organization; NotFound otherwise (no existence leak)."""
+    site = await store.collection("sites").find_one({"_id": site_id})
+    if site is None or user.role_in(site["organizationId"]) is None:
+        raise NotFound("site not found")
+    return site
+
+
+async def sites_for_user(store: Store, user: AuthenticatedUser) -> list[dict[str, Any]]:
+    """Every site of every organization the user belongs to, oldest first."""
+    cursor = store.collection("sites").find(
+        {"organizationId": {"$in": list(user.roles)}}
+    ).sort([("organizationId", ASCENDING), ("createdAt", ASCENDING)])
+    return await cursor.to_list(None)
+
+
+async def update_site(store: Store, user: AuthenticatedUser, site: dict[str, Any],
+                      changes: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Apply name/origin/settings changes; returns the site and the changed field names."""
+    require_admin(user, site["organizationId"])
+    update: dict[str, Any] = {}
+    changed: list[str] = []
+    if "name" in changes:
+        update["name"] = changes["name"]
+        changed.append("name")
+    if "allowedOrigins" in changes:
+        update["allowedOrigins"] = sorted({normalise_origin(o) for o in changes["allowedOrigins"]})
+        changed.append("allowedOrigins")
+    if "settings" in changes:
+        update["settings"] = normalise_settings(site.get("settings", {}), changes["settings"])
+        changed.extend(f"settings.{key}" for key in changes["settings"])
+    if not update:
+        return site, []
+    update["updatedAt"] = datetime.now(UTC)
+    updated = await store.collection("sites").find_one_and_update(
+        {"_id": site["_id"]}, {"$set": update}, return_document=ReturnDocument.AFTER
+    )
+    if updated is None:
+        raise NotFound("site not found")
+    return updated, changed

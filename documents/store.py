@@ -1,0 +1,541 @@
+"""The one place that talks to the MongoDB driver.
+
+`Store` owns the client, the database, the GridFS buckets and `transaction()`. Every other
+module reaches collections through `Store.collection()`, which hands out a `Collection` proxy:
+
+* inside a transaction, every operation must carry that transaction's session; one that does not
+  raises `TransactionSessionMissing` on both back-ends, so a forgotten ``session=`` is a loud test
+  failure rather than a silent write outside the transaction on a real replica set;
+* on the embedded store (mongomock-motor has no sessions) the proxy strips the session and keeps
+  a journal of pre-images, so an aborted transaction restores every touched document;
+* a `FaultPlan` can make chosen operations fail, for fault-injection tests and drills.
+
+Moving from Motor to PyMongo's async client must stay a change inside this package.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import copy
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import pymongo
+from bson import ObjectId
+from pymongo.errors import (
+    BulkWriteError,
+    ConnectionFailure,
+    DuplicateKeyError,
+    OperationFailure,
+    PyMongoError,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+__all__ = [
+    "Bucket",
+    "Collection",
+    "DuplicateKeyError",
+    "FaultPlan",
+    "Index",
+    "InjectedFault",
+    "Store",
+    "TransactionSessionMissing",
+    "TemporaryStoreError",
+    "is_temporary_store_error",
+]
+
+ASCENDING = pymongo.ASCENDING
+DESCENDING = pymongo.DESCENDING
+
+
+class TransactionSessionMissing(RuntimeError):
+    """An operation ran inside `Store.transaction()` without passing its session."""
+
+
+class InjectedFault(ConnectionFailure):
+    """A failure raised on purpose by a `FaultPlan`; looks like a dropped connection."""
+
+
+class TemporaryStoreError(ConnectionFailure):
+    """The database could not be reached or timed out; the caller may retry."""
+
+
+def is_temporary_store_error(exc: BaseException) -> bool:
+    """True for failures worth retrying: connection loss, timeouts, transient transaction labels."""
+    if isinstance(exc, ConnectionFailure):
+        return True
+    if isinstance(exc, PyMongoError) and hasattr(exc, "has_error_label"):
+        return exc.has_error_label("TransientTransactionError") or exc.has_error_label(
+            "RetryableWriteError"
+        )
+    return False
+
+
+@dataclass(frozen=True)
+class Index:
+    """An index a collection family declares next to its queries."""
+
+    collection: str
+    keys: tuple[tuple[str, int], ...]
+    unique: bool = False
+    name: str | None = None
+    expire_after_seconds: int | None = None
+    partial_filter: dict[str, Any] | None = None
+
+    def options(self) -> dict[str, Any]:
+        """Keyword arguments for `create_index`."""
+        options: dict[str, Any] = {"unique": self.unique}
+        if self.name:
+            options["name"] = self.name
+        if self.expire_after_seconds is not None:
+            options["expireAfterSeconds"] = self.expire_after_seconds
+        if self.partial_filter is not None:
+            options["partialFilterExpression"] = self.partial_filter
+        return options
+
+
+@dataclass
+class _Fault:
+    collection: str | None
+    operation: str | None
+    skip: int
+    times: int
+    error: Callable[[], BaseException]
+
+
+@dataclass
+class FaultPlan:
+    """Operations that should fail on purpose, matched by collection and operation name."""
+
+    _faults: list[_Fault] = field(default_factory=list)
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    record_calls: bool = False
+
+    def fail(
+        self,
+        collection: str | None = None,
+        operation: str | None = None,
+        *,
+        skip: int = 0,
+        times: int = 1,
+        error: Callable[[], BaseException] | None = None,
+    ) -> None:
+        """Fail the matching operation `times` times, after letting `skip` matches through."""
+        self._faults.append(
+            _Fault(
+                collection,
+                operation,
+                skip,
+                times,
+                error or (lambda: InjectedFault(f"injected fault on {collection}.{operation}")),
+            )
+        )
+
+    def clear(self) -> None:
+        """Forget every planned fault and recorded call."""
+        self._faults.clear()
+        self.calls.clear()
+
+    def check(self, collection: str, operation: str) -> None:
+        """Raise the planned error if this call is one that should fail."""
+        if self.record_calls:
+            self.calls.append((collection, operation))
+        for fault in self._faults:
+            if fault.collection not in (None, collection):
+                continue
+            if fault.operation not in (None, operation):
+                continue
+            if fault.skip > 0:
+                fault.skip -= 1
+                return
+            if fault.times > 0:
+                fault.times -= 1
+                raise fault.error()
+            return
+
+
+class EmbeddedSession:
+    """Stands in for a driver session on the embedded store: an undo journal of pre-images."""
+
+    def __init__(self) -> None:
+        self.active = True
+        # (raw collection, _id, pre-image or None when the document did not exist)
+        self._undo: list[tuple[Any, Any, dict[str, Any] | None]] = []
+        self._seen: set[tuple[int, Any]] = set()
+
+    def remember(self, raw: Any, doc_id: Any, pre_image: dict[str, Any] | None) -> None:
+        """Keep the first pre-image of a document; later changes restore to it."""
+        key = (id(raw), repr(doc_id))
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        self._undo.append((raw, doc_id, copy.deepcopy(pre_image)))
+
+    async def roll_back(self) -> None:
+        """Put every touched document back as it was before the transaction."""
+        for raw, doc_id, pre_image in reversed(self._undo):
+            if pre_image is None:
+                await raw.delete_one({"_id": doc_id})
+            else:
+                await raw.replace_one({"_id": doc_id}, pre_image, upsert=True)
+        self._undo.clear()
+
+
+_active_transaction: contextvars.ContextVar[tuple[Store, Any] | None] = contextvars.ContextVar(
+    "visitor_service_active_transaction", default=None
+)
+
+_WRITE_MANY = {"update_many", "delete_many"}
+
+
+class Collection:
+    """A collection as the rest of the code sees it: session-checked, journaled, fault-aware."""
+
+    def __init__(self, store: Store, raw: Any, name: str) -> None:
+        self._store = store
+        self._raw = raw
+        self.name = name
+
+    def _session_for(self, operation: str, session: Any) -> Any:
+        """Check the session rule and the fault plan; return what to pass to the driver."""
+        active = _active_transaction.get()
+        if active is not None and active[0] is self._store and session is not active[1]:
+            raise TransactionSessionMissing(
+                f"{operation} on {self.name} ran inside a transaction without its session"
+            )
+        if session is not None and isinstance(session, EmbeddedSession) and not session.active:
+            raise TransactionSessionMissing(f"{operation} on {self.name} used an ended session")
+        self._store.faults.check(self.name, operation)
+        if isinstance(session, EmbeddedSession):
+            return None
+        return session
+
+    @staticmethod
+    def _kw(session: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+        if session is not None:
+            kwargs["session"] = session
+        return kwargs
+
+    async def _journal(self, session: Any, filter_: dict[str, Any], many: bool,
+                       sort: Any = None) -> None:
+        if not isinstance(session, EmbeddedSession):
+            return
+        if many:
+            async for doc in self._raw.find(filter_):
+                session.remember(self._raw, doc["_id"], doc)
+        else:
+            doc = await self._raw.find_one(filter_, sort=sort) if sort else await (
+                self._raw.find_one(filter_)
+            )
+            if doc is not None:
+                session.remember(self._raw, doc["_id"], doc)
+
+    # Reads -----------------------------------------------------------------------------------
+
+    async def find_one(self, filter_: dict[str, Any] | None = None, *args: Any,
+                       session: Any = None, **kwargs: Any) -> dict[str, Any] | None:
+        """Find one document."""
+        s = self._session_for("find_one", session)
+        return await self._raw.find_one(filter_ or {}, *args, **self._kw(s, kwargs))
+
+    def find(self, filter_: dict[str, Any] | None = None, *args: Any, session: Any = None,
+             **kwargs: Any) -> Any:
+        """A cursor over matching documents (async-iterable, `to_list`)."""
+        s = self._session_for("find", session)
+        return self._raw.find(filter_ or {}, *args, **self._kw(s, kwargs))
+
+    async def count_documents(self, filter_: dict[str, Any], *, session: Any = None,
+                              **kwargs: Any) -> int:
+        """Count matching documents."""
+        s = self._session_for("count_documents", session)
+        return await self._raw.count_documents(filter_, **self._kw(s, kwargs))
+
+    def aggregate(self, pipeline: list[dict[str, Any]], *, session: Any = None,
+                  **kwargs: Any) -> Any:
+        """An aggregation cursor."""
+        s = self._session_for("aggregate", session)
+        return self._raw.aggregate(pipeline, **self._kw(s, kwargs))
+
+    async def distinct(self, key: str, filter_: dict[str, Any] | None = None, *,
+                       session: Any = None) -> list[Any]:
+        """Distinct values of `key` among matching documents."""
+        s = self._session_for("distinct", session)
+        return await self._raw.distinct(key, filter_ or {}, **self._kw(s, {}))
+
+    # Writes ----------------------------------------------------------------------------------
+
+    async def insert_one(self, document: dict[str, Any], *, session: Any = None) -> Any:
+        """Insert one document."""
+        s = self._session_for("insert_one", session)
+        result = await self._raw.insert_one(document, **self._kw(s, {}))
+        if isinstance(session, EmbeddedSession):
+            session.remember(self._raw, result.inserted_id, None)
+        return result
+
+    async def insert_many(self, documents: Sequence[dict[str, Any]], *, ordered: bool = True,
+                          session: Any = None) -> Any:
+        """Insert several documents."""
+        s = self._session_for("insert_many", session)
+        if isinstance(session, EmbeddedSession):
+            for doc in documents:
+                doc.setdefault("_id", ObjectId())
+                session.remember(self._raw, doc["_id"], None)
+        return await self._raw.insert_many(list(documents), ordered=ordered, **self._kw(s, {}))
+
+    async def _write(self, operation: str, filter_: dict[str, Any], *args: Any,
+                     session: Any = None, **kwargs: Any) -> Any:
+        s = self._session_for(operation, session)
+        await self._journal(session, filter_, operation in _WRITE_MANY, kwargs.get("sort"))
+        result = await getattr(self._raw, operation)(filter_, *args, **self._kw(s, kwargs))
+        if isinstance(session, EmbeddedSession):
+            upserted = getattr(result, "upserted_id", None)
+            if upserted is not None:
+                session.remember(self._raw, upserted, None)
+            elif operation.startswith("find_one_and_") and kwargs.get("upsert"):
+                # find_one_and_* does not report an upsert; a document now matching that was
+                # not journaled before must be new.
+                doc = await self._raw.find_one(filter_)
+                if doc is not None:
+                    session.remember(self._raw, doc["_id"], None)
+        return result
+
+    async def update_one(self, filter_: dict[str, Any], update: Any, *, upsert: bool = False,
+                         session: Any = None, **kwargs: Any) -> Any:
+        """Update the first matching document."""
+        return await self._write("update_one", filter_, update, upsert=upsert, session=session,
+                                 **kwargs)
+
+    async def update_many(self, filter_: dict[str, Any], update: Any, *, upsert: bool = False,
+                          session: Any = None, **kwargs: Any) -> Any:
+        """Update every matching document."""
+        return await self._write("update_many", filter_, update, upsert=upsert, session=session,
+                                 **kwargs)
+
+    async def replace_one(self, filter_: dict[str, Any], replacement: dict[str, Any], *,
+                          upsert: bool = False, session: Any = None) -> Any:
+        """Replace the first matching document."""
+        return await self._write("replace_one", filter_, replacement, upsert=upsert,
+                                 session=session)
+
+    async def delete_one(self, filter_: dict[str, Any], *, session: Any = None) -> Any:
+        """Delete the first matching document."""
+        return await self._write("delete_one", filter_, session=session)
+
+    async def delete_many(self, filter_: dict[str, Any], *, session: Any = None) -> Any:
+        """Delete every matching document."""
+        return await self._write("delete_many", filter_, session=session)
+
+    async def find_one_and_update(self, filter_: dict[str, Any], update: Any, *,
+                                  session: Any = None, **kwargs: Any) -> Any:
+        """Update one document and return it (before or after, per `return_document`)."""
+        return await self._write("find_one_and_update", filter_, update, session=session,
+                                 **kwargs)
+
+    async def find_one_and_delete(self, filter_: dict[str, Any], *, session: Any = None,
+                                  **kwargs: Any) -> Any:
+        """Delete one document and return it."""
+        return await self._write("find_one_and_delete", filter_, session=session, **kwargs)
+
+    # Indexes ---------------------------------------------------------------------------------
+
+    async def create_index(self, keys: Sequence[tuple[str, int]], **options: Any) -> str:
+        """Create an index if it does not exist (never outside start-up code)."""
+        return await self._raw.create_index(list(keys), **options)
+
+    async def index_information(self) -> dict[str, Any]:
+        """The indexes this collection has."""
+        return await self._raw.index_information()
+
+
+class Bucket:
+    """A GridFS bucket written in GridFS's own layout (`<name>.files`, `<name>.chunks`).
+
+    Writing the documents directly, instead of through the driver's GridFS API, lets uploads and
+    deletes take part in transactions (the driver's API refuses sessions in transactions) and
+    works on the embedded store; any GridFS tool still reads the files.
+    """
+
+    CHUNK_SIZE = 255 * 1024
+
+    def __init__(self, store: Store, name: str) -> None:
+        self.name = name
+        self.files = store.collection(f"{name}.files")
+        self.chunks = store.collection(f"{name}.chunks")
+
+    def indexes(self) -> list[Index]:
+        """The indexes GridFS drivers expect on the two collections."""
+        return [
+            Index(f"{self.name}.files", (("filename", ASCENDING), ("uploadDate", ASCENDING))),
+            Index(f"{self.name}.chunks", (("files_id", ASCENDING), ("n", ASCENDING)), unique=True),
+        ]
+
+    async def upload(self, file_id: Any, filename: str, data: bytes, metadata: dict[str, Any],
+                     *, session: Any = None) -> None:
+        """Store `data` as one file; the files document goes last so readers never see a part.
+
+        Raises DuplicateKeyError when the id is taken, or (after removing its own chunks) when
+        the files document collides with a unique index on its metadata, which is how callers
+        make uploads idempotent.
+        """
+        chunks = [
+            {"files_id": file_id, "n": n, "data": data[offset:offset + self.CHUNK_SIZE]}
+            for n, offset in enumerate(range(0, max(len(data), 1), self.CHUNK_SIZE))
+        ]
+        if not data:
+            chunks = []
+        if chunks:
+            # A reused file id collides on the unique (files_id, n) index before anything of the
+            # existing file is touched; callers give every upload a fresh id.
+            try:
+                await self.chunks.insert_many(chunks, session=session)
+            except BulkWriteError as exc:
+                raise DuplicateKeyError(f"file id {file_id!r} is taken", 11000) from exc
+        try:
+            await self.files.insert_one(
+                {
+                    "_id": file_id,
+                    "length": len(data),
+                    "chunkSize": self.CHUNK_SIZE,
+                    "uploadDate": datetime.now(UTC),
+                    "filename": filename,
+                    "metadata": metadata,
+                },
+                session=session,
+            )
+        except DuplicateKeyError:
+            if chunks:
+                await self.chunks.delete_many({"files_id": file_id}, session=session)
+            raise
+
+    async def find_file(self, filter_: dict[str, Any], *, session: Any = None
+                        ) -> dict[str, Any] | None:
+        """The files document matching `filter_`, or None."""
+        return await self.files.find_one(filter_, session=session)
+
+    async def read_chunks(self, file_id: Any) -> AsyncIterator[bytes]:
+        """Yield the file's bytes chunk by chunk, in order, without holding the whole file."""
+        cursor = self.chunks.find({"files_id": file_id}).sort("n", ASCENDING)
+        async for chunk in cursor:
+            yield bytes(chunk["data"])
+
+    async def read(self, file_id: Any) -> bytes:
+        """The whole file (only for small files and tests)."""
+        return b"".join([part async for part in self.read_chunks(file_id)])
+
+    async def delete_where(self, filter_: dict[str, Any], *, session: Any = None) -> int:
+        """Delete every file matching `filter_` with its chunks; returns how many files."""
+        ids = [doc["_id"] async for doc in self.files.find(filter_, {"_id": 1}, session=session)]
+        if not ids:
+            return 0
+        await self.chunks.delete_many({"files_id": {"$in": ids}}, session=session)
+        await self.files.delete_many({"_id": {"$in": ids}}, session=session)
+        return len(ids)
+
+
+class Store:
+    """The client, the database, the buckets and transactions. Build with `open_store`."""
+
+    def __init__(self, client: Any, database_name: str, *, embedded: bool) -> None:
+        self.client = client
+        self.database = client[database_name]
+        self.embedded = embedded
+        self.faults = FaultPlan()
+        self._collections: dict[str, Collection] = {}
+        self._buckets: dict[str, Bucket] = {}
+
+    def collection(self, name: str) -> Collection:
+        """The session-checked proxy for collection `name`."""
+        proxy = self._collections.get(name)
+        if proxy is None:
+            proxy = Collection(self, self.database[name], name)
+            self._collections[name] = proxy
+        return proxy
+
+    def bucket(self, name: str) -> Bucket:
+        """The GridFS bucket `name`."""
+        bucket = self._buckets.get(name)
+        if bucket is None:
+            bucket = Bucket(self, name)
+            self._buckets[name] = bucket
+        return bucket
+
+    async def transaction(self, work: Callable[[Any], Awaitable[T]]) -> T:
+        """Run `work(session)` all-or-nothing; every operation in it must pass `session`.
+
+        On a replica set this is the driver's `with_transaction`, which also retries transient
+        errors. On the embedded store the journal restores pre-images on any exception.
+        """
+        if _active_transaction.get() is not None:
+            raise RuntimeError("transactions do not nest")
+        if self.embedded:
+            session = EmbeddedSession()
+            token = _active_transaction.set((self, session))
+            try:
+                result = await work(session)
+            except BaseException:
+                session.active = False
+                _active_transaction.reset(token)
+                await session.roll_back()
+                raise
+            session.active = False
+            _active_transaction.reset(token)
+            return result
+        async with await self.client.start_session() as session:
+            token = _active_transaction.set((self, session))
+            try:
+                return await session.with_transaction(work)
+            finally:
+                _active_transaction.reset(token)
+
+    async def ensure_indexes(self, indexes: Iterable[Index]) -> None:
+        """Create every declared index; idempotent, and never drops one."""
+        for index in indexes:
+            await self.collection(index.collection).create_index(index.keys, **index.options())
+
+    async def ping(self) -> None:
+        """Raise when the database does not answer."""
+        await self.client.admin.command("ping")
+
+    async def collection_names(self) -> list[str]:
+        """Every collection that holds documents."""
+        return sorted(await self.database.list_collection_names())
+
+    def close(self) -> None:
+        """Close the client."""
+        self.client.close()
+
+
+def open_store(mongodb_uri: str, database_name: str) -> Store:
+    """A store on MongoDB when a URI is given, otherwise on the embedded in-memory engine."""
+    if mongodb_uri:
+        from motor.motor_asyncio import AsyncIOMotorClient
+
+        client = AsyncIOMotorClient(
+            mongodb_uri, tz_aware=True, serverSelectionTimeoutMS=5000, uuidRepresentation="standard"
+        )
+        return Store(client, database_name, embedded=False)
+    from mongomock_motor import AsyncMongoMockClient
+
+    return Store(AsyncMongoMockClient(tz_aware=True), database_name, embedded=True)
+
+
+async def retry_temporary(work: Callable[[], Awaitable[T]], attempts: int = 3,
+                          first_delay: float = 0.05) -> T:
+    """Run `work`, retrying temporary store errors with exponential backoff."""
+    delay = first_delay
+    for attempt in range(1, attempts + 1):
+        try:
+            return await work()
+        except (ConnectionFailure, OperationFailure) as exc:
+            if attempt == attempts or not is_temporary_store_error(exc):
+                raise
+            await asyncio.sleep(delay)
+            delay *= 2
+    raise AssertionError("unreachable")

@@ -1,0 +1,1 @@
+"""Thin HTTP handlers: authenticate, parse, call one function, write the result."""

@@ -1,0 +1,93 @@
+"""Dashboard sign-in: login, refresh-token rotation, logout, and who am I.
+
+The refresh token is returned in the body (API clients) and set as an HttpOnly, Secure,
+SameSite=Strict cookie scoped to /auth (the dashboard, whose scripts never see it). Refresh and
+logout take it from the body or from that cookie.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from auth.service import TokenPair
+from documents import accounts, audit
+from errors import Unauthenticated
+from handlers.base import BaseHandler
+
+REFRESH_COOKIE = "svc_refresh"
+
+
+class TokenPairHandler(BaseHandler):
+    """Shared by the handlers that hand out a token pair."""
+
+    authentication = "none"
+
+    def send_pair(self, pair: TokenPair) -> None:
+        """Answer with the pair and set the refresh cookie."""
+        self.set_cookie(
+            REFRESH_COOKIE, pair.refresh_token, path="/auth", httponly=True, secure=True,
+            samesite="Strict", expires=pair.refresh_expires_at,
+        )
+        self.write_json({
+            "accessToken": pair.access_token,
+            "accessTokenExpiresAt": pair.access_expires_at,
+            "refreshToken": pair.refresh_token,
+            "refreshTokenExpiresAt": pair.refresh_expires_at,
+            "tokenType": "Bearer",
+        })
+
+    def presented_refresh_token(self) -> str:
+        """The refresh token from the body, else from the cookie."""
+        body: dict[str, Any] = {}
+        if self.request.body:
+            body = self.validated_body("RefreshRequest")
+        token = body.get("refreshToken") or self.get_cookie(REFRESH_COOKIE)
+        if not token:
+            raise Unauthenticated("a refresh token is required", code="missing_token")
+        return token
+
+
+class LoginHandler(TokenPairHandler):
+    """POST /auth/login: e-mail and password for an access token and a refresh token."""
+
+    async def post(self) -> None:
+        body = self.validated_body("LoginRequest")
+        pair = await self.deps.auth.login(body["email"], body["password"], self.client_ip)
+        user = await accounts.load_authenticated_user(self.deps.store, pair.user_id, "")
+        await audit.record(
+            self.deps.store, action="auth.login", actor_user_id=pair.user_id,
+            account_id=user.account_id if user else None, organization_id=None,
+        )
+        self.send_pair(pair)
+
+
+class RefreshHandler(TokenPairHandler):
+    """POST /auth/refresh: rotate the refresh token."""
+
+    async def post(self) -> None:
+        self.send_pair(await self.deps.auth.refresh(self.presented_refresh_token()))
+
+
+class LogoutHandler(TokenPairHandler):
+    """POST /auth/logout: revoke the refresh token's family, its access tokens with it."""
+
+    async def post(self) -> None:
+        await self.deps.auth.logout(self.presented_refresh_token())
+        self.clear_cookie(REFRESH_COOKIE, path="/auth")
+        self.set_status(204)
+        self.finish()
+
+
+class MeHandler(BaseHandler):
+    """GET /auth/me: the signed-in user and their organizations."""
+
+    async def get(self) -> None:
+        self.write_json(await accounts.describe_user(self.deps.store, self.user))
+
+
+default_handlers = [
+    (r"/auth/login", LoginHandler),
+    (r"/auth/refresh", RefreshHandler),
+    (r"/auth/logout", LogoutHandler),
+    (r"/auth/me", MeHandler),
+]

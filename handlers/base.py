@@ -1,0 +1,231 @@
+"""The base handler: authentication by default, JSON in and out, one error shape.
+
+Every handler states how it authenticates in `authentication`; the default is a dashboard
+access token, so a new route is closed until it opts out explicitly (Jupyter Server's pattern).
+Errors raised anywhere below are mapped here, once, to a status and
+``{"error": {"code": ..., "message": ...}}``. API answers never carry a stack trace or HTML.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from tornado.web import HTTPError, RequestHandler
+
+from documents.accounts import AuthenticatedUser
+from errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    MalformedRequest,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    ServiceError,
+    Unauthenticated,
+    Unavailable,
+    UnsupportedMediaType,
+)
+
+if TYPE_CHECKING:
+    from server import Deps
+
+log = logging.getLogger(__name__)
+
+#: Domain error -> HTTP status; the only place statuses for domain errors are chosen.
+STATUS_FOR_ERROR: dict[type[ServiceError], int] = {
+    MalformedRequest: 400,
+    Unauthenticated: 401,
+    Forbidden: 403,
+    NotFound: 404,
+    Conflict: 409,
+    PayloadTooLarge: 413,
+    UnsupportedMediaType: 415,
+    InvalidInput: 422,
+    RateLimited: 429,
+    Unavailable: 503,
+}
+
+#: Codes for errors Tornado raises itself (routing, methods, protocol).
+CODE_FOR_STATUS = {
+    400: "malformed_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found",
+    405: "method_not_allowed", 409: "conflict", 413: "payload_too_large",
+    415: "unsupported_media_type", 422: "invalid_input", 429: "rate_limited",
+    500: "internal_error", 503: "unavailable",
+}
+
+
+def _status_for(error: ServiceError) -> int:
+    for cls in type(error).__mro__:
+        if cls in STATUS_FOR_ERROR:
+            return STATUS_FOR_ERROR[cls]
+    return 500
+
+
+class BaseHandler(RequestHandler):
+    """JSON API handler; subclasses set `authentication` and `max_body_bytes` when they differ."""
+
+    #: "user" (dashboard access token), "none" (public, opted out explicitly), or a subclass's.
+    authentication: ClassVar[str] = "user"
+    #: Largest body accepted; None means the deployment's event-body limit.
+    max_body_bytes: ClassVar[int | None] = None
+    #: Content types a body may have.
+    accepted_content_types: ClassVar[tuple[str, ...]] = ("application/json",)
+
+    current_user: AuthenticatedUser | None
+
+    @property
+    def deps(self) -> Deps:
+        """The dependencies the application was built with."""
+        return self.application.settings["deps"]
+
+    def set_default_headers(self) -> None:
+        self.set_header("Content-Type", "application/json; charset=utf-8")
+        self.set_header("Cache-Control", "no-store")
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.clear_header("Server")
+
+    def check_xsrf_cookie(self) -> None:
+        """Token auth travels in headers, not cookies, so XSRF cookies do not apply."""
+
+    async def prepare(self) -> None:
+        self._check_body_size()
+        authenticate = self._authenticators().get(self.authentication)
+        if authenticate is None:
+            raise RuntimeError(f"{type(self).__name__}: unknown authentication "
+                               f"{self.authentication!r}")
+        await authenticate()
+
+    def _authenticators(self) -> dict[str, Any]:
+        return {"user": self._authenticate_user, "none": self._authenticate_nobody}
+
+    async def _authenticate_nobody(self) -> None:
+        self.current_user = None
+
+    async def _authenticate_user(self) -> None:
+        header = self.request.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthenticated("an access token is required", code="missing_token")
+        self.current_user = await self.deps.auth.authenticate(token.strip())
+
+    @property
+    def user(self) -> AuthenticatedUser:
+        """The authenticated dashboard user (only on handlers with authentication 'user')."""
+        if self.current_user is None:
+            raise Unauthenticated("an access token is required", code="missing_token")
+        return self.current_user
+
+    def _body_limit(self) -> int:
+        return self.max_body_bytes or self.deps.settings.max_event_body_bytes
+
+    def _check_body_size(self) -> None:
+        limit = self._body_limit()
+        declared = self.request.headers.get("Content-Length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise PayloadTooLarge(f"body is larger than {limit} bytes")
+        if len(self.request.body or b"") > limit:
+            raise PayloadTooLarge(f"body is larger than {limit} bytes")
+
+    def json_body(self) -> Any:
+        """The parsed JSON body, or MalformedRequest / UnsupportedMediaType."""
+        content_type = self.request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if content_type not in self.accepted_content_types:
+            raise UnsupportedMediaType(
+                f"send the body as {' or '.join(self.accepted_content_types)}"
+            )
+        try:
+            text = self.request.body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise MalformedRequest("body is not valid UTF-8") from None
+        try:
+            return json.loads(text, parse_constant=_refuse_constant)
+        except (ValueError, RecursionError):
+            raise MalformedRequest("body is not valid JSON") from None
+
+    def validated_body(self, schema: str) -> dict[str, Any]:
+        """The JSON body, checked against `schema` in docs/openapi.yaml."""
+        body = self.json_body()
+        self.deps.schemas.validate(body, schema)
+        return body
+
+    def write_json(self, payload: Any, status: int = 200) -> None:
+        """Send `payload` as JSON."""
+        self.set_status(status)
+        self.finish(json.dumps(payload, separators=(",", ":"), default=str))
+
+    @property
+    def client_ip(self) -> str:
+        """The caller's address: X-Forwarded-For only when the peer is a trusted proxy."""
+        return client_address(self.request.remote_ip or "",
+                              self.request.headers.get("X-Forwarded-For", ""),
+                              self.deps.settings.trusted_proxies)
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        code = CODE_FOR_STATUS.get(status_code, "error")
+        message = self._reason
+        if isinstance(exc, ServiceError):
+            code, message = exc.code, exc.message
+            if isinstance(exc, RateLimited | Unavailable):
+                self.set_header("Retry-After", str(exc.retry_after))
+            if isinstance(exc, InvalidInput) and exc.field:
+                self.finish(json.dumps({"error": {"code": code, "message": message,
+                                                  "field": exc.field}}))
+                return
+        elif isinstance(exc, HTTPError) and exc.log_message and status_code < 500:
+            message = exc.log_message % exc.args if exc.args else exc.log_message
+        elif status_code >= 500:
+            message = "internal error"
+        self.set_header("Content-Type", "application/json; charset=utf-8")
+        self.finish(json.dumps({"error": {"code": code, "message": message}}))
+
+    def _handle_request_exception(self, e: BaseException) -> None:
+        if isinstance(e, ServiceError):
+            if self._finished:
+                return
+            self.send_error(_status_for(e), exc_info=(type(e), e, e.__traceback__))
+            return
+        super()._handle_request_exception(e)
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        if isinstance(value, ServiceError):
+            return
+        super().log_exception(typ, value, tb)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def client_address(peer: str, forwarded_for: str, trusted_proxies: tuple[Any, ...]) -> str:
+    """The client's address given the peer, its X-Forwarded-For and the trusted proxies."""
+    if not trusted_proxies or not _in_networks(peer, trusted_proxies):
+        return peer
+    hops = [part.strip() for part in forwarded_for.split(",") if part.strip()]
+    # Walk from the nearest hop outwards; the first address that is not a proxy is the client.
+    for hop in reversed(hops):
+        if not _in_networks(hop, trusted_proxies):
+            return hop
+    return hops[0] if hops else peer
+
+
+def _in_networks(address: str, networks: tuple[Any, ...]) -> bool:
+    try:
+        parsed = ipaddress.ip_address(address.split("%")[0])
+    except ValueError:
+        return False
+    return any(parsed in network for network in networks)
+
+
+class NotFoundHandler(BaseHandler):
+    """Answers every unknown path with the one error shape."""
+
+    authentication = "none"
+
+    def prepare(self) -> Awaitable[None] | None:
+        raise NotFound("no such endpoint")

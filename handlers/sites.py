@@ -1,0 +1,82 @@
+"""Sites in the dashboard API: create, list, read, update settings, rotate the API key."""
+
+from __future__ import annotations
+
+from documents import audit, sites
+from errors import InvalidInput
+from handlers.base import BaseHandler
+
+
+class SitesHandler(BaseHandler):
+    """GET lists the user's sites; POST creates one and shows its keys once."""
+
+    async def get(self) -> None:
+        found = await sites.sites_for_user(self.deps.store, self.user)
+        self.write_json([sites.public_view(site) for site in found])
+
+    async def post(self) -> None:
+        body = self.validated_body("SiteCreate")
+        organization_id = body.get("organizationId") or _only_admin_organization(self.user)
+        site, keys = await self.deps.keyring.create_site(
+            self.user, organization_id, body["name"], body.get("allowedOrigins", []),
+            body.get("settings", {}),
+        )
+        await audit.record(
+            self.deps.store, action="site.created", actor_user_id=self.user.id,
+            account_id=self.user.account_id, organization_id=organization_id,
+            site_id=site["_id"],
+        )
+        self.write_json({"id": site["_id"], "apiKey": keys.api_key, "publicKey": keys.public_key,
+                         "site": sites.public_view(site)}, status=201)
+
+
+class SiteHandler(BaseHandler):
+    """GET reads one site; PATCH changes its name, allowed origins or settings."""
+
+    async def get(self, site_id: str) -> None:
+        site = await sites.site_for_user(self.deps.store, self.user, site_id)
+        self.write_json(sites.public_view(site))
+
+    async def patch(self, site_id: str) -> None:
+        body = self.validated_body("SiteUpdate")
+        site = await sites.site_for_user(self.deps.store, self.user, site_id)
+        updated, changed = await sites.update_site(self.deps.store, self.user, site, body)
+        if changed:
+            await audit.record(
+                self.deps.store, action="site.settings_changed", actor_user_id=self.user.id,
+                account_id=self.user.account_id, organization_id=site["organizationId"],
+                site_id=site_id, details={"fields": changed},
+            )
+        self.write_json(sites.public_view(updated))
+
+
+class RotateApiKeyHandler(BaseHandler):
+    """POST rotates the site's API key; the new key is shown once and the old one stops now."""
+
+    async def post(self, site_id: str) -> None:
+        site = await sites.site_for_user(self.deps.store, self.user, site_id)
+        sites.require_admin(self.user, site["organizationId"])
+        updated, api_key = await self.deps.keyring.rotate_api_key(
+            site, self.deps.settings.key_rotation_grace_seconds
+        )
+        await audit.record(
+            self.deps.store, action="site.api_key_rotated", actor_user_id=self.user.id,
+            account_id=self.user.account_id, organization_id=site["organizationId"],
+            site_id=site_id,
+        )
+        self.write_json({"id": site_id, "apiKey": api_key, "site": sites.public_view(updated)})
+
+
+def _only_admin_organization(user: object) -> str:
+    administered = [org for org in user.roles if user.can_administer(org)]
+    if len(administered) != 1:
+        raise InvalidInput("organizationId is required when you administer several "
+                           "organizations (or none)", field="organizationId")
+    return administered[0]
+
+
+default_handlers = [
+    (r"/api/v1/sites", SitesHandler),
+    (r"/api/v1/sites/([0-9a-f-]{36})", SiteHandler),
+    (r"/api/v1/sites/([0-9a-f-]{36})/api-key/rotate", RotateApiKeyHandler),
+]

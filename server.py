@@ -1,0 +1,325 @@
+"""Visitor Service: `make_app(settings, deps)`, the async `main()`, and the command line.
+
+Nothing connects at import time. `build_deps` creates every client from the settings inside the
+running loop, `make_app` wires handlers to them, and `serve` owns the lifecycle: start, signal,
+graceful stop, close.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import json
+import logging
+import os
+import signal
+import ssl
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tornado.httpserver
+import tornado.web
+
+import documents
+from auth.passwords import PasswordVerifier
+from auth.service import AuthService, ThrottleLimits
+from auth.tokens import TokenIssuer
+from config import Settings, SettingsError, load_settings
+from config.logging import configure_logging, log_request
+from config.metrics import Metrics
+from documents.sites import KeyHasher, SiteKeyring
+from documents.store import Store, open_store
+from handlers import auth as auth_handlers
+from handlers import health as health_handlers
+from handlers import sites as site_handlers
+from handlers.base import NotFoundHandler
+from handlers.validation import SchemaValidator
+from privacy.sealing import SecretSealer
+
+log = logging.getLogger("visitor_service")
+
+
+@dataclass
+class Deps:
+    """Everything the handlers need, created once per process and passed in."""
+
+    settings: Settings
+    store: Store
+    auth: AuthService
+    keyring: SiteKeyring
+    sealer: SecretSealer
+    schemas: SchemaValidator
+    metrics: Metrics
+    readiness_checks: dict[str, Callable[[], Awaitable[Any]]] = field(default_factory=dict)
+    closers: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
+
+    async def readiness(self) -> dict[str, bool]:
+        """Run every readiness check; a check that raises or times out is not ready."""
+        results: dict[str, bool] = {}
+        for name, check in self.readiness_checks.items():
+            try:
+                await asyncio.wait_for(check(), timeout=2.0)
+                results[name] = True
+            except Exception:  # noqa: BLE001 - any failure means "not ready"
+                log.warning("readiness check failed", extra={"check": name})
+                results[name] = False
+        return results
+
+    async def close(self) -> None:
+        """Close every client, newest first."""
+        for closer in reversed(self.closers):
+            result = closer()
+            if asyncio.iscoroutine(result):
+                await result
+
+
+async def build_deps(settings: Settings, *, store: Store | None = None) -> Deps:
+    """Create the clients for these settings and ensure the indexes."""
+    store = store or open_store(settings.mongodb_uri, settings.mongodb_database)
+    await store.ensure_indexes(documents.declared_indexes())
+    sealer = SecretSealer(settings.master_key)
+    issuer = TokenIssuer(settings.secret_key, settings.public_url)
+    auth = AuthService(
+        store, issuer, PasswordVerifier(), settings.secret_key,
+        ThrottleLimits(settings.login_failures_per_pair, settings.login_failures_per_ip,
+                       settings.login_failures_per_account),
+        settings.refresh_token_days, settings.refresh_grace_seconds,
+    )
+    deps = Deps(
+        settings=settings,
+        store=store,
+        auth=auth,
+        keyring=SiteKeyring(store, KeyHasher(settings.secret_key), sealer),
+        sealer=sealer,
+        schemas=SchemaValidator(),
+        metrics=Metrics(),
+    )
+    deps.readiness_checks["mongodb"] = store.ping
+    deps.closers.append(store.close)
+    return deps
+
+
+def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
+    """The Tornado application for these settings and dependencies."""
+    routes: list[Any] = [
+        *health_handlers.default_handlers,
+        *auth_handlers.default_handlers,
+        *site_handlers.default_handlers,
+    ]
+    return tornado.web.Application(
+        routes,
+        deps=deps,
+        default_handler_class=NotFoundHandler,
+        log_function=log_request,
+        xsrf_cookies=False,
+        compress_response=True,
+        websocket_ping_interval=20,
+        websocket_ping_timeout=30,
+        websocket_max_message_size=64 * 1024,
+    )
+
+
+def tls_context(settings: Settings) -> ssl.SSLContext | None:
+    """An SSLContext with a TLS 1.2 minimum, when a certificate and key are configured."""
+    if not settings.tls_enabled:
+        return None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(settings.tls_cert_file, settings.tls_key_file)
+    return context
+
+
+def make_http_server(settings: Settings, app: tornado.web.Application
+                     ) -> tornado.httpserver.HTTPServer:
+    """The HTTP server with body limits that fit the largest accepted upload."""
+    return tornado.httpserver.HTTPServer(
+        app,
+        ssl_options=tls_context(settings),
+        xheaders=False,  # client IPs come from BaseHandler.client_ip (trusted proxies only)
+        max_body_size=max(settings.max_segment_bytes, settings.max_event_body_bytes) + 64 * 1024,
+        idle_connection_timeout=60,
+        body_timeout=60,
+    )
+
+
+async def write_demo_file(settings: Settings, deps: Deps) -> dict[str, Any]:
+    """Seed the embedded store's demo data and write its credentials file."""
+    from documents.demo import seed_demo
+
+    demo = await seed_demo(deps.store, deps.keyring, email=settings.demo_email,
+                           password=settings.demo_password, public_url=settings.public_url)
+    _write_private_file(Path(settings.demo_file), json.dumps(demo.as_dict(), indent=2) + "\n")
+    return demo.as_dict()
+
+
+def _write_private_file(path: Path, text: str) -> None:
+    """Write a file only its owner can read, with no moment in which others could."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(path, 0o600)  # an existing file keeps its old mode through O_CREAT
+
+
+async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
+    """Run the server until SIGTERM or SIGINT, then stop accepting and drain."""
+    deps = await build_deps(settings)
+    if settings.generated_secrets:
+        log.warning("generated ephemeral secrets for the embedded store; tokens and sealed "
+                    "values will not survive a restart",
+                    extra={"generated": list(settings.generated_secrets)})
+    if settings.embedded:
+        demo = await write_demo_file(settings, deps)
+        print(_demo_banner(settings, demo), flush=True)
+    app = make_app(settings, deps)
+    server = make_http_server(settings, app)
+    server.listen(settings.port, settings.host)
+    log.info("listening", extra={"url": settings.public_url, "embedded": settings.embedded})
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    if ready is not None:
+        ready.set()
+    await stop.wait()
+    log.info("shutting down")
+    server.stop()
+    try:
+        await asyncio.wait_for(server.close_all_connections(), timeout=10)
+    except TimeoutError:
+        log.warning("connections still open after 10 s; closing anyway")
+    await deps.close()
+
+
+def _demo_banner(settings: Settings, demo: dict[str, Any]) -> str:
+    return (
+        "\nVisitor Service is running on the embedded store (data lives in memory).\n"
+        f"  Dashboard:  {settings.public_url}/\n"
+        f"  E-mail:     {demo['email']}\n"
+        f"  Password:   {demo['password']}\n"
+        f"  Site id:    {demo['siteId']}\n"
+        f"  API key:    {demo['apiKey']}\n"
+        f"  Public key: {demo['publicKey']}\n"
+        f"  Written to: {settings.demo_file}\n"
+    )
+
+
+# Command line -------------------------------------------------------------------------------
+
+
+async def _with_real_store(settings: Settings, work: Callable[[Deps], Awaitable[None]]) -> None:
+    if settings.embedded:
+        raise SettingsError("MONGODB_URI: this command needs a real MongoDB; the embedded store "
+                            "lives only inside a running server")
+    deps = await build_deps(settings)
+    try:
+        await work(deps)
+    finally:
+        await deps.close()
+
+
+async def _create_user(settings: Settings, args: argparse.Namespace) -> None:
+    from auth.passwords import hash_password
+    from documents import accounts
+
+    password = os.environ.get("VISITOR_SERVICE_PASSWORD") or getpass.getpass("Password: ")
+
+    async def work(deps: Deps) -> None:
+        created = await accounts.create_account(
+            deps.store, email=args.email, password_hash=await hash_password(password),
+            display_name=args.name or args.email, account_name=args.account or args.email,
+            organization_name=args.organization,
+        )
+        print(json.dumps(created))
+
+    await _with_real_store(settings, work)
+
+
+async def _create_site(settings: Settings, args: argparse.Namespace) -> None:
+    from documents import accounts
+
+    async def work(deps: Deps) -> None:
+        user_doc = await accounts.find_user_by_email(deps.store, args.email)
+        if user_doc is None:
+            raise SystemExit(f"no user {args.email}")
+        user = await accounts.load_authenticated_user(deps.store, user_doc["_id"], "")
+        assert user is not None
+        organization = args.organization or next(iter(user.roles))
+        site, keys = await deps.keyring.create_site(user, organization, args.name,
+                                                    args.origin or [], {})
+        print(json.dumps({"id": site["_id"], "apiKey": keys.api_key,
+                          "publicKey": keys.public_key}))
+
+    await _with_real_store(settings, work)
+
+
+async def _rotate_key(settings: Settings, args: argparse.Namespace) -> None:
+    async def work(deps: Deps) -> None:
+        site = await deps.store.collection("sites").find_one({"_id": args.site_id})
+        if site is None:
+            raise SystemExit(f"no site {args.site_id}")
+        _, api_key = await deps.keyring.rotate_api_key(site, settings.key_rotation_grace_seconds)
+        print(json.dumps({"id": args.site_id, "apiKey": api_key}))
+
+    await _with_real_store(settings, work)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="visitor-service", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("serve", help="run the HTTP server")
+    sub.add_parser("worker", help="run the errors-ingest Celery worker (needs REDIS_URL)")
+    user = sub.add_parser("create-user", help="create an account with an owner (real MongoDB)")
+    user.add_argument("--email", required=True)
+    user.add_argument("--name")
+    user.add_argument("--account")
+    user.add_argument("--organization", default="My organization")
+    site = sub.add_parser("create-site", help="create a site and print its keys (real MongoDB)")
+    site.add_argument("--email", required=True, help="an owner or admin of the organization")
+    site.add_argument("--name", required=True)
+    site.add_argument("--organization")
+    site.add_argument("--origin", action="append", help="allowed origin, repeatable")
+    rotate = sub.add_parser("rotate-key", help="rotate a site's API key (real MongoDB)")
+    rotate.add_argument("--site-id", required=True)
+    return parser
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """The `visitor-service` console script."""
+    args = _parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings.log_level)
+    commands: dict[str, Callable[[], Awaitable[None]]] = {
+        "serve": lambda: serve(settings),
+        "worker": lambda: _run_worker(settings),
+        "create-user": lambda: _create_user(settings, args),
+        "create-site": lambda: _create_site(settings, args),
+        "rotate-key": lambda: _rotate_key(settings, args),
+    }
+    try:
+        asyncio.run(commands[args.command]())
+    except SettingsError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+async def _run_worker(settings: Settings) -> None:
+    raise SettingsError("REDIS_URL: the worker is not available yet")
+
+
+def main() -> None:
+    """Entry point for `python server.py`."""
+    raise SystemExit(cli(sys.argv[1:] or ["serve"]))
+
+
+if __name__ == "__main__":
+    main()

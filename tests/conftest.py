@@ -1,0 +1,151 @@
+"""Fixtures: a fresh app per test on the embedded store (or MONGODB_URI), and HTTP helpers.
+
+Set MONGODB_URI to a replica set (e.g. mongodb://localhost:27017/?replicaSet=rs0) to run the
+whole suite against a real server; each test then gets its own database, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import secrets
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import bcrypt
+import pytest
+import tornado.netutil
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+
+import server
+from auth.passwords import BCRYPT_ROUNDS
+from config import Settings, load_settings
+from documents import accounts
+from documents.store import Store, open_store
+from tests.support.app import TEST_PASSWORD, Answer, Tenant
+
+
+@pytest.fixture(scope="session")
+def test_password_hash() -> str:
+    """One bcrypt hash of TEST_PASSWORD for the whole run (12 rounds is slow on purpose)."""
+    return bcrypt.hashpw(TEST_PASSWORD.encode(), bcrypt.gensalt(BCRYPT_ROUNDS)).decode()
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def settings_env() -> dict[str, str]:
+    """Environment the test settings are read from; tests may add to it before `settings`."""
+    return {
+        "SECRET_KEY": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
+        "MASTER_KEY": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
+        "MONGODB_URI": os.environ.get("MONGODB_URI", ""),
+        "MONGODB_DATABASE": f"test_{secrets.token_hex(6)}",
+        "PUBLIC_URL": "http://127.0.0.1:8888",
+    }
+
+
+@pytest.fixture
+def settings(settings_env: dict[str, str]) -> Settings:
+    """Settings for one test."""
+    return load_settings(settings_env)
+
+
+@pytest.fixture
+async def store(settings: Settings) -> AsyncIterator[Store]:
+    """A store of its own for each test."""
+    store = open_store(settings.mongodb_uri, settings.mongodb_database)
+    yield store
+    if not store.embedded:
+        await store.client.drop_database(settings.mongodb_database)
+    store.faults.clear()
+
+
+@pytest.fixture
+async def deps(settings: Settings, store: Store) -> AsyncIterator[server.Deps]:
+    """The app's dependencies."""
+    deps = await server.build_deps(settings, store=store)
+    yield deps
+    deps.closers.remove(store.close)  # the store fixture owns the client
+    await deps.close()
+
+
+@pytest.fixture
+async def base_url(settings: Settings, deps: server.Deps) -> AsyncIterator[str]:
+    """The running app's base URL."""
+    app = server.make_app(settings, deps)
+    http_server = server.make_http_server(settings, app)
+    sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
+    http_server.add_sockets(sockets)
+    port = sockets[0].getsockname()[1]
+    yield f"http://127.0.0.1:{port}"
+    http_server.stop()
+    await http_server.close_all_connections()
+
+
+Fetch = Callable[..., Awaitable[Answer]]
+
+
+@pytest.fixture
+def fetch(base_url: str) -> Fetch:
+    """Call the app: fetch(path, method=, json=, body=, token=, headers=)."""
+    client = AsyncHTTPClient()
+
+    async def call(path: str, method: str = "GET", *, json_body: Any = None,
+                   body: bytes | str | None = None, token: str | None = None,
+                   headers: dict[str, str] | None = None, **kwargs: Any) -> Answer:
+        all_headers = dict(headers or {})
+        if json_body is not None:
+            body = json.dumps(json_body)
+            all_headers.setdefault("Content-Type", "application/json")
+        if token is not None:
+            all_headers["Authorization"] = f"Bearer {token}"
+        if body is None and method in ("POST", "PUT", "PATCH"):
+            body = b""
+        request = HTTPRequest(base_url + path, method=method, body=body, headers=all_headers,
+                              allow_nonstandard_methods=True, request_timeout=30, **kwargs)
+        return Answer(await client.fetch(request, raise_error=False))
+
+    return call
+
+
+TenantFactory = Callable[..., Awaitable[Tenant]]
+
+
+@pytest.fixture
+def make_tenant(deps: server.Deps, fetch: Fetch, test_password_hash: str) -> TenantFactory:
+    """Create a signed-in tenant (owner + organization + site) through the public API."""
+
+    async def create(name: str = "shop", origins: tuple[str, ...] = ("https://shop.example",),
+                     settings: dict[str, Any] | None = None) -> Tenant:
+        email = f"{name}-{secrets.token_hex(4)}@example.com"
+        created = await accounts.create_account(
+            deps.store, email=email, password_hash=test_password_hash, display_name=name,
+            account_name=name, organization_name=f"{name} org",
+        )
+        login = await fetch("/auth/login", "POST",
+                            json_body={"email": email, "password": TEST_PASSWORD})
+        assert login.code == 200, login
+        tokens = login.json()
+        site = await fetch("/api/v1/sites", "POST", token=tokens["accessToken"], json_body={
+            "name": f"{name} site", "allowedOrigins": list(origins), "settings": settings or {},
+        })
+        assert site.code == 201, site
+        return Tenant(email, created["userId"], created["accountId"], created["organizationId"],
+                      tokens["accessToken"], tokens["refreshToken"], site.json()["id"],
+                      site.json()["apiKey"], site.json()["publicKey"])
+
+    return create
+
+
+@pytest.fixture
+async def tenant(make_tenant: TenantFactory) -> Tenant:
+    """One signed-in tenant."""
+    return await make_tenant()

@@ -1,0 +1,143 @@
+"""The Store: transactions are all-or-nothing, sessions are enforced, faults can be injected."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from documents.store import (
+    ASCENDING,
+    DuplicateKeyError,
+    Index,
+    InjectedFault,
+    Store,
+    TransactionSessionMissing,
+)
+
+
+async def _snapshot(store: Store, name: str) -> list[dict[str, Any]]:
+    return await store.collection(name).find({}).sort("_id", ASCENDING).to_list(None)
+
+
+async def test_an_aborted_transaction_leaves_every_touched_document_as_it_was(store: Store):
+    things = store.collection("things")
+    await things.insert_many([{"_id": 1, "n": 1}, {"_id": 2, "n": 2}, {"_id": 3, "n": 3}])
+    before = await _snapshot(store, "things")
+
+    async def work(session: Any) -> None:
+        await things.update_one({"_id": 1}, {"$inc": {"n": 10}}, session=session)
+        await things.update_many({}, {"$set": {"touched": True}}, session=session)
+        await things.insert_one({"_id": 4, "n": 4}, session=session)
+        await things.update_one({"_id": 5}, {"$set": {"n": 5}}, upsert=True, session=session)
+        await things.delete_one({"_id": 2}, session=session)
+        await things.find_one_and_update({"_id": 6}, {"$set": {"n": 6}}, upsert=True,
+                                         session=session)
+        await things.delete_many({"n": {"$gte": 3}}, session=session)
+        raise RuntimeError("abort on purpose")
+
+    with pytest.raises(RuntimeError, match="abort on purpose"):
+        await store.transaction(work)
+    assert await _snapshot(store, "things") == before
+
+
+async def test_a_committed_transaction_keeps_its_writes(store: Store):
+    things = store.collection("things")
+
+    async def work(session: Any) -> str:
+        await things.insert_one({"_id": "a", "n": 1}, session=session)
+        await things.update_one({"_id": "a"}, {"$inc": {"n": 1}}, session=session)
+        return "done"
+
+    assert await store.transaction(work) == "done"
+    assert await things.find_one({"_id": "a"}) == {"_id": "a", "n": 2}
+
+
+@pytest.mark.parametrize("operation", ["read", "write", "delete"])
+async def test_an_operation_inside_a_transaction_without_its_session_raises(
+        store: Store, operation: str):
+    things = store.collection("things")
+    await things.insert_one({"_id": 1, "n": 1})
+
+    async def forgetful(session: Any) -> None:
+        await things.update_one({"_id": 1}, {"$set": {"n": 2}}, session=session)
+        if operation == "read":
+            await things.find_one({"_id": 1})
+        elif operation == "write":
+            await things.update_one({"_id": 1}, {"$set": {"n": 3}})
+        else:
+            await things.delete_many({})
+
+    with pytest.raises(TransactionSessionMissing):
+        await store.transaction(forgetful)
+    assert await things.find_one({"_id": 1}) == {"_id": 1, "n": 1}
+
+
+async def test_a_planned_fault_fails_the_chosen_operation_then_lets_it_through(store: Store):
+    things = store.collection("things")
+    store.faults.fail("things", "insert_one", times=2)
+    for _ in range(2):
+        with pytest.raises(InjectedFault):
+            await things.insert_one({"n": 1})
+    await things.insert_one({"_id": "ok"})
+    assert await things.count_documents({}) == 1
+
+
+async def test_a_fault_in_the_middle_of_a_transaction_rolls_back_the_earlier_steps(store: Store):
+    first, second = store.collection("first"), store.collection("second")
+    await first.insert_one({"_id": 1, "state": "original"})
+    store.faults.fail("second", "insert_one")
+
+    async def work(session: Any) -> None:
+        await first.update_one({"_id": 1}, {"$set": {"state": "changed"}}, session=session)
+        await second.insert_one({"_id": 1}, session=session)
+
+    with pytest.raises(InjectedFault):
+        await store.transaction(work)
+    assert await first.find_one({"_id": 1}) == {"_id": 1, "state": "original"}
+    assert await second.count_documents({}) == 0
+
+
+async def test_ensuring_indexes_twice_changes_nothing_and_unique_indexes_hold(store: Store):
+    index = Index("people", (("email", ASCENDING),), unique=True)
+    await store.ensure_indexes([index])
+    await store.ensure_indexes([index])
+    people = store.collection("people")
+    await people.insert_one({"email": "a@example.com"})
+    with pytest.raises(DuplicateKeyError):
+        await people.insert_one({"email": "a@example.com"})
+    names = await people.index_information()
+    assert len([n for n in names if n != "_id_"]) == 1
+
+
+async def test_a_bucket_file_reads_back_in_order_and_deletes_with_its_chunks(store: Store):
+    bucket = store.bucket("blobs")
+    await store.ensure_indexes(bucket.indexes())
+    data = bytes(range(256)) * 3000  # several chunks
+    await bucket.upload("f1", "one", data, {"owner": "x"})
+    await bucket.upload("f2", "two", b"small", {"owner": "y"})
+    assert await bucket.read("f1") == data
+    assert await bucket.delete_where({"metadata.owner": "x"}) == 1
+    assert await bucket.find_file({"_id": "f1"}) is None
+    assert await store.collection("blobs.chunks").count_documents({"files_id": "f1"}) == 0
+    assert await bucket.read("f2") == b"small"
+
+
+async def test_a_second_upload_with_the_same_id_is_refused_and_keeps_the_first(store: Store):
+    bucket = store.bucket("blobs")
+    await store.ensure_indexes(bucket.indexes())
+    await bucket.upload("f1", "one", b"first", {})
+    with pytest.raises(DuplicateKeyError):
+        await bucket.upload("f1", "one", b"second", {})
+    assert await bucket.read("f1") == b"first"
+
+
+async def test_an_upload_colliding_on_a_metadata_index_leaves_no_chunks_behind(store: Store):
+    bucket = store.bucket("blobs")
+    await store.ensure_indexes([*bucket.indexes(), Index(
+        "blobs.files", (("metadata.part", ASCENDING),), unique=True)])
+    await bucket.upload("f1", "one", b"first", {"part": 1})
+    with pytest.raises(DuplicateKeyError):
+        await bucket.upload("f2", "one", b"again", {"part": 1})
+    assert await store.collection("blobs.chunks").count_documents({"files_id": "f2"}) == 0
+    assert await bucket.read("f1") == b"first"
