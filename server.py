@@ -38,7 +38,13 @@ from handlers import health as health_handlers
 from handlers import sites as site_handlers
 from handlers.base import NotFoundHandler
 from handlers.validation import SchemaValidator
+from ingest.intake import VisitorIntake
+from ingest.ratelimit import SiteRateLimiter
+from privacy.geo import open_country_resolver
+from privacy.geo_default import default_database_path
 from privacy.sealing import SecretSealer
+from privacy.useragent import UserAgentParser
+from realtime.bus import EventBus, InProcessBus
 
 log = logging.getLogger("visitor_service")
 
@@ -54,6 +60,9 @@ class Deps:
     sealer: SecretSealer
     schemas: SchemaValidator
     metrics: Metrics
+    intake: VisitorIntake
+    rate_limiter: SiteRateLimiter
+    bus: EventBus
     readiness_checks: dict[str, Callable[[], Awaitable[Any]]] = field(default_factory=dict)
     closers: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
 
@@ -89,6 +98,8 @@ async def build_deps(settings: Settings, *, store: Store | None = None) -> Deps:
                        settings.login_failures_per_account),
         settings.refresh_token_days, settings.refresh_grace_seconds,
     )
+    metrics = Metrics()
+    countries = open_country_resolver(settings.geoip_database or default_database_path())
     deps = Deps(
         settings=settings,
         store=store,
@@ -96,10 +107,15 @@ async def build_deps(settings: Settings, *, store: Store | None = None) -> Deps:
         keyring=SiteKeyring(store, KeyHasher(settings.secret_key), sealer),
         sealer=sealer,
         schemas=SchemaValidator(),
-        metrics=Metrics(),
+        metrics=metrics,
+        intake=VisitorIntake(store, settings, metrics, countries, UserAgentParser()),
+        rate_limiter=SiteRateLimiter(settings.site_rate_per_second, settings.site_rate_burst),
+        bus=InProcessBus(),
     )
     deps.readiness_checks["mongodb"] = store.ping
     deps.closers.append(store.close)
+    deps.closers.append(countries.close)
+    deps.closers.append(deps.bus.close)
     return deps
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from documents import accounts, audit, sites
+from documents import accounts, audit, sites, visitors
 from documents.store import Index
 
 
 def declared_indexes() -> list[Index]:
     """Every index every collection family declares."""
-    return [*accounts.INDEXES, *audit.INDEXES, *sites.INDEXES]
+    return [*accounts.INDEXES, *audit.INDEXES, *sites.INDEXES, *visitors.INDEXES]

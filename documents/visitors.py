@@ -1,0 +1,122 @@
+"""Visitor profiles: one document per (site, visitor id), spec §2.
+
+A profile embeds identity, location, device, per-kind counts and the most recent activity
+(bounded with `$slice`); the full history lives in activity buckets (documents.activity).
+Profiles sharing a `wpUserId` are linked by that field and never merged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from documents.accounts import new_id
+from documents.store import ASCENDING, DESCENDING, DuplicateKeyError, Index, Store
+
+INDEXES = [
+    Index("visitors", (("siteId", ASCENDING), ("visitorId", ASCENDING)), unique=True),
+    Index("visitors", (("siteId", ASCENDING), ("lastSeen", DESCENDING))),
+    Index("visitors", (("siteId", ASCENDING), ("wpUserId", ASCENDING))),
+    Index("visitors", (("siteId", ASCENDING), ("emails", ASCENDING))),
+]
+
+#: How many recent activity entries a profile embeds; the rest is in the buckets.
+RECENT_ACTIVITY = 20
+
+
+@dataclass(frozen=True)
+class VisitorFacts:
+    """What a profile may keep about the visitor, already anonymised."""
+
+    country: str | None = None
+    time_zone: str | None = None
+    ip_address: str | None = None
+    browser: str | None = None
+    os: str | None = None
+    device_type: str | None = None
+    screen: str | None = None
+    language: str | None = None
+    wp_user_id: str | None = None
+
+    def as_update(self) -> dict[str, Any]:
+        """`$set` fields for the known facts (unknown ones leave the stored value alone)."""
+        fields = {
+            "location.country": self.country,
+            "location.timeZone": self.time_zone,
+            "location.ipAddress": self.ip_address,
+            "device.browser": self.browser,
+            "device.os": self.os,
+            "device.type": self.device_type if self.device_type != "unknown" else None,
+            "device.screen": self.screen,
+            "device.language": self.language,
+            "wpUserId": self.wp_user_id,
+        }
+        return {key: value for key, value in fields.items() if value is not None}
+
+
+@dataclass(frozen=True)
+class PrivacyFlags:
+    """Restriction and objection switches (GDPR Art. 18 and 21) of one visitor."""
+
+    restricted: bool = False
+    objected: bool = False
+
+
+def default_display_name(visitor_id: str) -> str:
+    """The name shown until a lead gives one: 'Visitor #' plus the id (spec §2)."""
+    return f"Visitor #{visitor_id}"
+
+
+async def privacy_flags(store: Store, site_id: str, visitor_id: str | None) -> PrivacyFlags:
+    """The visitor's restriction and objection flags (none for unknown visitors)."""
+    if not visitor_id:
+        return PrivacyFlags()
+    doc = await store.collection("visitors").find_one(
+        {"siteId": site_id, "visitorId": visitor_id}, {"restricted": 1, "objected": 1}
+    )
+    if doc is None:
+        return PrivacyFlags()
+    return PrivacyFlags(bool(doc.get("restricted")), bool(doc.get("objected")))
+
+
+async def touch(store: Store, site_id: str, visitor_id: str, *, seen_at: datetime,
+                facts: VisitorFacts, activity: dict[str, Any] | None = None,
+                counts: dict[str, int] | None = None, display_name: str | None = None,
+                email: str | None = None) -> dict[str, Any]:
+    """Create or update the profile in one atomic upsert; returns the profile's id fields."""
+    set_fields = facts.as_update()
+    on_insert: dict[str, Any] = {"_id": new_id(), "restricted": False, "objected": False}
+    if display_name:
+        set_fields["displayName"] = display_name
+        set_fields["displayNameSource"] = "lead"
+    else:
+        on_insert["displayName"] = default_display_name(visitor_id)
+        on_insert["displayNameSource"] = "default"
+    update: dict[str, Any] = {
+        "$setOnInsert": on_insert,
+        "$min": {"firstSeen": seen_at},
+        "$max": {"lastSeen": seen_at},
+    }
+    if set_fields:
+        update["$set"] = set_fields
+    if activity is not None:
+        update["$push"] = {"recent": {"$each": [activity], "$slice": -RECENT_ACTIVITY}}
+    if counts:
+        update["$inc"] = {f"counts.{key}": value for key, value in counts.items()}
+    if email:
+        update["$addToSet"] = {"emails": email}
+    key = {"siteId": site_id, "visitorId": visitor_id}
+    try:
+        await store.collection("visitors").update_one(key, update, upsert=True)
+    except DuplicateKeyError:
+        # Two first requests raced to create the profile; the loser's update now matches.
+        await store.collection("visitors").update_one(key, update, upsert=True)
+    return key
+
+
+async def find_profile(store: Store, site_id: str, visitor_id: str) -> dict[str, Any] | None:
+    """The profile, or None."""
+    return await store.collection("visitors").find_one(
+        {"siteId": site_id, "visitorId": visitor_id}
+    )

@@ -1,0 +1,1 @@
+"""Ingest orchestration: privacy gate, anonymisation, then the writes, for each item kind."""

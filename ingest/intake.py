@@ -1,0 +1,119 @@
+"""Admission and enrichment shared by every ingest path (/ingest and /sdk/v1).
+
+`VisitorIntake.admit` applies the privacy gate to an item and counts a drop with its reason;
+`VisitorIntake.describe_visitor` turns the raw visitor context into what a profile may keep:
+the country from the full IP address, then only the anonymised address, and the parsed device.
+The full address never leaves this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from config import Settings
+from config.metrics import Metrics
+from documents import sites as site_documents
+from documents import visitors
+from documents.store import Store
+from privacy.gate import CollectionContext, GateDecision, ItemKind, decide
+from privacy.geo import CountryResolver, NullCountryResolver
+from privacy.ipaddr import anonymise_ip, parse_client_ip
+from privacy.useragent import UserAgentParser
+
+ITEMS_METRIC = "ingest_items_total"
+ITEMS_HELP = "Items received by ingest, by kind and outcome (stored or dropped with a reason)."
+
+#: Client clocks drift; times further ahead than this are taken as "now".
+MAX_FUTURE_SKEW = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one accepted item."""
+
+    stored: bool
+    reason: str | None = None
+    item_id: str | None = None
+
+    @classmethod
+    def dropped(cls, reason: str) -> Outcome:
+        """Acknowledged and not stored, for `reason`."""
+        return cls(False, reason)
+
+
+def parse_time(value: str | None, now: datetime | None = None) -> datetime:
+    """A client-given ISO 8601 time in UTC; missing or too far ahead means now."""
+    now = now or datetime.now(UTC)
+    if not value:
+        return now
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return now
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    parsed = parsed.astimezone(UTC)
+    return now if parsed > now + MAX_FUTURE_SKEW else parsed
+
+
+class VisitorIntake:
+    """The privacy gate, counting and visitor enrichment, owned by the app."""
+
+    def __init__(self, store: Store, settings: Settings, metrics: Metrics,
+                 countries: CountryResolver | NullCountryResolver,
+                 user_agents: UserAgentParser) -> None:
+        self.store = store
+        self.settings = settings
+        self.metrics = metrics
+        self._countries = countries
+        self._user_agents = user_agents
+
+    async def admit(self, site: dict[str, Any], kind: ItemKind, payload: dict[str, Any],
+                    *, gpc: bool = False) -> GateDecision:
+        """Whether this item may be stored; a refusal is counted with its reason."""
+        flags = await visitors.privacy_flags(self.store, site["_id"], payload.get("visitorId"))
+        settings = {**site_documents.DEFAULT_SETTINGS, **site.get("settings", {})}
+        decision = decide(CollectionContext(
+            kind=kind,
+            url=payload.get("url"),
+            gpc=gpc or bool(payload.get("gpc")),
+            consent_granted=payload.get("consent") == "granted",
+            require_consent=bool(settings["requireConsent"]),
+            recordings_enabled=bool(settings["recordings"]),
+            exclusions=site_documents.exclusion_rules(site),
+            visitor_restricted=flags.restricted,
+            visitor_objected=flags.objected,
+        ))
+        if not decision.allowed:
+            self.count(kind, "dropped", decision.reason or "unknown")
+        return decision
+
+    def count(self, kind: str, outcome: str, reason: str = "", amount: int = 1) -> None:
+        """Count items of `kind` as stored or dropped (with a reason)."""
+        self.metrics.count(ITEMS_METRIC, ITEMS_HELP, amount, kind=kind, outcome=outcome,
+                           reason=reason)
+
+    def describe_visitor(self, payload: dict[str, Any]) -> visitors.VisitorFacts:
+        """What the profile may keep about the visitor behind this payload."""
+        address = parse_client_ip(payload.get("ip"))
+        geo = self._countries.lookup(address)
+        device = self._user_agents.parse(payload.get("userAgent"))
+        return visitors.VisitorFacts(
+            country=geo.country,
+            time_zone=payload.get("timeZone") or geo.time_zone,
+            ip_address=anonymise_ip(str(address)) if address is not None else None,
+            browser=device.browser,
+            os=device.os,
+            device_type=device.device_type,
+            screen=payload.get("screen"),
+            language=payload.get("language"),
+            wp_user_id=_wp_user_id(payload.get("wpUserId")),
+        )
+
+
+def _wp_user_id(value: Any) -> str | None:
+    if value is None or value == "" or value == 0:
+        return None
+    return str(value)

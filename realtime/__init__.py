@@ -1,0 +1,1 @@
+"""Live dashboard events: the bus port, the hub of connections, the WebSocket handler."""

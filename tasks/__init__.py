@@ -1,0 +1,1 @@
+"""The errors-ingest queue (Celery or in-process), error processing and notifications."""
