@@ -35,6 +35,7 @@ from documents.sites import KeyHasher, SiteKeyring
 from documents.store import Store, open_store
 from handlers import auth as auth_handlers
 from handlers import health as health_handlers
+from handlers import ingest as ingest_handlers
 from handlers import sites as site_handlers
 from handlers.base import NotFoundHandler
 from handlers.validation import SchemaValidator
@@ -125,6 +126,7 @@ def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
         *health_handlers.default_handlers,
         *auth_handlers.default_handlers,
         *site_handlers.default_handlers,
+        *ingest_handlers.default_handlers,
     ]
     return tornado.web.Application(
         routes,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from documents import accounts, audit, sites, visitors
+from documents import accounts, activity, audit, engagement, leads, sites, visitors
 from documents.store import Index
 
 
 def declared_indexes() -> list[Index]:
     """Every index every collection family declares."""
-    return [*accounts.INDEXES, *audit.INDEXES, *sites.INDEXES, *visitors.INDEXES]
+    return [
+        *accounts.INDEXES, *activity.INDEXES, *audit.INDEXES, *engagement.INDEXES,
+        *leads.INDEXES, *sites.INDEXES, *visitors.INDEXES,
+    ]

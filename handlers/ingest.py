@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from errors import RateLimited, Unauthenticated
 from handlers.base import BaseHandler
+from ingest import activity
 from ingest.intake import Outcome
 
 
@@ -60,3 +61,78 @@ class IngestHandler(BaseHandler):
         self.deps.metrics.count("ingest_rejected_total", "Ingest requests refused, by reason.",
                                 kind=self.kind, reason=reason)
         super().write_error(status_code, **kwargs)
+
+
+class PageviewIngestHandler(IngestHandler):
+    """POST /ingest/pageviews: a pageview, with the product when the shop knows it."""
+
+    kind = "pageview"
+    schema = "PageviewIngest"
+
+    async def post(self) -> None:
+        self.acknowledge(await activity.record_pageview(self.deps.intake, self.site,
+                                                        self.payload()))
+
+
+class VisitorIngestHandler(IngestHandler):
+    """POST /ingest/visitors: register or update a visitor."""
+
+    kind = "visitor"
+    schema = "VisitorIngest"
+
+    async def post(self) -> None:
+        self.acknowledge(await activity.register_visitor(self.deps.intake, self.site,
+                                                         self.payload()))
+
+
+class LeadIngestHandler(IngestHandler):
+    """POST /ingest/leads: a lead or checkout, with cart and shop session."""
+
+    kind = "lead"
+    schema = "LeadIngest"
+
+    async def post(self) -> None:
+        self.acknowledge(await activity.record_lead(self.deps.intake, self.deps.bus, self.site,
+                                                    self.payload()))
+
+
+class SurveyIngestHandler(IngestHandler):
+    """POST /ingest/surveys (an addition to spec §4.1): survey answers."""
+
+    kind = "survey"
+    schema = "SurveyIngest"
+
+    async def post(self) -> None:
+        self.acknowledge(await activity.record_survey(self.deps.intake, self.site,
+                                                      self.payload()))
+
+
+class ChatIngestHandler(IngestHandler):
+    """POST /ingest/chats (an addition to spec §4.1): a chat transcript with its messages."""
+
+    kind = "chat"
+    schema = "ChatIngest"
+
+    async def post(self) -> None:
+        self.acknowledge(await activity.record_chat(self.deps.intake, self.site, self.payload()))
+
+
+class ConsentIngestHandler(IngestHandler):
+    """POST /ingest/consents (an addition to spec §4.1): a consent decision."""
+
+    kind = "consent"
+    schema = "ConsentIngest"
+
+    async def post(self) -> None:
+        self.acknowledge(await activity.record_consent(self.deps.intake, self.site,
+                                                       self.payload()))
+
+
+default_handlers = [
+    (r"/ingest/pageviews", PageviewIngestHandler),
+    (r"/ingest/visitors", VisitorIngestHandler),
+    (r"/ingest/leads", LeadIngestHandler),
+    (r"/ingest/surveys", SurveyIngestHandler),
+    (r"/ingest/chats", ChatIngestHandler),
+    (r"/ingest/consents", ConsentIngestHandler),
+]

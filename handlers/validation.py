@@ -41,7 +41,11 @@ class SchemaValidator:
 
     def validate(self, instance: Any, name: str) -> None:
         """Raise InvalidInput naming the first offending field when `instance` breaks `name`."""
-        error = best_match(self._validator(name).iter_errors(instance))
+        errors = list(self._validator(name).iter_errors(instance))
+        # A failing subschema makes its properties count as "unevaluated" too; the real fault
+        # is the other error, so report that one.
+        primary = [e for e in errors if e.validator != "unevaluatedProperties"] or errors
+        error = best_match(primary)
         if error is not None:
             raise _as_invalid_input(error)
 
@@ -52,7 +56,7 @@ def _as_invalid_input(error: ValidationError) -> InvalidInput:
         missing = _QUOTED.search(error.message)
         if missing:
             path.append(missing.group(1))
-    elif error.validator == "additionalProperties":
+    elif error.validator in ("additionalProperties", "unevaluatedProperties"):
         extra = _QUOTED.search(error.message)
         if extra:
             path.append(extra.group(1))

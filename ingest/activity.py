@@ -1,0 +1,187 @@
+"""The direct ingest kinds: pageviews, visitors, leads, surveys, chats and consent decisions.
+
+Each function admits the item through the privacy gate, writes it, updates the visitor profile
+and counts the outcome. Only errors are asynchronous (tasks/); these are written during the
+request (spec §1, data flow 5).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from documents import activity, engagement, leads, visitors
+from documents.accounts import new_id
+from ingest.intake import Outcome, VisitorIntake, parse_time
+from realtime.bus import EventBus
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+async def record_pageview(intake: VisitorIntake, site: dict[str, Any], payload: dict[str, Any],
+                          *, attribution: dict[str, Any] | None = None) -> Outcome:
+    """Store a pageview in the visitor's bucket and update the profile."""
+    decision = await intake.admit(site, "pageview", payload)
+    if not decision.allowed:
+        return Outcome.dropped(decision.reason or "unknown")
+    at = parse_time(payload.get("occurredAt"))
+    pageview_id = payload.get("pageviewId") or new_id()
+    event: dict[str, Any] = {
+        "id": pageview_id,
+        "at": at,
+        "url": payload["url"],
+        "title": payload.get("title"),
+        "referrer": payload.get("referrer"),
+        "sessionId": payload.get("sessionId"),
+        "duration": payload.get("duration"),
+    }
+    if attribution is None and payload.get("productId"):
+        attribution = {"productId": str(payload["productId"]), "via": "server"}
+    if attribution:
+        event["product"] = attribution
+    if payload.get("wpUserId"):
+        event["wpUserId"] = str(payload["wpUserId"])
+    stored = await activity.append_pageview(intake.store, site["_id"], payload["visitorId"],
+                                            event)
+    if not stored:
+        intake.count("pageview", "duplicate")
+        return Outcome(True, None, pageview_id)
+    await visitors.touch(
+        intake.store, site["_id"], payload["visitorId"], seen_at=at,
+        facts=intake.describe_visitor(payload),
+        activity={"kind": "pageview", "at": at, "url": payload["url"],
+                  "title": payload.get("title")},
+        counts={"pageviews": 1},
+    )
+    intake.count("pageview", "stored")
+    return Outcome(True, None, pageview_id)
+
+
+async def register_visitor(intake: VisitorIntake, site: dict[str, Any], payload: dict[str, Any]
+                           ) -> Outcome:
+    """Create or update the visitor profile from what the shop knows."""
+    decision = await intake.admit(site, "visitor", payload)
+    if not decision.allowed:
+        return Outcome.dropped(decision.reason or "unknown")
+    key = await visitors.touch(
+        intake.store, site["_id"], payload["visitorId"],
+        seen_at=parse_time(payload.get("occurredAt")), facts=intake.describe_visitor(payload),
+    )
+    intake.count("visitor", "stored")
+    return Outcome(True, None, key["visitorId"])
+
+
+async def record_lead(intake: VisitorIntake, bus: EventBus, site: dict[str, Any],
+                      payload: dict[str, Any]) -> Outcome:
+    """Store a lead, name the visitor after it, and announce it live (`new_lead`)."""
+    decision = await intake.admit(site, "lead", payload)
+    if not decision.allowed:
+        return Outcome.dropped(decision.reason or "unknown")
+    at = parse_time(payload.get("occurredAt"))
+    lead_id = payload.get("leadId") or new_id()
+    email = payload["email"].strip().lower()
+    display_name = (payload.get("name") or "").strip() or email
+    facts = intake.describe_visitor(payload)
+    lead = {
+        "_id": lead_id,
+        "siteId": site["_id"],
+        "visitorId": payload["visitorId"],
+        "sessionId": payload.get("sessionId"),
+        "createdAt": at,
+        "kind": payload.get("kind", "form"),
+        "formId": payload.get("formId"),
+        "url": payload.get("url"),
+        "email": email,
+        "name": payload.get("name"),
+        "phone": payload.get("phone"),
+        "fields": payload.get("fields", {}),
+        "cart": payload.get("cart"),
+        "ecommerceSessionId": payload.get("ecommerceSessionId"),
+        "wpUserId": facts.wp_user_id,
+        "orderCompleted": bool(payload.get("orderCompleted")),
+    }
+    if not await leads.insert_lead(intake.store, lead):
+        intake.count("lead", "duplicate")
+        return Outcome(True, None, lead_id)
+    await visitors.touch(
+        intake.store, site["_id"], payload["visitorId"], seen_at=at, facts=facts,
+        activity={"kind": "lead", "at": at, "leadId": lead_id},
+        counts={"leads": 1}, display_name=display_name, email=email,
+    )
+    intake.count("lead", "stored")
+    await bus.publish(site["_id"], {
+        "type": "new_lead",
+        "siteId": site["_id"],
+        "id": lead_id,
+        "time": _iso(at),
+        "lead": {"id": lead_id, "displayName": display_name, "visitorId": payload["visitorId"]},
+    })
+    return Outcome(True, None, lead_id)
+
+
+async def record_survey(intake: VisitorIntake, site: dict[str, Any], payload: dict[str, Any]
+                        ) -> Outcome:
+    """Store a survey response, linked by visitor or only by session."""
+    decision = await intake.admit(site, "survey", payload)
+    if not decision.allowed:
+        return Outcome.dropped(decision.reason or "unknown")
+    response_id = payload.get("responseId") or new_id()
+    stored = await engagement.insert_once(intake.store, "survey_responses", {
+        "_id": response_id,
+        "siteId": site["_id"],
+        "visitorId": payload.get("visitorId"),
+        "sessionId": payload.get("sessionId"),
+        "surveyId": payload["surveyId"],
+        "url": payload.get("url"),
+        "answeredAt": parse_time(payload.get("occurredAt")),
+        "answers": payload["answers"],
+    })
+    intake.count("survey", "stored" if stored else "duplicate")
+    return Outcome(True, None, response_id)
+
+
+async def record_chat(intake: VisitorIntake, site: dict[str, Any], payload: dict[str, Any]
+                      ) -> Outcome:
+    """Store a chat transcript with its messages, found later by visitor id or e-mail."""
+    decision = await intake.admit(site, "chat", payload)
+    if not decision.allowed:
+        return Outcome.dropped(decision.reason or "unknown")
+    transcript_id = payload.get("transcriptId") or new_id()
+    emails = sorted({e.strip().lower() for e in payload.get("emails", []) if e.strip()})
+    messages = [
+        {"from": m["from"], "text": m["text"], "at": parse_time(m.get("at"))}
+        for m in payload["messages"]
+    ]
+    stored = await engagement.insert_once(intake.store, "chat_transcripts", {
+        "_id": transcript_id,
+        "siteId": site["_id"],
+        "visitorId": payload.get("visitorId"),
+        "emails": emails,
+        "startedAt": messages[0]["at"] if messages else datetime.now(UTC),
+        "messages": messages,
+    })
+    intake.count("chat", "stored" if stored else "duplicate")
+    return Outcome(True, None, transcript_id)
+
+
+async def record_consent(intake: VisitorIntake, site: dict[str, Any], payload: dict[str, Any]
+                         ) -> Outcome:
+    """Store a consent decision: what, by which signal, when."""
+    decision = await intake.admit(site, "consent", payload)
+    if not decision.allowed:
+        return Outcome.dropped(decision.reason or "unknown")
+    decision_id = payload.get("decisionId") or new_id()
+    stored = await engagement.insert_once(intake.store, "consent_decisions", {
+        "_id": decision_id,
+        "siteId": site["_id"],
+        "visitorId": payload["visitorId"],
+        "decision": payload["decision"],
+        "signal": payload["signal"],
+        "categories": payload.get("categories", []),
+        "url": payload.get("url"),
+        "decidedAt": parse_time(payload.get("occurredAt")),
+    })
+    intake.count("consent", "stored" if stored else "duplicate")
+    return Outcome(True, None, decision_id)
