@@ -1,7 +1,7 @@
 """Pageview history in bounded buckets: many pageviews per document, capped, never one array.
 
-A bucket belongs to one (site, visitor). New pageviews go to the visitor's open bucket (fewer
-than BUCKET_CAP events) with one atomic upsert; when it is full the upsert opens the next.
+A bucket belongs to one (site, visitor) and holds BUCKET_CAP pageviews; its `_id` is derived
+from the visitor and the pageview's ordinal, so appends are single upserts by `_id`.
 """
 
 from __future__ import annotations
@@ -10,35 +10,46 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
-from documents.store import ASCENDING, Index, Store
+from documents.store import ASCENDING, DuplicateKeyError, Index, Store
 
 COLLECTION = "pageview_buckets"
 #: Events per bucket: big enough to keep reads cheap, far below the 16 MB document limit.
 BUCKET_CAP = 200
 
 INDEXES = [
-    Index(COLLECTION, (("siteId", ASCENDING), ("visitorId", ASCENDING), ("count", ASCENDING))),
     Index(COLLECTION, (("siteId", ASCENDING), ("visitorId", ASCENDING), ("firstAt", ASCENDING))),
     Index(COLLECTION, (("siteId", ASCENDING), ("events.id", ASCENDING))),
     Index(COLLECTION, (("siteId", ASCENDING), ("lastAt", ASCENDING))),
 ]
 
 
+def bucket_id(site_id: str, visitor_id: str, sequence: int) -> str:
+    """The `_id` of the visitor's bucket number `sequence`."""
+    return f"{site_id}:{visitor_id}:{sequence}"
+
+
 async def append_pageview(store: Store, site_id: str, visitor_id: str, event: dict[str, Any],
-                          *, cap: int = BUCKET_CAP) -> bool:
-    """Append to the open bucket (opening one when needed); False for an id already stored."""
+                          *, ordinal: int, cap: int = BUCKET_CAP) -> bool:
+    """Append the visitor's `ordinal`-th pageview (1-based) to its bucket.
+
+    The ordinal comes from the profile's atomic pageview counter, so bucket n holds exactly
+    pageviews n*cap+1 .. (n+1)*cap whatever the concurrency, and every write is by `_id`.
+    Returns False when that bucket already holds the event id (a retried request).
+    """
     at: datetime = event["at"]
-    buckets = store.collection(COLLECTION)
-    push = {"$push": {"events": event}, "$inc": {"count": 1},
-            "$min": {"firstAt": at}, "$max": {"lastAt": at}}
-    open_bucket = {"siteId": site_id, "visitorId": visitor_id, "count": {"$lt": cap},
-                   "events.id": {"$ne": event["id"]}}
-    if (await buckets.update_one(open_bucket, push)).modified_count:
-        return True
-    # No open bucket took it: either it is full/absent, or a retry brought an id we have.
-    if await buckets.find_one({"siteId": site_id, "events.id": event["id"]}, {"_id": 1}):
+    sequence = (ordinal - 1) // cap
+    try:
+        await store.collection(COLLECTION).update_one(
+            {"_id": bucket_id(site_id, visitor_id, sequence), "events.id": {"$ne": event["id"]}},
+            {"$push": {"events": event}, "$inc": {"count": 1},
+             "$min": {"firstAt": at}, "$max": {"lastAt": at},
+             "$setOnInsert": {"siteId": site_id, "visitorId": visitor_id,
+                              "sequence": sequence}},
+            upsert=True,
+        )
+    except DuplicateKeyError:
+        # The bucket exists and holds this id, so the filter missed and the upsert collided.
         return False
-    await buckets.update_one(open_bucket, push, upsert=True)
     return True
 
 

@@ -523,7 +523,38 @@ def open_store(mongodb_uri: str, database_name: str) -> Store:
         return Store(client, database_name, embedded=False)
     from mongomock_motor import AsyncMongoMockClient
 
+    _enable_embedded_id_lookups()
     return Store(AsyncMongoMockClient(tz_aware=True), database_name, embedded=True)
+
+
+def _enable_embedded_id_lookups() -> None:
+    """Let the embedded engine find a document by `_id` without scanning the collection.
+
+    mongomock evaluates every filter against every document, so an `_id` lookup costs as much
+    as a full scan. Its documents are already kept in a dict keyed by `_id`; this routes filters
+    that pin `_id` to one value through that dict and applies the rest of the filter to the one
+    document found. Results are identical; only the cost changes. Applied once per process.
+    """
+    from mongomock import collection as mongomock_collection
+    from mongomock.filtering import filter_applies
+
+    cls = mongomock_collection.Collection
+    if getattr(cls, "_visitor_service_id_lookups", False):
+        return
+    scan = cls._iter_documents
+
+    def iter_documents(self: Any, filter_: Any) -> Any:
+        if isinstance(filter_, dict):
+            wanted = filter_.get("_id")
+            if isinstance(wanted, str | int | ObjectId) and not isinstance(wanted, bool):
+                if wanted in self._store:
+                    document = self._store[wanted]
+                    return iter([document] if filter_applies(filter_, document) else [])
+                return iter([])
+        return scan(self, filter_)
+
+    cls._iter_documents = iter_documents
+    cls._visitor_service_id_lookups = True
 
 
 async def retry_temporary(work: Callable[[], Awaitable[T]], attempts: int = 3,

@@ -11,11 +11,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from documents.accounts import new_id
+from pymongo import ReturnDocument
+
 from documents.store import ASCENDING, DESCENDING, DuplicateKeyError, Index, Store
 
 INDEXES = [
-    Index("visitors", (("siteId", ASCENDING), ("visitorId", ASCENDING)), unique=True),
+    # Uniqueness comes from `_id` (profile_id); this index serves queries by visitor id.
+    Index("visitors", (("siteId", ASCENDING), ("visitorId", ASCENDING))),
     Index("visitors", (("siteId", ASCENDING), ("lastSeen", DESCENDING))),
     Index("visitors", (("siteId", ASCENDING), ("wpUserId", ASCENDING))),
     Index("visitors", (("siteId", ASCENDING), ("emails", ASCENDING))),
@@ -63,6 +65,11 @@ class PrivacyFlags:
     objected: bool = False
 
 
+def profile_id(site_id: str, visitor_id: str) -> str:
+    """The profile's `_id`: the natural key, so every lookup and upsert is by `_id`."""
+    return f"{site_id}:{visitor_id}"
+
+
 def default_display_name(visitor_id: str) -> str:
     """The name shown until a lead gives one: 'Visitor #' plus the id (spec §2)."""
     return f"Visitor #{visitor_id}"
@@ -73,7 +80,7 @@ async def privacy_flags(store: Store, site_id: str, visitor_id: str | None) -> P
     if not visitor_id:
         return PrivacyFlags()
     doc = await store.collection("visitors").find_one(
-        {"siteId": site_id, "visitorId": visitor_id}, {"restricted": 1, "objected": 1}
+        {"_id": profile_id(site_id, visitor_id)}, {"restricted": 1, "objected": 1}
     )
     if doc is None:
         return PrivacyFlags()
@@ -84,9 +91,10 @@ async def touch(store: Store, site_id: str, visitor_id: str, *, seen_at: datetim
                 facts: VisitorFacts, activity: dict[str, Any] | None = None,
                 counts: dict[str, int] | None = None, display_name: str | None = None,
                 email: str | None = None) -> dict[str, Any]:
-    """Create or update the profile in one atomic upsert; returns the profile's id fields."""
+    """Create or update the profile in one atomic upsert; returns its counts afterwards."""
     set_fields = facts.as_update()
-    on_insert: dict[str, Any] = {"_id": new_id(), "restricted": False, "objected": False}
+    on_insert: dict[str, Any] = {"siteId": site_id, "visitorId": visitor_id,
+                                 "restricted": False, "objected": False}
     if display_name:
         set_fields["displayName"] = display_name
         set_fields["displayNameSource"] = "lead"
@@ -106,17 +114,26 @@ async def touch(store: Store, site_id: str, visitor_id: str, *, seen_at: datetim
         update["$inc"] = {f"counts.{key}": value for key, value in counts.items()}
     if email:
         update["$addToSet"] = {"emails": email}
-    key = {"siteId": site_id, "visitorId": visitor_id}
+    key = {"_id": profile_id(site_id, visitor_id)}
+    visitors = store.collection("visitors")
     try:
-        await store.collection("visitors").update_one(key, update, upsert=True)
+        updated = await visitors.find_one_and_update(
+            key, update, upsert=True, projection={"counts": 1},
+            return_document=ReturnDocument.AFTER)
     except DuplicateKeyError:
         # Two first requests raced to create the profile; the loser's update now matches.
-        await store.collection("visitors").update_one(key, update, upsert=True)
-    return key
+        updated = await visitors.find_one_and_update(
+            key, update, upsert=True, projection={"counts": 1},
+            return_document=ReturnDocument.AFTER)
+    return updated.get("counts", {}) if updated else {}
+
+
+async def uncount(store: Store, site_id: str, visitor_id: str, counter: str) -> None:
+    """Take back one count (an item turned out to be a retry of one already stored)."""
+    await store.collection("visitors").update_one(
+        {"_id": profile_id(site_id, visitor_id)}, {"$inc": {f"counts.{counter}": -1}})
 
 
 async def find_profile(store: Store, site_id: str, visitor_id: str) -> dict[str, Any] | None:
     """The profile, or None."""
-    return await store.collection("visitors").find_one(
-        {"siteId": site_id, "visitorId": visitor_id}
-    )
+    return await store.collection("visitors").find_one({"_id": profile_id(site_id, visitor_id)})

@@ -43,18 +43,18 @@ async def record_pageview(intake: VisitorIntake, site: dict[str, Any], payload: 
         event["product"] = attribution
     if payload.get("wpUserId"):
         event["wpUserId"] = str(payload["wpUserId"])
-    stored = await activity.append_pageview(intake.store, site["_id"], payload["visitorId"],
-                                            event)
-    if not stored:
-        intake.count("pageview", "duplicate")
-        return Outcome(True, None, pageview_id)
-    await visitors.touch(
+    counts = await visitors.touch(
         intake.store, site["_id"], payload["visitorId"], seen_at=at,
         facts=intake.describe_visitor(payload),
         activity={"kind": "pageview", "at": at, "url": payload["url"],
                   "title": payload.get("title")},
         counts={"pageviews": 1},
     )
+    if not await activity.append_pageview(intake.store, site["_id"], payload["visitorId"],
+                                          event, ordinal=int(counts.get("pageviews", 1))):
+        await visitors.uncount(intake.store, site["_id"], payload["visitorId"], "pageviews")
+        intake.count("pageview", "duplicate")
+        return Outcome(True, None, pageview_id)
     intake.count("pageview", "stored")
     return Outcome(True, None, pageview_id)
 
@@ -65,12 +65,12 @@ async def register_visitor(intake: VisitorIntake, site: dict[str, Any], payload:
     decision = await intake.admit(site, "visitor", payload)
     if not decision.allowed:
         return Outcome.dropped(decision.reason or "unknown")
-    key = await visitors.touch(
+    await visitors.touch(
         intake.store, site["_id"], payload["visitorId"],
         seen_at=parse_time(payload.get("occurredAt")), facts=intake.describe_visitor(payload),
     )
     intake.count("visitor", "stored")
-    return Outcome(True, None, key["visitorId"])
+    return Outcome(True, None, payload["visitorId"])
 
 
 async def record_lead(intake: VisitorIntake, bus: EventBus, site: dict[str, Any],

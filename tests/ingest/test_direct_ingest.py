@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
 from tests.support.app import Fetch, Tenant, all_documents_text
@@ -64,8 +66,7 @@ async def test_repeated_pageviews_go_to_capped_buckets_not_one_growing_array(
 
     for n in range(7):
         await activity.append_pageview(deps.store, tenant.site_id, "v-9", {
-            "id": f"p{n}", "at": __import__("datetime").datetime(2026, 1, 1, n), "url": "u"},
-            cap=3)
+            "id": f"p{n}", "at": datetime(2026, 1, 1, n), "url": "u"}, ordinal=n + 1, cap=3)
     buckets = await deps.store.collection("pageview_buckets").find(
         {"visitorId": "v-9"}).to_list(None)
     assert sorted(b["count"] for b in buckets) == [1, 3, 3]
