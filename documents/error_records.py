@@ -1,0 +1,224 @@
+"""Error aggregates, per-session error links, per-visitor occurrences and failed jobs.
+
+* `errors`: one aggregate per (siteId, fingerprint), created or incremented by one atomic upsert.
+  It keeps a bounded list of the job ids it has counted, so a job retried after its write
+  succeeded is not counted twice.
+* `error_sessions`: one link per (errorId, sessionId, visitorId, siteId).
+* `error_occurrences`: one entry per job (`_id` is the job id): what a visitor hit and when, for
+  the data-subject export, which must not hand over the aggregate.
+* `failed_jobs`: jobs that exhausted their retries or failed for good, with reason and attempts;
+  Celery on Redis has no dead-letter queue, so this collection is it.
+
+The error id is derived from (siteId, fingerprint), so links and occurrences can be written
+before the aggregate, and the aggregate's upsert is the last write a job makes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pymongo import ReturnDocument
+
+from documents.store import ASCENDING, DESCENDING, DuplicateKeyError, Index, Store
+
+ERRORS = "errors"
+SESSION_LINKS = "error_sessions"
+OCCURRENCES = "error_occurrences"
+FAILED_JOBS = "failed_jobs"
+
+INDEXES = [
+    Index(ERRORS, (("siteId", ASCENDING), ("fingerprint", ASCENDING)), unique=True),
+    Index(ERRORS, (("siteId", ASCENDING), ("lastSeen", DESCENDING))),
+    Index(ERRORS, (("siteId", ASCENDING), ("status", ASCENDING), ("lastSeen", DESCENDING))),
+    Index(SESSION_LINKS, (("errorId", ASCENDING), ("sessionId", ASCENDING),
+                          ("visitorId", ASCENDING), ("siteId", ASCENDING)), unique=True),
+    Index(SESSION_LINKS, (("siteId", ASCENDING), ("sessionId", ASCENDING))),
+    Index(SESSION_LINKS, (("siteId", ASCENDING), ("visitorId", ASCENDING))),
+    Index(OCCURRENCES, (("siteId", ASCENDING), ("visitorId", ASCENDING),
+                        ("occurredAt", DESCENDING))),
+    Index(OCCURRENCES, (("siteId", ASCENDING), ("errorId", ASCENDING))),
+    Index(FAILED_JOBS, (("failedAt", DESCENDING),)),
+    Index(FAILED_JOBS, (("siteId", ASCENDING), ("failedAt", DESCENDING))),
+]
+
+#: How many counted job ids an aggregate remembers. Retries of one job arrive within seconds,
+#: while thousands of other jobs would have to land in between to push its id out.
+RECENT_JOBS = 2000
+
+_ERROR_ID_NAMESPACE = uuid.UUID("0d5a3b52-6a3f-4d1e-9a51-4f0c1d7e2b90")
+
+
+def error_id_for(site_id: str, fingerprint: str) -> str:
+    """The aggregate's id, derived so that every job of one fault agrees on it before writing."""
+    return str(uuid.uuid5(_ERROR_ID_NAMESPACE, f"{site_id}\x00{fingerprint}"))
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """One job's error, already anonymised and normalised, ready to be counted."""
+
+    job_id: str
+    site_id: str
+    fingerprint: str
+    type: str
+    message: str
+    source: str
+    occurred_at: datetime
+    visitor_id: str | None
+    session_id: str | None
+    wp_user_id: str | None
+    ip_address: str | None
+    context: dict[str, Any]
+    stack: str | None
+
+    @property
+    def error_id(self) -> str:
+        """The id of the aggregate this occurrence counts towards."""
+        return error_id_for(self.site_id, self.fingerprint)
+
+
+@dataclass(frozen=True)
+class Counted:
+    """The aggregate after a job, and what the job did to it."""
+
+    error: dict[str, Any]
+    created: bool
+    applied: bool
+
+
+async def record_occurrence(store: Store, occurrence: Occurrence) -> None:
+    """Keep what this visitor hit and when; idempotent on the job id."""
+    if not occurrence.visitor_id and not occurrence.session_id:
+        return
+    await store.collection(OCCURRENCES).update_one(
+        {"_id": occurrence.job_id},
+        {"$setOnInsert": {
+            "siteId": occurrence.site_id,
+            "visitorId": occurrence.visitor_id,
+            "sessionId": occurrence.session_id,
+            "wpUserId": occurrence.wp_user_id,
+            "errorId": occurrence.error_id,
+            "fingerprint": occurrence.fingerprint,
+            "type": occurrence.type,
+            "message": occurrence.message,
+            "source": occurrence.source,
+            "occurredAt": occurrence.occurred_at,
+        }},
+        upsert=True,
+    )
+
+
+async def link_session(store: Store, occurrence: Occurrence) -> None:
+    """Link the error to the browser session it happened in; idempotent by its unique key."""
+    if not occurrence.session_id:
+        return
+    key = {"errorId": occurrence.error_id, "sessionId": occurrence.session_id,
+           "visitorId": occurrence.visitor_id, "siteId": occurrence.site_id}
+    links = store.collection(SESSION_LINKS)
+    try:
+        await links.update_one(
+            key,
+            {"$setOnInsert": {"firstSeen": occurrence.occurred_at},
+             "$max": {"lastSeen": occurrence.occurred_at}},
+            upsert=True,
+        )
+    except DuplicateKeyError:
+        # Two jobs inserted the same link at once; the other one won, and that is the same link.
+        await links.update_one(key, {"$max": {"lastSeen": occurrence.occurred_at}})
+
+
+async def count_occurrence(store: Store, occurrence: Occurrence, now: datetime) -> Counted:
+    """Create the aggregate or add one to it, atomically, at most once per job."""
+    errors = store.collection(ERRORS)
+    latest = {
+        "lastSeen": now,
+        "lastOccurredAt": occurrence.occurred_at,
+        "visitorId": occurrence.visitor_id,
+        "sessionId": occurrence.session_id,
+        "wpUserId": occurrence.wp_user_id,
+        "ipAddress": occurrence.ip_address,
+        "context": occurrence.context,
+        "lastStack": occurrence.stack,
+    }
+    increment = {
+        "$inc": {"occurrenceCount": 1},
+        "$set": latest,
+        "$push": {"recentJobIds": {"$each": [occurrence.job_id], "$slice": -RECENT_JOBS}},
+    }
+    on_insert = {
+        "_id": occurrence.error_id,
+        "type": occurrence.type,
+        "message": occurrence.message,
+        "source": occurrence.source,
+        "status": "open",
+        "firstSeen": now,
+        "firstJobId": occurrence.job_id,
+    }
+    # The `$ne` makes a second application of the same job match nothing.
+    unapplied = {"siteId": occurrence.site_id, "fingerprint": occurrence.fingerprint,
+                 "recentJobIds": {"$ne": occurrence.job_id}}
+    try:
+        after = await errors.find_one_and_update(
+            unapplied, {**increment, "$setOnInsert": on_insert}, upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+    except DuplicateKeyError:
+        # Either a concurrent job inserted the aggregate first, or this job was already counted
+        # (then the filter matched nothing and the upsert collided); without upsert, the first
+        # case counts and the second matches nothing.
+        after = await errors.find_one_and_update(unapplied, increment,
+                                                 return_document=ReturnDocument.AFTER)
+    if after is not None:
+        return Counted(after, created=after.get("firstJobId") == occurrence.job_id,
+                       applied=True)
+    existing = await errors.find_one({"siteId": occurrence.site_id,
+                                      "fingerprint": occurrence.fingerprint})
+    if existing is None:
+        raise LookupError(f"error {occurrence.error_id} vanished while being counted")
+    # Counted by an earlier attempt of this job, whose announcement may not have gone out.
+    return Counted(existing, created=existing.get("firstJobId") == occurrence.job_id,
+                   applied=False)
+
+
+async def reopen_if_resolved(store: Store, error: dict[str, Any], job_id: str,
+                             now: datetime) -> dict[str, Any] | None:
+    """Re-open a resolved error; only one job wins, and it gets the re-opened document."""
+    if error.get("status") == "open" and error.get("reopenedByJobId") == job_id:
+        return error  # this job re-opened it in an earlier attempt; announce again
+    if error.get("status") != "resolved":
+        return None
+    return await store.collection(ERRORS).find_one_and_update(
+        {"_id": error["_id"], "status": "resolved"},
+        {"$set": {"status": "open", "reopenedAt": now, "reopenedByJobId": job_id},
+         "$inc": {"reopenCount": 1}},
+        return_document=ReturnDocument.AFTER,
+    )
+
+
+async def store_failed_job(store: Store, job: dict[str, Any], *, queue: str, reason: str,
+                           attempts: int, now: datetime) -> None:
+    """Keep a job that will not be processed, with why and after how many attempts."""
+    await store.collection(FAILED_JOBS).update_one(
+        {"_id": job.get("jobId") or str(uuid.uuid4())},
+        {"$set": {"siteId": job.get("siteId"), "queue": queue,
+                  "job": job, "reason": reason, "attempts": attempts, "failedAt": now}},
+        upsert=True,
+    )
+
+
+async def change_status(store: Store, site_id: str, error_id: str, status: str, *,
+                        now: datetime, actor_user_id: str) -> tuple[str, dict[str, Any]] | None:
+    """Set the status (open, resolved, ignored); (status before, aggregate after), or None."""
+    before = await store.collection(ERRORS).find_one_and_update(
+        {"_id": error_id, "siteId": site_id},
+        {"$set": {"status": status, "statusChangedAt": now, "statusChangedBy": actor_user_id}},
+        return_document=ReturnDocument.BEFORE,
+    )
+    if before is None:
+        return None
+    after = {**before, "status": status, "statusChangedAt": now,
+             "statusChangedBy": actor_user_id}
+    return before.get("status", "open"), after

@@ -1,0 +1,30 @@
+"""`POST /ingest/errors` (spec §4.1): the one asynchronous ingest endpoint.
+
+The handler validates, applies the privacy gate and puts a job on `errors-ingest`; a worker does
+the rest (tasks/errors.py). It answers exactly `{"ok": true}`, for a queued error and for one the
+privacy rules drop alike. When the queue cannot take the job it answers 503 with Retry-After
+rather than acknowledge an error that would be lost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from handlers.ingest import IngestHandler
+from tasks.queue import submit_error
+
+
+class ErrorIngestHandler(IngestHandler):
+    """Queues a JavaScript or PHP error for grouping."""
+
+    kind = "error"
+    schema = "ErrorIngest"
+
+    async def post(self) -> None:
+        await submit_error(self.deps.queue, self.deps.intake, self.site, self.payload())
+        self.write_json({"ok": True})
+
+
+default_handlers: list[tuple[str, Any]] = [
+    (r"/ingest/errors", ErrorIngestHandler),
+]

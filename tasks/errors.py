@@ -1,0 +1,233 @@
+"""Error grouping: from one queued job to a counted aggregate, a session link and an announcement.
+
+`error_job` turns an accepted `/ingest/errors` body into the job that goes on the queue (with
+its own id, and with the client address already anonymised: the full address never reaches the
+queue). `process_error` is what a worker runs for one job, on either queue back-end; it is
+idempotent per job, which is what makes `acks_late` and retries safe. See docs/decisions.md,
+"Error fingerprints", for the grouping rule.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from config.metrics import Metrics
+from documents import error_records
+from documents.store import Store
+from errors import InvalidInput
+from ingest.intake import parse_time
+from privacy.ipaddr import anonymise_ip, parse_client_ip
+from realtime.bus import EventBus
+from realtime.events import new_error_event_from_record
+from tasks.notify_port import Notifier
+
+log = logging.getLogger(__name__)
+
+#: How many of the innermost stack frames take part in the fingerprint. Deeper frames differ
+#: between callers of the same faulty function and would split one fault into many.
+FINGERPRINT_FRAMES = 3
+
+_NORMALISERS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I), "<url>"),
+    (re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"), "<email>"),
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I),
+     "<uuid>"),
+    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b"), "<ip>"),
+    (re.compile(r"(?<![\w:])[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?![\w:])", re.I), "<ip>"),
+    (re.compile(r"\b0x[0-9a-f]+\b", re.I), "<hex>"),
+    # Hex runs with at least one digit: object ids, hashes, bundle hashes in file names.
+    (re.compile(r"\b(?=[0-9a-f]*\d)[0-9a-f]{6,}\b", re.I), "<hex>"),
+    (re.compile(r"\d+"), "<n>"),
+    (re.compile(r"\s+"), " "),
+)
+
+_FRAME_PATTERNS = (
+    # V8: "    at fn (https://shop.example/app.js:10:5)" or "    at https://.../app.js:10:5"
+    re.compile(r"^\s*at (?:(?P<function>.+?) \()?(?P<file>[^\s()]+?)(?::\d+){1,2}\)?\s*$"),
+    # SpiderMonkey / JavaScriptCore: "fn@https://shop.example/app.js:10:5"
+    re.compile(r"^\s*(?P<function>[^@\s]*)@(?P<file>\S+?)(?::\d+){1,2}\s*$"),
+    # PHP: "#0 /var/www/wp-content/plugins/x/file.php(12): Class->method()"
+    re.compile(r"^\s*#\d+ (?P<file>[^(]+)\(\d+\): (?P<function>[^(]+)\("),
+)
+
+#: The diagnostic context is copied onto the aggregate at every occurrence; a bound keeps one
+#: noisy plugin from turning each error document into a quarter-megabyte write.
+MAX_CONTEXT_BYTES = 64 * 1024
+
+_IPV4 = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b")
+
+
+def normalise_message(message: str) -> str:
+    """The message with what varies between occurrences of one fault replaced by placeholders."""
+    for pattern, placeholder in _NORMALISERS:
+        message = pattern.sub(placeholder, message)
+    return message.strip()
+
+
+def _basename(file: str) -> str:
+    path = file.split("?", 1)[0].split("#", 1)[0].rstrip("/")
+    return normalise_message(path.rsplit("/", 1)[-1].rsplit("\\", 1)[-1])
+
+
+def top_frames(frames: Iterable[dict[str, Any]] | None, stack: str | None) -> list[str]:
+    """`basename:function` of the innermost frames, from `frames` or else parsed from `stack`."""
+    found: list[str] = []
+    if frames:
+        for frame in frames:
+            found.append(f"{_basename(str(frame.get('file') or ''))}:{frame.get('function') or ''}")
+    elif stack:
+        for line in stack.splitlines():
+            for pattern in _FRAME_PATTERNS:
+                match = pattern.match(line)
+                if match:
+                    function = (match.group("function") or "").strip()
+                    found.append(f"{_basename(match.group('file'))}:{function}")
+                    break
+    return found[:FINGERPRINT_FRAMES]
+
+
+def fingerprint(error_type: str, message: str, frames: Iterable[dict[str, Any]] | None,
+                stack: str | None) -> str:
+    """sha256 over type, normalised message and the top frames (no line numbers)."""
+    parts = [error_type.strip(), normalise_message(message),
+             *top_frames(frames, stack)]
+    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
+
+
+def _scrubbed(value: Any, replace: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return replace(value)
+    if isinstance(value, dict):
+        return {key: _scrubbed(item, replace) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(item, replace) for item in value]
+    return value
+
+
+def _address_scrubber(full_ip: str | None) -> Callable[[str], str]:
+    """Replace the visitor's own address and every IPv4 literal with its anonymised form."""
+    exact: list[tuple[str, str]] = []
+    if full_ip:
+        anonymised = anonymise_ip(full_ip)
+        if anonymised is not None:
+            exact.append((full_ip.strip(), anonymised))
+            parsed = parse_client_ip(full_ip)
+            if parsed is not None:
+                exact.append((parsed.exploded, anonymised))
+                exact.append((parsed.compressed, anonymised))
+
+    def replace(text: str) -> str:
+        for full, anonymised in exact:
+            text = text.replace(full, anonymised)
+        return _IPV4.sub(lambda m: anonymise_ip(m.group(0)) or m.group(0), text)
+
+    return replace
+
+
+def error_job(site_id: str, body: dict[str, Any], *, now: datetime | None = None
+              ) -> dict[str, Any]:
+    """The queue job for an accepted error: its own id, and no full IP address anywhere."""
+    context_size = len(json.dumps(body.get("context") or {}, separators=(",", ":")))
+    if context_size > MAX_CONTEXT_BYTES:
+        raise InvalidInput(f"context: larger than {MAX_CONTEXT_BYTES} bytes", field="context")
+    payload = dict(body)
+    full_ip = payload.pop("ip", None)
+    scrub = _address_scrubber(full_ip if isinstance(full_ip, str) else None)
+    return {
+        "jobId": str(uuid.uuid4()),
+        "siteId": site_id,
+        "receivedAt": (now or datetime.now(UTC)).isoformat(),
+        "ipAddress": anonymise_ip(full_ip) if isinstance(full_ip, str) else None,
+        "error": _scrubbed(payload, scrub),
+    }
+
+
+@dataclass(frozen=True)
+class Processed:
+    """What one job did: the aggregate, and whether it was new, re-opened or counted."""
+
+    error: dict[str, Any]
+    created: bool
+    reopened: bool
+    counted: bool
+
+
+def occurrence_from_job(job: dict[str, Any]) -> error_records.Occurrence:
+    """The occurrence a job describes, fingerprinted."""
+    error = job["error"]
+    received = parse_time(job.get("receivedAt"))
+    wp_user_id = error.get("wpUserId")
+    return error_records.Occurrence(
+        job_id=job["jobId"],
+        site_id=job["siteId"],
+        fingerprint=fingerprint(error["type"], error["message"], error.get("frames"),
+                                error.get("stack")),
+        type=error["type"],
+        message=error["message"],
+        source=error["source"],
+        occurred_at=parse_time(error.get("occurredAt"), now=received),
+        visitor_id=error.get("visitorId"),
+        session_id=error.get("sessionId"),
+        wp_user_id=str(wp_user_id) if wp_user_id not in (None, "", 0) else None,
+        ip_address=job.get("ipAddress"),
+        context=error.get("context") or {},
+        stack=error.get("stack"),
+    )
+
+
+async def process_error(store: Store, job: dict[str, Any], *, notifier: Notifier, bus: EventBus,
+                        metrics: Metrics, now: datetime | None = None) -> Processed:
+    """Count one job's error once, link it, and announce it when it is new or re-opened."""
+    now = now or datetime.now(UTC)
+    occurrence = occurrence_from_job(job)
+    # The aggregate's upsert goes last: once it has counted this job, nothing left can fail
+    # and make a retry skip the announcement.
+    await error_records.record_occurrence(store, occurrence)
+    await error_records.link_session(store, occurrence)
+    counted = await error_records.count_occurrence(store, occurrence, now)
+    error = counted.error
+    reopened_doc = await error_records.reopen_if_resolved(store, error, occurrence.job_id, now)
+    if reopened_doc is not None:
+        error = reopened_doc
+    result = Processed(error, created=counted.created, reopened=reopened_doc is not None,
+                       counted=counted.applied)
+    metrics.count("error_jobs_processed_total", "Error jobs processed, by effect.",
+                  effect=_effect(result))
+    if result.created or result.reopened:
+        await announce(occurrence.site_id, result, notifier=notifier, bus=bus, now=now)
+    return result
+
+
+def _effect(result: Processed) -> str:
+    if not result.counted:
+        return "already_counted"
+    if result.created:
+        return "created"
+    return "reopened" if result.reopened else "incremented"
+
+
+async def announce(site_id: str, result: Processed, *, notifier: Notifier, bus: EventBus,
+                   now: datetime) -> None:
+    """Notify and publish `new_error`; failures are logged, never retried, never raised."""
+    error = result.error
+    try:
+        await notifier.error_opened(site_id, error, reopened=result.reopened)
+    except Exception:  # noqa: BLE001 - a notification channel must not fail the counted job
+        log.exception("error notification failed", extra={"siteId": site_id,
+                                                           "errorId": error["_id"]})
+    event = new_error_event_from_record(site_id, error, result.reopened, when=now)
+    # Two fields beyond the contract's minimum, so the dashboard can label the row.
+    event["error"].update(type=error["type"], new=result.created)
+    try:
+        await bus.publish(site_id, event)
+    except Exception:  # noqa: BLE001 - the write is done; a lost live event is only logged
+        log.exception("publishing new_error failed", extra={"siteId": site_id,
+                                                            "errorId": error["_id"]})

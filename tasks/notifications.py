@@ -1,0 +1,270 @@
+"""Notifications to the Client when an error is new or re-opened: e-mail and a signed webhook.
+
+`Notifier.error_opened` is called by the error worker after processing. It only schedules the
+work and returns, so a slow SMTP server or a dead webhook can never fail or slow error
+processing. Each delivery is logged (documents/notifications.py), retried with exponential
+backoff and jitter, and recorded as failed when the attempts run out; the dashboard reads that
+log. Webhooks are JSON POSTs signed with HMAC-SHA256 over ``"<timestamp>.<body>"``:
+
+    X-Visitor-Service-Signature: t=<unix seconds>,v1=<lowercase hex HMAC-SHA256>
+
+Receivers recompute the HMAC with their secret, compare in constant time, and refuse a
+timestamp more than SIGNATURE_TOLERANCE_SECONDS away from their clock (the replay window).
+`verify_webhook_signature` is the reference implementation.
+
+Unless WEBHOOK_ALLOW_PRIVATE_ADDRESSES is set, webhooks go through `PublicOnlyResolver`: the
+addresses the HTTP client connects to are the ones checked, so a name re-pointed at an internal
+address after it was saved (DNS rebinding) is refused at delivery, not only when configured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import logging
+import random
+import smtplib
+import socket
+import ssl
+import time
+from collections.abc import Awaitable, Callable
+from email.message import EmailMessage
+from typing import Any
+
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+from tornado.netutil import DefaultLoopResolver, Resolver
+
+from documents import notifications
+from documents.store import Store
+from privacy.sealing import SealedSecretError, SecretSealer
+from realtime.events import new_error_event_from_record
+
+log = logging.getLogger(__name__)
+
+SIGNATURE_HEADER = "X-Visitor-Service-Signature"
+DELIVERY_HEADER = "X-Visitor-Service-Delivery"
+EVENT_HEADER = "X-Visitor-Service-Event"
+#: Receivers refuse signatures older (or newer) than this; retries sign afresh each attempt.
+SIGNATURE_TOLERANCE_SECONDS = 300
+#: Per-attempt network timeout for SMTP and webhook calls.
+ATTEMPT_TIMEOUT_SECONDS = 10.0
+#: Deliveries in flight at once per process; a burst of errors queues behind these.
+MAX_CONCURRENT_DELIVERIES = 16
+
+
+class DeliveryFailed(Exception):
+    """One attempt did not deliver; the message is safe to store (no secrets)."""
+
+
+class PublicOnlyResolver(Resolver):
+    """The default resolver, keeping only globally routable addresses (no SSRF by DNS)."""
+
+    def initialize(self) -> None:
+        """Wrap the loop's own resolver."""
+        self._inner = DefaultLoopResolver()
+
+    async def resolve(self, host: str, port: int, family: socket.AddressFamily = socket.AF_UNSPEC
+                      ) -> list[tuple[int, Any]]:
+        """The host's addresses, minus forbidden ones; DeliveryFailed when none is left."""
+        found = await self._inner.resolve(host, port, family)
+        allowed = [(kind, address) for kind, address in found
+                   if not notifications.is_forbidden_address(address[0])]
+        if not allowed:
+            raise DeliveryFailed("refused: the webhook host resolves to a private, loopback, "
+                                 "link-local or metadata address")
+        return allowed
+
+
+def sign_webhook(secret: str, body: bytes, timestamp: int) -> str:
+    """The signature header value for `body` sent at `timestamp`."""
+    digest = hmac.new(secret.encode("utf-8"), f"{timestamp}.".encode() + body, hashlib.sha256)
+    return f"t={timestamp},v1={digest.hexdigest()}"
+
+
+def verify_webhook_signature(secret: str, header: str, body: bytes, *, now: float | None = None,
+                             tolerance: int = SIGNATURE_TOLERANCE_SECONDS) -> bool:
+    """True when `header` signs `body` with `secret` and its timestamp is inside the window."""
+    parts = dict(part.split("=", 1) for part in header.split(",") if "=" in part)
+    try:
+        timestamp = int(parts["t"])
+    except (KeyError, ValueError):
+        return False
+    if abs((time.time() if now is None else now) - timestamp) > tolerance:
+        return False
+    expected = sign_webhook(secret, body, timestamp).split("v1=", 1)[1]
+    return hmac.compare_digest(expected, parts.get("v1", ""))
+
+
+class Notifier:
+    """Delivers new/re-opened error notifications in the background."""
+
+    def __init__(self, store: Store, sealer: SecretSealer, *, public_url: str,
+                 max_attempts: int, retry_seconds: float,
+                 allow_private_webhooks: bool = False) -> None:
+        self._store = store
+        self._allow_private_webhooks = allow_private_webhooks
+        self._http: AsyncHTTPClient | None = None
+        self._sealer = sealer
+        self._public_url = public_url
+        self._max_attempts = max_attempts
+        self._retry_seconds = retry_seconds
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._slots = asyncio.Semaphore(MAX_CONCURRENT_DELIVERIES)
+
+    async def error_opened(self, site_id: str, error: dict[str, Any], *, reopened: bool) -> None:
+        """Schedule notifications for a new or re-opened error and return at once."""
+        task = asyncio.create_task(self._notify(site_id, dict(error), reopened),
+                                   name=f"notify-{site_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def drain(self, within: float) -> bool:
+        """Wait for deliveries in flight; True when all finished within `within` seconds."""
+        if not self._tasks:
+            return True
+        _, pending = await asyncio.wait(set(self._tasks), timeout=within)
+        return not pending
+
+    async def close(self) -> None:
+        """Give deliveries in flight a few seconds, then cancel the rest (they stay logged)."""
+        if not await self.drain(5.0):
+            log.warning("notifications still in flight at shutdown; cancelling",
+                        extra={"count": len(self._tasks)})
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+
+    def _http_client(self) -> AsyncHTTPClient:
+        if self._allow_private_webhooks:
+            return AsyncHTTPClient()
+        # Created on first use, on the loop that delivers; an instance of its own, so the
+        # guarded resolver never leaks into (or is closed with) the loop's shared client.
+        if self._http is None:
+            self._http = AsyncHTTPClient(force_instance=True, resolver=PublicOnlyResolver())
+        return self._http
+
+    async def _notify(self, site_id: str, error_doc: dict[str, Any], reopened: bool) -> None:
+        try:
+            channels = await notifications.channels_for_site(self._store, site_id)
+            if not channels:
+                return
+            event = new_error_event_from_record(site_id, error_doc, reopened)
+            senders: dict[str, Callable[[str], Awaitable[None]]] = {}
+            email = channels.get("email")
+            if email and email.get("enabled"):
+                name = await notifications.site_name(self._store, site_id)
+                senders["email"] = lambda _id: self._send_email(site_id, name, email, event)
+            webhook = channels.get("webhook")
+            if webhook and webhook.get("enabled"):
+                senders["webhook"] = lambda delivery_id: self._send_webhook(
+                    site_id, webhook, event, delivery_id)
+            await asyncio.gather(*(
+                self._deliver(site_id, channel, event, send) for channel, send in senders.items()
+            ))
+        except Exception:  # noqa: BLE001 - background boundary: log, never reach the worker
+            log.exception("notification failed", extra={"siteId": site_id})
+
+    async def _deliver(self, site_id: str, channel: str, event: dict[str, Any],
+                       send: Callable[[str], Awaitable[None]]) -> None:
+        delivery_id = await notifications.start_delivery(
+            self._store, site_id=site_id, channel=channel, error_id=event["id"],
+            fingerprint=event["error"]["fingerprint"], reopened=event["error"]["reopened"])
+        for attempt in range(1, self._max_attempts + 1):
+            try:
+                async with self._slots:
+                    await send(delivery_id)
+            except (DeliveryFailed, smtplib.SMTPException, OSError, SealedSecretError) as exc:
+                final = attempt == self._max_attempts
+                reason = _describe(exc)
+                await notifications.record_attempt(self._store, delivery_id, error=reason,
+                                                   final=final)
+                log.warning("notification attempt failed", extra={
+                    "siteId": site_id, "channel": channel, "deliveryId": delivery_id,
+                    "attempt": attempt, "final": final, "error": reason})
+                if final:
+                    return
+                delay = self._retry_seconds * 2 ** (attempt - 1)
+                await asyncio.sleep(random.uniform(delay / 2, delay))
+            else:
+                await notifications.record_attempt(self._store, delivery_id, error=None,
+                                                   final=True)
+                return
+
+    def _dashboard_link(self, site_id: str, error_id: str) -> str:
+        return f"{self._public_url}/dashboard/sites/{site_id}/errors/{error_id}"
+
+    async def _send_email(self, site_id: str, site_name: str, config: dict[str, Any],
+                          event: dict[str, Any]) -> None:
+        password = ""
+        if config.get("smtpPasswordSealed"):
+            password = self._sealer.open(config["smtpPasswordSealed"],
+                                         notifications.secret_purpose(site_id, "email"))
+        summary = event["error"]
+        what = "Re-opened error" if summary["reopened"] else "New error"
+        message = EmailMessage()
+        # Header values must be single lines; error messages are attacker-influenced text.
+        message["Subject"] = _one_line(f"[{site_name}] {what}: {summary['message']}")[:200]
+        message["From"] = config["from"]
+        message["To"] = ", ".join(config["recipients"])
+        message.set_content(
+            f"{what} on {site_name}\n\n"
+            f"Message: {summary['message']}\n"
+            f"Occurrences: {summary['occurrenceCount']}\n"
+            f"Status: {summary['status']}\n"
+            f"Fingerprint: {summary['fingerprint']}\n\n"
+            f"{self._dashboard_link(site_id, event['id'])}\n"
+        )
+        await asyncio.to_thread(_send_smtp, config, password, message)
+
+    async def _send_webhook(self, site_id: str, config: dict[str, Any], event: dict[str, Any],
+                            delivery_id: str) -> None:
+        secret = self._sealer.open(config["secretSealed"],
+                                   notifications.secret_purpose(site_id, "webhook"))
+        body = json.dumps({**event, "dashboardUrl": self._dashboard_link(site_id, event["id"])},
+                          separators=(",", ":")).encode()
+        request = HTTPRequest(
+            config["url"], method="POST", body=body, follow_redirects=False,
+            connect_timeout=ATTEMPT_TIMEOUT_SECONDS, request_timeout=ATTEMPT_TIMEOUT_SECONDS,
+            headers={"Content-Type": "application/json", "User-Agent": "visitor-service-webhook",
+                     SIGNATURE_HEADER: sign_webhook(secret, body, int(time.time())),
+                     DELIVERY_HEADER: delivery_id, EVENT_HEADER: event["type"]},
+        )
+        response = await self._http_client().fetch(request, raise_error=False)
+        if isinstance(response.error, DeliveryFailed):
+            raise response.error
+        if not 200 <= response.code < 300:
+            raise DeliveryFailed(f"HTTP {response.code}" if response.code != 599
+                                 else f"connection failed: {type(response.error).__name__}")
+
+
+def _send_smtp(config: dict[str, Any], password: str, message: EmailMessage) -> None:
+    security = config.get("smtpSecurity", "starttls")
+    host, port = config["smtpHost"], int(config["smtpPort"])
+    context = ssl.create_default_context()
+    smtp: smtplib.SMTP
+    if security == "tls":
+        smtp = smtplib.SMTP_SSL(host, port, timeout=ATTEMPT_TIMEOUT_SECONDS, context=context)
+    else:
+        smtp = smtplib.SMTP(host, port, timeout=ATTEMPT_TIMEOUT_SECONDS)
+    with smtp:
+        if security == "starttls":
+            smtp.starttls(context=context)
+        if config.get("smtpUsername"):
+            smtp.login(config["smtpUsername"], password)
+        smtp.send_message(message)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _describe(exc: BaseException) -> str:
+    # Exception texts from smtplib and the HTTP client carry codes and server replies, never
+    # our secrets; the class name keeps the log readable when the text is empty.
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,0 +1,101 @@
+"""Composition of the errors-ingest queue: which back-end the settings ask for, and the worker.
+
+`open_error_queue` is what the server builds (in-process on the embedded default, Celery when
+REDIS_URL is set). `run_worker` is `visitor-service worker`: a Celery worker with 5 threads whose
+tasks run the async pipeline on one event loop thread that owns the Motor client, the bus and
+the real notifier (e-mail and webhooks), which is drained before that loop stops.
+Threads rather than prefork, because the work is waiting on MongoDB and a Motor client must not
+be created before a fork.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import documents
+from config import Settings, SettingsError
+from config.metrics import Metrics
+from documents.store import Store, open_store
+from privacy.sealing import SecretSealer
+from realtime.bus import EventBus, RedisBus
+from tasks.celery_app import (
+    CeleryErrorQueue,
+    LoopThread,
+    TaskConsumer,
+    make_celery_app,
+)
+from tasks.notifications import Notifier
+from tasks.notify_port import Notifier as NotifierPort
+from tasks.queue import (
+    QUEUE_NAME,
+    WORKER_CONCURRENCY,
+    ErrorPipeline,
+    ErrorQueue,
+    InProcessErrorQueue,
+    RetryPolicy,
+)
+
+
+def retry_policy(settings: Settings) -> RetryPolicy:
+    """The retry policy these settings ask for."""
+    return RetryPolicy(base_delay=settings.error_retry_base_seconds)
+
+
+def open_error_queue(settings: Settings, *, store: Store, bus: EventBus, metrics: Metrics,
+                     notifier: NotifierPort) -> ErrorQueue:
+    """Celery over Redis when REDIS_URL is set, otherwise the in-process queue."""
+    if settings.redis_url:
+        return CeleryErrorQueue(make_celery_app(settings.redis_url))
+    pipeline = ErrorPipeline(store, notifier=notifier, bus=bus, metrics=metrics,
+                             policy=retry_policy(settings))
+    return InProcessErrorQueue(pipeline, capacity=settings.error_queue_capacity)
+
+
+@dataclass
+class WorkerClients:
+    """The worker process's own clients: store, live bus and the real notifier."""
+
+    store: Store
+    bus: RedisBus
+    notifier: Notifier
+
+    async def close(self) -> None:
+        """Let deliveries in flight finish (bounded), then close the bus and the store."""
+        # Before the bus and store close, and before the loop stops: a delivery cut off here
+        # would be neither sent nor recorded as failed.
+        await self.notifier.close()
+        await self.bus.close()
+        self.store.close()
+
+
+async def open_worker_clients(settings: Settings, *, store: Store | None = None
+                              ) -> WorkerClients:
+    """The worker's clients, created on the loop that will use them; indexes ensured."""
+    store = store or open_store(settings.mongodb_uri, settings.mongodb_database)
+    await store.ensure_indexes(documents.declared_indexes())
+    notifier = Notifier(store, SecretSealer(settings.master_key), public_url=settings.public_url,
+                        max_attempts=settings.notify_max_attempts,
+                        retry_seconds=settings.notify_retry_seconds,
+                        allow_private_webhooks=settings.webhook_allow_private_addresses)
+    return WorkerClients(store, RedisBus(settings.redis_url), notifier)
+
+
+def run_worker(settings: Settings) -> None:
+    """Run the errors-ingest Celery worker until it is stopped (blocks; needs the main thread)."""
+    if not settings.redis_url or settings.embedded:
+        raise SettingsError("REDIS_URL: the worker needs REDIS_URL and MONGODB_URI; the embedded "
+                            "default processes errors inside the server")
+    runtime = LoopThread()
+    runtime.start()
+    clients = runtime.run(open_worker_clients(settings))
+    pipeline = ErrorPipeline(clients.store, notifier=clients.notifier, bus=clients.bus,
+                             metrics=Metrics(), policy=retry_policy(settings))
+    app = make_celery_app(settings.redis_url, consumer=TaskConsumer(pipeline, runtime.run))
+    try:
+        app.Worker(pool="threads", concurrency=WORKER_CONCURRENCY, queues=[QUEUE_NAME],
+                   loglevel=settings.log_level, without_mingle=True,
+                   without_gossip=True).start()
+    finally:
+        runtime.run(clients.close())
+        runtime.stop()
+        app.close()

@@ -1,0 +1,70 @@
+"""The fingerprint groups one fault across occurrences and keeps different faults apart."""
+
+from __future__ import annotations
+
+import pytest
+
+from tasks.errors import error_job, fingerprint, normalise_message, top_frames
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    ("Order 12345 not found", "Order <n> not found"),
+    ("User 3f2a1c9e-1b2c-4d5e-8f90-1234567890ab missing",
+     "User <uuid> missing"),
+    ("No account for ann@example.com", "No account for <email>"),
+    ("Fetch https://api.example/v1/items?id=9 failed", "Fetch <url> failed"),
+    ("Connection from 203.0.113.7 refused", "Connection from <ip> refused"),
+    ("Peer 2001:db8::1 reset", "Peer <ip> reset"),
+    ("Object 0xDEADBEEF freed", "Object <hex> freed"),
+    ("Document 5f1d7c2a9b3e4d0012ab34cd missing", "Document <hex> missing"),
+    ("Call to undefined method App\\Cart::total()", "Call to undefined method App\\Cart::total()"),
+])
+def test_messages_lose_what_varies_between_occurrences(message: str, expected: str):
+    assert normalise_message(message) == expected
+
+
+def test_v8_spidermonkey_and_php_stacks_give_basename_and_function_without_lines():
+    v8 = "Error\n    at renderCart (https://shop.example/a/cart.js?v=3:120:15)\n    at x.js:1:1"
+    firefox = "renderCart@https://shop.example/a/cart.js:120:15\n@https://shop.example/app.js:1:1"
+    php = "#0 /var/www/wp-content/plugins/shop/cart.php(12): Cart->total()\n#1 {main}"
+    assert top_frames(None, v8) == ["cart.js:renderCart", "x.js:"]
+    assert top_frames(None, firefox) == ["cart.js:renderCart", "app.js:"]
+    assert top_frames(None, php) == ["cart.php:Cart->total"]
+
+
+def test_the_same_fault_on_other_lines_and_with_other_ids_has_one_fingerprint():
+    first = fingerprint("TypeError", "Item 42 has no price", None,
+                        "    at renderCart (https://shop.example/cart.js:120:15)")
+    second = fingerprint("TypeError", "Item 977 has no price", None,
+                         "    at renderCart (https://shop.example/cart.js:131:2)")
+    assert first == second
+
+
+def test_other_types_other_functions_and_deeper_frames_beyond_three_are_told_apart():
+    frames = [{"file": "a.js", "function": f"f{n}"} for n in range(5)]
+    base = fingerprint("TypeError", "boom", frames, None)
+    assert fingerprint("RangeError", "boom", frames, None) != base
+    assert fingerprint("TypeError", "boom", [{"file": "a.js", "function": "g"}, *frames[1:]],
+                       None) != base
+    assert fingerprint("TypeError", "boom", [*frames[:3], {"file": "z.js", "function": "q"}],
+                       None) == base
+
+
+def test_parsed_frames_take_precedence_over_the_stack_text():
+    frames = [{"file": "https://shop.example/cart.js", "line": 3, "function": "renderCart"}]
+    assert top_frames(frames, "    at other (https://x/y.js:1:1)") == ["cart.js:renderCart"]
+
+
+def test_a_job_carries_its_own_id_and_no_full_ip_address_anywhere():
+    job = error_job("site-1", {
+        "ip": "198.51.100.123", "type": "Error", "message": "from 198.51.100.123",
+        "source": "php", "context": {"server": {"REMOTE_ADDR": "198.51.100.123",
+                                                "HTTP_X_FORWARDED_FOR": "203.0.113.9"}},
+    })
+    assert len(job["jobId"]) == 36 and job["siteId"] == "site-1"
+    assert job["ipAddress"] == "198.51.100.0"
+    assert "ip" not in job["error"]
+    assert "198.51.100.123" not in repr(job) and "203.0.113.9" not in repr(job)
+    assert job["error"]["context"]["server"]["HTTP_X_FORWARDED_FOR"] == "203.0.113.0"
+    assert error_job("site-1", {"type": "E", "message": "m", "source": "php"})["jobId"] != \
+        job["jobId"]
