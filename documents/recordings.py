@@ -1,0 +1,301 @@
+"""Recordings and their segments: the recordings collection and the GridFS bucket "segments".
+
+A recording (spec §2 "Recording session") belongs to a visitor and has a start, an end and the
+pages recorded. Its segments are compressed rrweb event arrays stored as received in the bucket
+"segments", one file per (recording, seq). A segment is served for replay only after the
+sweeper (tasks/segments.py) has checked it: console events removed unless the site captures
+them, and anything that does not inflate to a sane rrweb array rejected.
+
+Idempotency comes from unique indexes, never from check-then-write:
+
+* a segment's key is the recording id *the client named* plus its seq (`metadata.sentFor`,
+  `metadata.seq`), so a retry collides even after the segment was filed under a successor;
+* a successor recording has a deterministic id derived from its predecessor's, so any number of
+  concurrent or retried rotations create one successor.
+
+The lifecycle rules themselves live in ingest/recordings.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any
+
+from pymongo import ReturnDocument
+from pymongo.errors import PyMongoError
+
+from documents.store import ASCENDING, DuplicateKeyError, Index, Store
+from errors import NotFound
+
+SEGMENTS_BUCKET = "segments"
+
+#: Pages kept per recording; the first ones win because they say where the visit began.
+MAX_PAGES = 500
+
+#: Namespace of successor ids: uuid5(namespace, predecessor id) is the same on every retry.
+_SUCCESSOR_NAMESPACE = uuid.UUID("7f1b4a52-3c8e-4f0e-9d7a-2b6c1e5d8a90")
+
+INDEXES = [
+    Index("recordings", (("siteId", ASCENDING), ("visitorId", ASCENDING),
+                         ("startedAt", ASCENDING))),
+    Index("recordings", (("siteId", ASCENDING), ("status", ASCENDING),
+                         ("lastActivityAt", ASCENDING))),
+    Index(f"{SEGMENTS_BUCKET}.files", (("metadata.sentFor", ASCENDING),
+                                       ("metadata.seq", ASCENDING)),
+          unique=True, name="segment_idempotency"),
+    Index(f"{SEGMENTS_BUCKET}.files", (("metadata.recordingId", ASCENDING),
+                                       ("metadata.seq", ASCENDING))),
+    Index(f"{SEGMENTS_BUCKET}.files", (("metadata.consoleChecked", ASCENDING),
+                                       ("uploadDate", ASCENDING))),
+    Index(f"{SEGMENTS_BUCKET}.files", (("metadata.siteId", ASCENDING),
+                                       ("metadata.visitorId", ASCENDING))),
+    Index(f"{SEGMENTS_BUCKET}.files", (("filename", ASCENDING), ("uploadDate", ASCENDING))),
+    Index(f"{SEGMENTS_BUCKET}.chunks", (("files_id", ASCENDING), ("n", ASCENDING)), unique=True),
+]
+
+
+def successor_id(recording_id: str) -> str:
+    """The id of the recording that continues `recording_id`; the same on every call."""
+    return str(uuid.uuid5(_SUCCESSOR_NAMESPACE, recording_id))
+
+
+def new_recording(recording_id: str, site_id: str, visitor_id: str, session_id: str | None,
+                  at: datetime, *, continues_from: str | None = None,
+                  wp_user_id: str | None = None) -> dict[str, Any]:
+    """The document of a recording that starts now."""
+    return {
+        "_id": recording_id,
+        "siteId": site_id,
+        "visitorId": visitor_id,
+        "sessionId": session_id,
+        "wpUserId": wp_user_id,
+        "status": "active",
+        "startedAt": at,
+        "lastActivityAt": at,
+        "endedAt": None,
+        "endReason": None,
+        "pages": [],
+        "lastPageUrl": None,
+        "continuesFrom": continues_from,
+    }
+
+
+async def create_recording(store: Store, document: dict[str, Any]) -> bool:
+    """Insert the recording unless its id exists; True when this call created it.
+
+    An id taken by another site's recording is not touched (the filter names the site, so the
+    upsert collides on `_id` and reports False).
+    """
+    try:
+        # The filter's equality fields are written on insert; repeating them would conflict.
+        on_insert = {k: v for k, v in document.items() if k not in ("_id", "siteId")}
+        result = await store.collection("recordings").update_one(
+            {"_id": document["_id"], "siteId": document["siteId"]}, {"$setOnInsert": on_insert},
+            upsert=True,
+        )
+    except DuplicateKeyError:
+        # A concurrent upsert of the same id won; the recording exists, which is all we need.
+        return False
+    return result.upserted_id is not None
+
+
+async def find_recording(store: Store, site_id: str, recording_id: str) -> dict[str, Any] | None:
+    """The recording, or None."""
+    return await store.collection("recordings").find_one({"_id": recording_id, "siteId": site_id})
+
+
+async def touch_if_live(store: Store, site_id: str, recording_id: str, *, now: datetime,
+                        idle_since: datetime, started_since: datetime) -> dict[str, Any] | None:
+    """Mark activity on a recording that is active, not idle and not over the cap, atomically.
+
+    Returns the recording, or None when it is unknown, ended, idle for too long (last activity
+    before `idle_since`) or started before `started_since`.
+    """
+    return await store.collection("recordings").find_one_and_update(
+        {
+            "_id": recording_id,
+            "siteId": site_id,
+            "status": "active",
+            "lastActivityAt": {"$gte": idle_since},
+            "startedAt": {"$gte": started_since},
+        },
+        {"$max": {"lastActivityAt": now}},
+        return_document=ReturnDocument.AFTER,
+    )
+
+
+async def end_recording(store: Store, site_id: str, recording_id: str, *, at: datetime,
+                        reason: str) -> bool:
+    """End the recording if it is still active; True when this call ended it."""
+    result = await store.collection("recordings").update_one(
+        {"_id": recording_id, "siteId": site_id, "status": "active"},
+        {"$set": {"status": "ended", "endedAt": at, "endReason": reason}},
+    )
+    return result.modified_count == 1
+
+
+async def end_active_recordings(store: Store, site_id: str, visitor_id: str, *, at: datetime,
+                                reason: str) -> int:
+    """End every active recording of the visitor; returns how many."""
+    result = await store.collection("recordings").update_many(
+        {"siteId": site_id, "visitorId": visitor_id, "status": "active"},
+        {"$set": {"status": "ended", "endedAt": at, "endReason": reason}},
+    )
+    return result.modified_count
+
+
+async def link_successor(store: Store, recording_id: str, successor: str) -> None:
+    """Point a recording at the one that continues it (for reading; routing never needs it)."""
+    await store.collection("recordings").update_one(
+        {"_id": recording_id}, {"$set": {"continuedBy": successor}}
+    )
+
+
+async def add_page(store: Store, site_id: str, recording_id: str, url: str,
+                   at: datetime) -> None:
+    """Record that the recording moved to `url`; a repeat of the current page adds nothing."""
+    await store.collection("recordings").update_one(
+        {"_id": recording_id, "siteId": site_id, "lastPageUrl": {"$ne": url}},
+        {"$push": {"pages": {"$each": [{"url": url, "at": at}], "$slice": MAX_PAGES}},
+         "$set": {"lastPageUrl": url}},
+    )
+
+
+async def list_recordings(store: Store, site_id: str, visitor_id: str) -> list[dict[str, Any]]:
+    """The visitor's recordings, oldest first."""
+    cursor = store.collection("recordings").find(
+        {"siteId": site_id, "visitorId": visitor_id}
+    ).sort([("startedAt", ASCENDING), ("_id", ASCENDING)])
+    return [doc async for doc in cursor]
+
+
+async def session_timeline(store: Store, site_id: str, visitor_id: str) -> list[dict[str, Any]]:
+    """The session list of spec §4.3: id, startedAt, duration in seconds, pageUrl; oldest first.
+
+    A recording that has not ended yet lasts until its latest activity.
+    """
+    timeline = []
+    for recording in await list_recordings(store, site_id, visitor_id):
+        until = recording.get("endedAt") or recording["lastActivityAt"]
+        pages = recording.get("pages") or []
+        timeline.append({
+            "id": recording["_id"],
+            "startedAt": recording["startedAt"].isoformat(),
+            "duration": max(0.0, (until - recording["startedAt"]).total_seconds()),
+            "pageUrl": pages[0]["url"] if pages else None,
+        })
+    return timeline
+
+
+# Segments ------------------------------------------------------------------------------------
+
+
+async def find_segment(store: Store, site_id: str, sent_for: str,
+                       seq: int) -> dict[str, Any] | None:
+    """The files document of the segment the client numbered `seq` in `sent_for`, or None."""
+    return await store.bucket(SEGMENTS_BUCKET).find_file(
+        {"metadata.sentFor": sent_for, "metadata.seq": seq, "metadata.siteId": site_id}
+    )
+
+
+async def save_segment(store: Store, file_id: str, data: bytes,
+                       metadata: dict[str, Any]) -> bool:
+    """Store the compressed segment as received; False when (sentFor, seq) is already stored."""
+    filename = f"{metadata['recordingId']}/{metadata['seq']}.json.gz"
+    bucket = store.bucket(SEGMENTS_BUCKET)
+    try:
+        await bucket.upload(file_id, filename, data, metadata)
+    except DuplicateKeyError:
+        return False
+    except PyMongoError:
+        # The files document did not land, so nobody can reach these chunks; the caller's retry
+        # uses a fresh file id. If the store is down this cleanup fails too, and the orphans are
+        # only dead weight, never a second copy of the segment.
+        with contextlib.suppress(PyMongoError):
+            await bucket.chunks.delete_many({"files_id": file_id})
+        raise
+    return True
+
+
+async def list_segments(store: Store, site_id: str, recording_id: str) -> list[dict[str, Any]]:
+    """The files documents of a recording's servable segments, in replay order."""
+    cursor = store.bucket(SEGMENTS_BUCKET).files.find({
+        "metadata.siteId": site_id,
+        "metadata.recordingId": recording_id,
+        "metadata.consoleChecked": True,
+        "metadata.rejected": None,
+    }).sort([("metadata.startedAt", ASCENDING), ("metadata.seq", ASCENDING)])
+    return [doc async for doc in cursor]
+
+
+async def stream_segment(store: Store, site_id: str, file_id: str) -> AsyncIterator[bytes]:
+    """Yield a checked segment's compressed bytes chunk by chunk; NotFound otherwise.
+
+    A segment the sweeper has not checked yet may still hold console events the site does not
+    capture, and a rejected one may be a decompression bomb, so neither is ever served.
+    """
+    bucket = store.bucket(SEGMENTS_BUCKET)
+    found = await bucket.find_file({"_id": file_id, "metadata.siteId": site_id})
+    if found is None or not found["metadata"].get("consoleChecked") \
+            or found["metadata"].get("rejected"):
+        raise NotFound("no such segment")
+    async for chunk in bucket.read_chunks(file_id):
+        yield chunk
+
+
+# The sweeper's side ----------------------------------------------------------------------------
+
+
+async def claim_unchecked_segment(store: Store, *, now: datetime,
+                                  lease_until: datetime) -> dict[str, Any] | None:
+    """Lease the oldest unchecked segment to one sweeper; None when there is none."""
+    return await store.bucket(SEGMENTS_BUCKET).files.find_one_and_update(
+        {"metadata.consoleChecked": False,
+         "$or": [{"metadata.leaseUntil": None}, {"metadata.leaseUntil": {"$lt": now}}]},
+        {"$set": {"metadata.leaseUntil": lease_until}},
+        sort=[("uploadDate", ASCENDING)],
+        return_document=ReturnDocument.AFTER,
+    )
+
+
+async def mark_segment_checked(store: Store, file_id: str, *, console_events: int) -> None:
+    """The segment may be served as it is."""
+    await store.bucket(SEGMENTS_BUCKET).files.update_one(
+        {"_id": file_id},
+        {"$set": {"metadata.consoleChecked": True, "metadata.consoleEvents": console_events,
+                  "metadata.leaseUntil": None}},
+    )
+
+
+async def replace_segment(store: Store, old: dict[str, Any], new_file_id: str, data: bytes, *,
+                          console_removed: int) -> None:
+    """Swap a segment for its stripped form in one transaction: never both, never neither."""
+    bucket = store.bucket(SEGMENTS_BUCKET)
+    metadata = {**old["metadata"], "consoleChecked": True, "consoleRemoved": console_removed,
+                "leaseUntil": None, "replaces": old["_id"]}
+
+    async def swap(session: Any) -> None:
+        # The old file goes first: the new one carries the same idempotency key.
+        await bucket.delete_where({"_id": old["_id"]}, session=session)
+        await bucket.upload(new_file_id, old["filename"], data, metadata, session=session)
+
+    await store.transaction(swap)
+
+
+async def reject_segment(store: Store, file_id: str, reason: str) -> None:
+    """Drop a segment's content but keep its key, so a retry is still seen as stored."""
+    bucket = store.bucket(SEGMENTS_BUCKET)
+
+    async def drop_content(session: Any) -> None:
+        await bucket.chunks.delete_many({"files_id": file_id}, session=session)
+        await bucket.files.update_one(
+            {"_id": file_id},
+            {"$set": {"length": 0, "metadata.consoleChecked": True, "metadata.rejected": reason,
+                      "metadata.leaseUntil": None}},
+            session=session,
+        )
+
+    await store.transaction(drop_content)

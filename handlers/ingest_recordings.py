@@ -1,0 +1,151 @@
+"""Recording ingest (spec §4.1): start, segment, end, and interactions.
+
+A segment travels as the raw gzip bytes (`Content-Type: application/octet-stream`) with its
+metadata in `X-Recording-*` / `X-Segment-*` / `X-Visitor-*` headers: base64 inside JSON would
+cost a third more bytes, and headers, unlike a query string, stay out of the access log, so page
+URLs never land there. The API key stays in `X-Service-Key`. See docs/decisions.md, "Recording
+segments on the wire".
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from tornado.httputil import HTTPServerRequest
+
+from documents.store import is_temporary_store_error
+from errors import InvalidInput, ServiceError, Unavailable, UnsupportedMediaType
+from handlers.ingest import IngestHandler
+from handlers.validation import SchemaValidator
+from ingest.interactions import record_interactions
+from ingest.recordings import SegmentUpload
+
+log = logging.getLogger(__name__)
+
+#: Segment metadata header -> field of the RecordingSegmentHeaders schema.
+SEGMENT_HEADERS = {
+    "X-Recording-Id": "recordingId",
+    "X-Segment-Seq": "seq",
+    "X-Visitor-Id": "visitorId",
+    "X-Session-Id": "sessionId",
+    "X-Page-Url": "url",
+    "X-Segment-Started-At": "startedAt",
+    "X-Segment-Ended-At": "endedAt",
+    "X-Visitor-Gpc": "gpc",
+    "X-Visitor-Consent": "consent",
+    "X-Order-Completed": "orderCompleted",
+}
+_HEADER_FOR_FIELD = {name: header for header, name in SEGMENT_HEADERS.items()}
+_INTEGER_FIELDS = frozenset({"seq"})
+_BOOLEAN_FIELDS = frozenset({"gpc", "orderCompleted"})
+_BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
+
+
+class RecordingIngestHandler(IngestHandler):
+    """Base of the recording endpoints: a database hiccup answers 503, so callers retry."""
+
+    def _handle_request_exception(self, e: BaseException) -> None:
+        if not isinstance(e, ServiceError) and is_temporary_store_error(e):
+            # Every recording write is idempotent, so telling the caller to retry is safe.
+            log.warning("store unavailable during recording ingest", extra={"error": repr(e)})
+            e = Unavailable("the database is briefly unavailable", retry_after=1)
+        super()._handle_request_exception(e)
+
+
+class RecordingStartHandler(RecordingIngestHandler):
+    """POST /ingest/recordings/start: start a recording (idempotent on a client-given id)."""
+
+    kind = "recording"
+    schema = "RecordingStart"
+
+    async def post(self) -> None:
+        self.acknowledge(await self.deps.recordings.start(self.site, self.payload()))
+
+
+class RecordingEndHandler(RecordingIngestHandler):
+    """POST /ingest/recordings/end: end a recording."""
+
+    kind = "recording"
+    schema = "RecordingEnd"
+
+    async def post(self) -> None:
+        self.acknowledge(await self.deps.recordings.end(self.site, self.payload()))
+
+
+class RecordingSegmentHandler(RecordingIngestHandler):
+    """POST /ingest/recordings/segment: one gzip-compressed rrweb segment, stored as received."""
+
+    kind = "recording_segment"
+    accepted_content_types = ("application/octet-stream", "application/gzip")
+
+    def _body_limit(self) -> int:
+        return self.deps.settings.max_segment_bytes
+
+    async def post(self) -> None:
+        result = await self.deps.recordings.add_segment(self.site, self._upload())
+        answer: dict[str, Any] = {"ok": True}
+        if result.recording_id is not None:
+            answer["recordingId"] = result.recording_id
+        if result.duplicate:
+            answer["duplicate"] = True
+        elif result.outcome.stored:
+            answer["id"] = result.outcome.item_id
+        else:
+            answer["dropped"] = result.outcome.reason
+        self.write_json(answer)
+
+    def _upload(self) -> SegmentUpload:
+        return segment_upload(self.request, self.deps.schemas, self.accepted_content_types)
+
+
+def segment_upload(request: HTTPServerRequest, schemas: SchemaValidator,
+                   accepted_content_types: tuple[str, ...]) -> SegmentUpload:
+    """The segment in a request: raw gzip body, metadata from the X-* headers (also /sdk/v1)."""
+    content_type = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+    if content_type not in accepted_content_types:
+        raise UnsupportedMediaType("send the segment as application/octet-stream")
+    meta = {field: _header_value(field, request.headers[header])
+            for header, field in SEGMENT_HEADERS.items() if header in request.headers}
+    try:
+        schemas.validate(meta, "RecordingSegmentHeaders")
+    except InvalidInput as invalid:
+        header = _HEADER_FOR_FIELD.get(invalid.field or "", invalid.field)
+        raise InvalidInput(invalid.message, field=header) from None
+    return SegmentUpload(
+        recording_id=meta["recordingId"], seq=meta["seq"], visitor_id=meta["visitorId"],
+        page_url=meta["url"], data=request.body, session_id=meta.get("sessionId"),
+        started_at=meta.get("startedAt"), ended_at=meta.get("endedAt"),
+        gpc=bool(meta.get("gpc")), consent=meta.get("consent"),
+        order_completed=bool(meta.get("orderCompleted")),
+    )
+
+
+class InteractionIngestHandler(RecordingIngestHandler):
+    """POST /ingest/recordings/interactions: a batch of clicks, rage/dead clicks, scroll depth."""
+
+    kind = "interaction"
+    schema = "InteractionIngest"
+
+    async def post(self) -> None:
+        result = await record_interactions(self.deps.store, self.deps.intake, self.site,
+                                           self.payload())
+        self.write_json({"ok": True, "stored": result.stored, "droppedCount": result.dropped})
+
+
+def _header_value(field: str, raw: str) -> Any:
+    """Header text as the schema's type; a value that does not convert is left to fail it."""
+    value = raw.strip()
+    if field in _INTEGER_FIELDS and value.isascii() and value.isdigit():
+        return int(value)
+    if field in _BOOLEAN_FIELDS:
+        return _BOOLEANS.get(value.lower(), value)
+    return value
+
+
+default_handlers = [
+    (r"/ingest/recordings/start", RecordingStartHandler),
+    (r"/ingest/recordings/segment", RecordingSegmentHandler),
+    (r"/ingest/recordings/end", RecordingEndHandler),
+    (r"/ingest/recordings/interactions", InteractionIngestHandler),
+]

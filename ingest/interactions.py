@@ -1,0 +1,73 @@
+"""Interaction batches (clicks, rage clicks, dead clicks, scroll depth): gate, shape, store.
+
+Each event passes the privacy gate for its own page: one gate decision per distinct URL in the
+batch, so an event on a page excluded from all collection is dropped while the rest are kept.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from documents import interactions, visitors
+from documents.accounts import new_id
+from documents.store import Store
+from ingest.intake import VisitorIntake, parse_time
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """How many events of a batch were stored and how many were dropped by the privacy gate."""
+
+    stored: int
+    dropped: int
+
+
+#: Optional event fields copied as they are, after the schema has bounded them.
+_EVENT_FIELDS = ("selector", "x", "y", "count", "depth")
+
+
+async def record_interactions(store: Store, intake: VisitorIntake, site: dict[str, Any],
+                              body: dict[str, Any], *,
+                              cap: int = interactions.BUCKET_CAP) -> BatchOutcome:
+    """Store the batch's admitted events in the visitor's buckets and touch the profile."""
+    now = datetime.now(UTC)
+    by_url: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for item in body["interactions"]:
+        by_url[item.get("url") or body.get("url") or ""].append(item)
+    admitted: list[dict[str, Any]] = []
+    for url, items in by_url.items():
+        decision = await intake.admit(site, "interaction", {**body, "url": url or None})
+        if not decision.allowed:
+            # admit counted one drop for the decision; the batch's other events count too.
+            if len(items) > 1:
+                intake.count("interaction", "dropped", decision.reason or "refused",
+                             len(items) - 1)
+            continue
+        admitted.extend(_event(body, item, now) for item in items)
+    dropped = len(body["interactions"]) - len(admitted)
+    if not admitted:
+        return BatchOutcome(0, dropped)
+    admitted.sort(key=lambda event: event["at"])
+    await interactions.append_interactions(store, site["_id"], body["visitorId"], admitted,
+                                           cap=cap)
+    await visitors.touch(store, site["_id"], body["visitorId"], seen_at=now,
+                         facts=intake.describe_visitor(body),
+                         counts={"interactions": len(admitted)})
+    intake.count("interaction", "stored", amount=len(admitted))
+    return BatchOutcome(len(admitted), dropped)
+
+
+def _event(body: dict[str, Any], item: dict[str, Any], now: datetime) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "id": new_id(),
+        "kind": item["kind"],
+        "at": parse_time(item.get("at"), now),
+        "url": item.get("url") or body.get("url"),
+        "sessionId": body.get("sessionId"),
+        "recordingId": body.get("recordingId"),
+    }
+    event.update({name: item[name] for name in _EVENT_FIELDS if name in item})
+    return event
