@@ -1,0 +1,1 @@
+"""Live-feed benchmark: 1,000 dashboard sockets on one site, events through real Redis."""
