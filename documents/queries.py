@@ -1,0 +1,482 @@
+"""Read queries of the dashboard data API: lists with keyset pagination, profiles, daily charts.
+
+Lists page by keyset, never by skip: the cursor is the (sort value, `_id`) of the last item
+handed out, encoded opaquely, so a page costs the same however deep it is and items inserted
+meanwhile neither repeat nor vanish. Restricted visitors (GDPR Art. 18) are left out of every
+dashboard read here; data-subject operations read them through privacy/ instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from documents import error_records, recordings, visitors
+from documents.store import ASCENDING, DESCENDING, Index, Store
+from errors import InvalidInput, NotFound
+
+INDEXES = [
+    # The site-wide recordings list, newest first (the visitor's own list has its index).
+    Index("recordings", (("siteId", ASCENDING), ("startedAt", DESCENDING))),
+    # Errors per day for the charts.
+    Index(error_records.OCCURRENCES, (("siteId", ASCENDING), ("occurredAt", ASCENDING))),
+]
+
+#: Largest page a caller may ask for; the default when it asks for none.
+MAX_PAGE = 100
+DEFAULT_PAGE = 50
+#: How many of each kind of related item the visitor profile embeds.
+PROFILE_ITEMS = 50
+#: Longest chart range, so one request cannot unwind a site's whole history.
+MAX_CHART_DAYS = 366
+DEFAULT_CHART_DAYS = 30
+
+ERROR_STATUSES = ("open", "resolved", "ignored")
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a list and the cursor of the next (None on the last page)."""
+
+    items: list[dict[str, Any]]
+    next_cursor: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON answer `{items, nextCursor}`."""
+        return {"items": self.items, "nextCursor": self.next_cursor}
+
+
+# Cursors -------------------------------------------------------------------------------------
+
+
+def encode_cursor(sort_value: datetime, document_id: str) -> str:
+    """An opaque cursor for the position just after this item."""
+    raw = json.dumps([sort_value.astimezone(UTC).isoformat(), document_id],
+                     separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    """The (sort value, `_id`) inside a cursor; InvalidInput for anything not made here."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        moment, document_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        at = datetime.fromisoformat(moment)
+    except (ValueError, TypeError, UnicodeDecodeError):
+        raise InvalidInput("cursor is not one this API handed out", field="cursor") from None
+    if not isinstance(document_id, str) or at.tzinfo is None:
+        raise InvalidInput("cursor is not one this API handed out", field="cursor")
+    return at, document_id
+
+
+def page_limit(raw: str | None) -> int:
+    """The `limit` query argument: 1 to MAX_PAGE, DEFAULT_PAGE when absent."""
+    if raw is None or raw == "":
+        return DEFAULT_PAGE
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE:
+        raise InvalidInput(f"limit must be a whole number from 1 to {MAX_PAGE}", field="limit")
+    return int(raw)
+
+
+async def keyset_page(store: Store, collection: str, filter_: dict[str, Any], sort_field: str,
+                      cursor: str | None, limit: int) -> tuple[list[dict[str, Any]], str | None]:
+    """Documents after `cursor` in (sort_field, `_id`) descending order, and the next cursor."""
+    query = dict(filter_)
+    if cursor:
+        after, after_id = decode_cursor(cursor)
+        query["$and"] = [*query.get("$and", []), {"$or": [
+            {sort_field: {"$lt": after}},
+            {sort_field: after, "_id": {"$lt": after_id}},
+        ]}]
+    found = await store.collection(collection).find(query).sort(
+        [(sort_field, DESCENDING), ("_id", DESCENDING)]).limit(limit + 1).to_list(None)
+    # One item past the page tells whether a next page exists without a count.
+    if len(found) <= limit:
+        return found, None
+    last = found[limit - 1]
+    return found[:limit], encode_cursor(last[sort_field], last["_id"])
+
+
+# Restriction ---------------------------------------------------------------------------------
+
+
+async def restricted_visitor_ids(store: Store, site_id: str) -> list[str]:
+    """Ids of the site's restricted visitors, to leave out of dashboard lists and charts.
+
+    The list is as long as the number of restrictions, which are rare and made by hand.
+    """
+    return sorted(await store.collection("visitors").distinct(
+        "visitorId", {"siteId": site_id, "restricted": True}))
+
+
+async def _not_restricted(store: Store, site_id: str) -> dict[str, Any]:
+    restricted = await restricted_visitor_ids(store, site_id)
+    return {"visitorId": {"$nin": restricted}} if restricted else {}
+
+
+# Visitors ------------------------------------------------------------------------------------
+
+
+def _visitor_search(q: str) -> dict[str, Any]:
+    escaped = re.escape(q)
+    return {"$or": [
+        {"visitorId": {"$regex": "^" + escaped}},
+        {"displayName": {"$regex": escaped, "$options": "i"}},
+        {"emails": {"$regex": escaped, "$options": "i"}},
+    ]}
+
+
+def visitor_summary(profile: dict[str, Any]) -> dict[str, Any]:
+    """A profile as a row of the visitors list."""
+    return {
+        "visitorId": profile["visitorId"],
+        "displayName": profile.get("displayName"),
+        "emails": profile.get("emails", []),
+        "wpUserId": profile.get("wpUserId"),
+        "country": (profile.get("location") or {}).get("country"),
+        "device": profile.get("device") or {},
+        "counts": profile.get("counts") or {},
+        "objected": bool(profile.get("objected")),
+        "firstSeen": profile.get("firstSeen"),
+        "lastSeen": profile.get("lastSeen"),
+    }
+
+
+async def list_visitors(store: Store, site_id: str, *, q: str | None, cursor: str | None,
+                        limit: int) -> Page:
+    """Visitors by last seen, newest first; `q` matches an id prefix, a name or an e-mail."""
+    filter_: dict[str, Any] = {"siteId": site_id, "restricted": {"$ne": True}}
+    if q:
+        filter_.update(_visitor_search(q))
+    found, next_cursor = await keyset_page(store, "visitors", filter_, "lastSeen", cursor,
+                                           limit)
+    return Page([visitor_summary(profile) for profile in found], next_cursor)
+
+
+async def visitor_profile(store: Store, site_id: str, visitor_id: str) -> dict[str, Any]:
+    """The profile page: identity, counts, recent activity, errors hit, recordings, leads and
+    linked profiles (same `wpUserId`, listed separately). NotFound for restricted visitors."""
+    profile = await visitors.find_profile(store, site_id, visitor_id)
+    if profile is None or profile.get("restricted"):
+        raise NotFound("visitor not found")
+    occurrences = await store.collection(error_records.OCCURRENCES).find(
+        {"siteId": site_id, "visitorId": visitor_id}).sort("occurredAt", DESCENDING).limit(
+        PROFILE_ITEMS).to_list(None)
+    leads = await store.collection("leads").find(
+        {"siteId": site_id, "visitorId": visitor_id}).sort("createdAt", DESCENDING).limit(
+        PROFILE_ITEMS).to_list(None)
+    found_recordings = await store.collection("recordings").find(
+        {"siteId": site_id, "visitorId": visitor_id}).sort("startedAt", DESCENDING).limit(
+        PROFILE_ITEMS).to_list(None)
+    linked: list[dict[str, Any]] = []
+    if profile.get("wpUserId"):
+        linked = await store.collection("visitors").find({
+            "siteId": site_id, "wpUserId": profile["wpUserId"],
+            "visitorId": {"$ne": visitor_id}, "restricted": {"$ne": True},
+        }).sort("lastSeen", DESCENDING).limit(PROFILE_ITEMS).to_list(None)
+    return {
+        **visitor_summary(profile),
+        "location": {key: value for key, value in (profile.get("location") or {}).items()
+                     if key != "ipAddress"},
+        "recent": list(reversed(profile.get("recent") or [])),
+        "errors": [{"errorId": o["errorId"], "what": f"{o['type']}: {o['message']}",
+                    "when": o["occurredAt"]} for o in occurrences],
+        "recordings": [recording_summary(r) for r in found_recordings],
+        "leads": [lead_view(lead) for lead in leads],
+        "linkedProfiles": [visitor_summary(other) for other in linked],
+    }
+
+
+# Errors --------------------------------------------------------------------------------------
+
+
+def error_summary(error: dict[str, Any]) -> dict[str, Any]:
+    """An error aggregate as a row of the errors list."""
+    return {
+        "id": error["_id"],
+        "type": error.get("type"),
+        "message": error.get("message"),
+        "source": error.get("source"),
+        "status": error.get("status"),
+        "occurrenceCount": error.get("occurrenceCount", 0),
+        "firstSeen": error.get("firstSeen"),
+        "lastSeen": error.get("lastSeen"),
+    }
+
+
+def error_detail(error: dict[str, Any]) -> dict[str, Any]:
+    """An error aggregate in full, as the dashboard shows it (no job ids, no IP address)."""
+    return {
+        **error_summary(error),
+        "lastOccurredAt": error.get("lastOccurredAt"),
+        "lastStack": error.get("lastStack"),
+        "context": error.get("context") or {},
+        "reopenCount": error.get("reopenCount", 0),
+        "statusChangedAt": error.get("statusChangedAt"),
+    }
+
+
+def _error_filter(site_id: str, status: str | None) -> dict[str, Any]:
+    filter_: dict[str, Any] = {"siteId": site_id}
+    if status is not None:
+        if status not in ERROR_STATUSES:
+            raise InvalidInput(f"status must be one of {', '.join(ERROR_STATUSES)}",
+                               field="status")
+        filter_["status"] = status
+    return filter_
+
+
+async def list_errors(store: Store, site_id: str, *, status: str | None, cursor: str | None,
+                      limit: int) -> Page:
+    """The site's error aggregates by last seen, newest first, optionally of one status."""
+    found, next_cursor = await keyset_page(store, error_records.ERRORS,
+                                           _error_filter(site_id, status), "lastSeen", cursor,
+                                           limit)
+    return Page([error_summary(error) for error in found], next_cursor)
+
+
+async def find_error(store: Store, site_id: str, error_id: str) -> dict[str, Any]:
+    """One of the site's error aggregates; NotFound otherwise."""
+    error = await store.collection(error_records.ERRORS).find_one(
+        {"_id": error_id, "siteId": site_id})
+    if error is None:
+        raise NotFound("error not found")
+    return error
+
+
+# Leads ---------------------------------------------------------------------------------------
+
+
+def lead_view(lead: dict[str, Any]) -> dict[str, Any]:
+    """A lead as the dashboard shows it."""
+    return {
+        "id": lead["_id"],
+        "visitorId": lead.get("visitorId"),
+        "createdAt": lead.get("createdAt"),
+        "kind": lead.get("kind"),
+        "formId": lead.get("formId"),
+        "url": lead.get("url"),
+        "name": lead.get("name"),
+        "email": lead.get("email"),
+        "phone": lead.get("phone"),
+        "fields": lead.get("fields") or {},
+        "orderCompleted": bool(lead.get("orderCompleted")),
+        "rectifiedAt": lead.get("rectifiedAt"),
+    }
+
+
+async def list_leads(store: Store, site_id: str, *, cursor: str | None, limit: int) -> Page:
+    """The site's leads, newest first, without those of restricted visitors."""
+    filter_ = {"siteId": site_id, **await _not_restricted(store, site_id)}
+    found, next_cursor = await keyset_page(store, "leads", filter_, "createdAt", cursor, limit)
+    return Page([lead_view(lead) for lead in found], next_cursor)
+
+
+# Recordings ----------------------------------------------------------------------------------
+
+
+def recording_summary(recording: dict[str, Any]) -> dict[str, Any]:
+    """A recording as a row of a recordings list: what was recorded, when, for how long."""
+    until = recording.get("endedAt") or recording.get("lastActivityAt") or recording["startedAt"]
+    pages = recording.get("pages") or []
+    return {
+        "id": recording["_id"],
+        "visitorId": recording.get("visitorId"),
+        "sessionId": recording.get("sessionId"),
+        "status": recording.get("status"),
+        "startedAt": recording["startedAt"],
+        "endedAt": recording.get("endedAt"),
+        "duration": max(0.0, (until - recording["startedAt"]).total_seconds()),
+        "pageUrl": pages[0]["url"] if pages else None,
+        "pageCount": len(pages),
+        "legacy": "legacyFootage" in recording,
+    }
+
+
+async def list_site_recordings(store: Store, site_id: str, *, visitor_id: str | None,
+                               cursor: str | None, limit: int) -> Page:
+    """The site's recordings, newest first, optionally of one visitor."""
+    filter_: dict[str, Any] = {"siteId": site_id, **await _not_restricted(store, site_id)}
+    if visitor_id is not None:
+        flags = await visitors.privacy_flags(store, site_id, visitor_id)
+        if flags.restricted:
+            return Page([], None)
+        filter_["visitorId"] = visitor_id
+    found, next_cursor = await keyset_page(store, "recordings", filter_, "startedAt", cursor,
+                                           limit)
+    return Page([recording_summary(r) for r in found], next_cursor)
+
+
+async def replayable_recording(store: Store, site_id: str, recording_id: str
+                               ) -> dict[str, Any]:
+    """The recording, when the dashboard may replay it; NotFound otherwise."""
+    recording = await recordings.find_recording(store, site_id, recording_id)
+    if recording is None or (await visitors.privacy_flags(
+            store, site_id, recording.get("visitorId"))).restricted:
+        raise NotFound("recording not found")
+    return recording
+
+
+def segment_view(segment: dict[str, Any]) -> dict[str, Any]:
+    """A servable segment's files document as the replay list shows it."""
+    metadata = segment.get("metadata") or {}
+    return {
+        "fileId": segment["_id"],
+        "seq": metadata.get("seq"),
+        "startedAt": metadata.get("startedAt"),
+        "endedAt": metadata.get("endedAt"),
+        "pageUrl": metadata.get("pageUrl"),
+        "length": segment.get("length"),
+    }
+
+
+async def recording_segments(store: Store, site_id: str, recording_id: str
+                             ) -> list[dict[str, Any]]:
+    """The recording's servable segments, in replay order."""
+    return [segment_view(s) for s in await recordings.list_segments(store, site_id,
+                                                                    recording_id)]
+
+
+async def replayable_segment(store: Store, site_id: str, file_id: str) -> dict[str, Any]:
+    """A checked, unrejected segment of a visitor who is not restricted; NotFound otherwise."""
+    found = await store.bucket(recordings.SEGMENTS_BUCKET).find_file(
+        {"_id": file_id, "metadata.siteId": site_id})
+    if found is None or not found["metadata"].get("consoleChecked") \
+            or found["metadata"].get("rejected"):
+        raise NotFound("no such segment")
+    if (await visitors.privacy_flags(store, site_id, found["metadata"].get("visitorId"))
+            ).restricted:
+        raise NotFound("no such segment")
+    return found
+
+
+# Daily charts --------------------------------------------------------------------------------
+
+
+def chart_range(start: str | None, end: str | None, today: date) -> tuple[date, date]:
+    """The inclusive (from, to) days of a chart; the last DEFAULT_CHART_DAYS by default."""
+    try:
+        last = date.fromisoformat(end) if end else today
+        first = date.fromisoformat(start) if start else last - timedelta(
+            days=DEFAULT_CHART_DAYS - 1)
+    except ValueError:
+        raise InvalidInput("from and to are days like 2026-01-31", field="from") from None
+    if first > last:
+        raise InvalidInput("from is after to", field="from")
+    if (last - first).days >= MAX_CHART_DAYS:
+        raise InvalidInput(f"a chart covers at most {MAX_CHART_DAYS} days", field="from")
+    return first, last
+
+
+def _day_key(field: str) -> dict[str, Any]:
+    return {"$dateToString": {"format": "%Y-%m-%d", "date": field}}
+
+
+async def daily_counts(store: Store, site_id: str, first: date, last: date
+                       ) -> list[dict[str, Any]]:
+    """Pageviews (distinct ids) and error occurrences per UTC day, every day of the range."""
+    start = datetime(first.year, first.month, first.day, tzinfo=UTC)
+    end = datetime(last.year, last.month, last.day, tzinfo=UTC) + timedelta(days=1)
+    hidden = await _not_restricted(store, site_id)
+    pageviews = store.collection("pageview_buckets").aggregate([
+        {"$match": {"siteId": site_id, "firstAt": {"$lt": end}, "lastAt": {"$gte": start},
+                    **hidden}},
+        {"$unwind": "$events"},
+        {"$match": {"events.at": {"$gte": start, "$lt": end}}},
+        # A retried pageview can sit in two buckets; grouping by id first counts it once.
+        {"$group": {"_id": {"day": _day_key("$events.at"), "id": "$events.id"}}},
+        {"$group": {"_id": "$_id.day", "count": {"$sum": 1}}},
+    ])
+    errors = store.collection(error_records.OCCURRENCES).aggregate([
+        {"$match": {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end}, **hidden}},
+        {"$group": {"_id": _day_key("$occurredAt"), "count": {"$sum": 1}}},
+    ])
+    per_day_pageviews = {row["_id"]: row["count"] async for row in pageviews}
+    per_day_errors = {row["_id"]: row["count"] async for row in errors}
+    days = [first + timedelta(days=n) for n in range((last - first).days + 1)]
+    return [{"day": day.isoformat(), "pageviews": per_day_pageviews.get(day.isoformat(), 0),
+             "errors": per_day_errors.get(day.isoformat(), 0)} for day in days]
+
+
+# CSV exports ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CsvExport:
+    """What one CSV export lists: its columns, query, order and how a document becomes a row."""
+
+    kind: str
+    collection: str
+    columns: tuple[str, ...]
+    sort_field: str
+
+    def row(self, document: dict[str, Any]) -> list[Any]:
+        """The document's cells, in column order."""
+        return _ROW_MAKERS[self.kind](document)
+
+
+def _error_row(error: dict[str, Any]) -> list[Any]:
+    view = error_summary(error)
+    return [view["id"], view["type"], view["message"], view["source"], view["status"],
+            view["occurrenceCount"], _iso(view["firstSeen"]), _iso(view["lastSeen"])]
+
+
+def _lead_row(lead: dict[str, Any]) -> list[Any]:
+    view = lead_view(lead)
+    return [view["id"], _iso(view["createdAt"]), view["visitorId"], view["kind"], view["name"],
+            view["email"], view["phone"], view["url"], view["formId"],
+            json.dumps(view["fields"], ensure_ascii=False, sort_keys=True, default=str),
+            view["orderCompleted"]]
+
+
+def _recording_row(recording: dict[str, Any]) -> list[Any]:
+    view = recording_summary(recording)
+    return [view["id"], view["visitorId"], view["sessionId"], view["status"],
+            _iso(view["startedAt"]), _iso(view["endedAt"]), view["duration"], view["pageUrl"],
+            view["pageCount"]]
+
+
+_ROW_MAKERS = {"errors": _error_row, "leads": _lead_row, "recordings": _recording_row}
+
+CSV_EXPORTS = {
+    "errors": CsvExport("errors", error_records.ERRORS,
+                        ("id", "type", "message", "source", "status", "occurrenceCount",
+                         "firstSeen", "lastSeen"), "lastSeen"),
+    "leads": CsvExport("leads", "leads",
+                       ("id", "createdAt", "visitorId", "kind", "name", "email", "phone", "url",
+                        "formId", "fields", "orderCompleted"), "createdAt"),
+    "recordings": CsvExport("recordings", "recordings",
+                            ("id", "visitorId", "sessionId", "status", "startedAt", "endedAt",
+                             "durationSeconds", "firstPageUrl", "pageCount"), "startedAt"),
+}
+
+
+def _iso(value: datetime | None) -> str:
+    return value.astimezone(UTC).isoformat() if value is not None else ""
+
+
+async def _export_filter(store: Store, export: CsvExport, site_id: str) -> dict[str, Any]:
+    if export.kind == "errors":
+        return {"siteId": site_id}
+    return {"siteId": site_id, **await _not_restricted(store, site_id)}
+
+
+async def count_export_rows(store: Store, export: CsvExport, site_id: str, *, up_to: int) -> int:
+    """How many rows the export has, counting no further than `up_to`."""
+    return await store.collection(export.collection).count_documents(
+        await _export_filter(store, export, site_id), limit=up_to)
+
+
+async def export_rows(store: Store, export: CsvExport, site_id: str, *, limit: int
+                      ) -> AsyncIterator[list[Any]]:
+    """The export's rows, newest first, one cursor batch in memory at a time."""
+    cursor = store.collection(export.collection).find(
+        await _export_filter(store, export, site_id)).sort(
+        [(export.sort_field, DESCENDING), ("_id", DESCENDING)]).limit(limit)
+    async for document in cursor:
+        yield export.row(document)

@@ -1,0 +1,91 @@
+"""The data-subject request log: what was asked, when it was received, due and completed.
+
+A request names its subject by a keyed digest of (site, visitor id), never the id itself, so the
+log survives the erasure it records without keeping the erased identifier, and an erasure can
+be replayed after a restore by matching digests (docs/operations.md).
+"""
+
+from __future__ import annotations
+
+import calendar
+import hashlib
+import hmac
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from documents.accounts import new_id
+from documents.store import ASCENDING, DESCENDING, Index, Store
+
+RequestType = Literal["access", "erasure", "restriction", "objection", "rectification"]
+
+INDEXES = [
+    Index("dsr_requests", (("organizationId", ASCENDING), ("receivedAt", DESCENDING))),
+    Index("dsr_requests", (("siteId", ASCENDING), ("subjectDigest", ASCENDING))),
+]
+
+
+def one_month_later(moment: datetime) -> datetime:
+    """The same day and time next month, clamped to the month's end (GDPR Art. 12(3))."""
+    year, month = (moment.year + 1, 1) if moment.month == 12 else (moment.year, moment.month + 1)
+    day = min(moment.day, calendar.monthrange(year, month)[1])
+    return moment.replace(year=year, month=month, day=day)
+
+
+class SubjectDigester:
+    """A keyed digest of (site, visitor): recognises a subject without storing the id."""
+
+    def __init__(self, secret_key: bytes) -> None:
+        self._key = hashlib.sha256(b"visitor-service/subject-digest/v1\x00" + secret_key).digest()
+
+    def digest(self, site_id: str, visitor_id: str) -> str:
+        """The digest stored in the request log."""
+        message = f"{site_id}\x00{visitor_id}".encode()
+        return hmac.new(self._key, message, "sha256").hexdigest()
+
+
+async def open_request(store: Store, *, kind: RequestType, site: dict[str, Any],
+                       subject_digest: str, actor_user_id: str,
+                       details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Log a request as received now, due in one month."""
+    now = datetime.now(UTC)
+    request = {
+        "_id": new_id(),
+        "type": kind,
+        "siteId": site["_id"],
+        "organizationId": site["organizationId"],
+        "subjectDigest": subject_digest,
+        "actorUserId": actor_user_id,
+        "receivedAt": now,
+        "dueAt": one_month_later(now),
+        "completedAt": None,
+        "status": "received",
+        "details": details or {},
+    }
+    await store.collection("dsr_requests").insert_one(request)
+    return request
+
+
+async def complete_request(store: Store, request_id: str, *, outcome: dict[str, Any] | None = None,
+                           session: Any = None) -> datetime:
+    """Mark the request completed now; pass `session` when inside the erasure transaction."""
+    now = datetime.now(UTC)
+    await store.collection("dsr_requests").update_one(
+        {"_id": request_id},
+        {"$set": {"completedAt": now, "status": "completed", "outcome": outcome or {}}},
+        session=session,
+    )
+    return now
+
+
+async def fail_request(store: Store, request_id: str, reason: str) -> None:
+    """Mark the request failed, with a reason that holds no personal data."""
+    await store.collection("dsr_requests").update_one(
+        {"_id": request_id}, {"$set": {"status": "failed", "failureReason": reason}})
+
+
+async def requests_for_organizations(store: Store, organization_ids: list[str], *,
+                                     limit: int = 500) -> list[dict[str, Any]]:
+    """The newest requests of these organizations."""
+    cursor = store.collection("dsr_requests").find(
+        {"organizationId": {"$in": organization_ids}}).sort("receivedAt", DESCENDING)
+    return await cursor.limit(limit).to_list(None)

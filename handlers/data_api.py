@@ -1,0 +1,250 @@
+"""The dashboard data API: visitors, errors, leads, recordings with replay, daily charts.
+
+Every route is under /api/v1/sites/{siteId}/ and needs a dashboard token. Members of the site's
+organization may read (viewers included); changes need the owner or admin role. A site of
+another organization answers 404, as if it did not exist. Restricted visitors are hidden.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from documents import audit, error_records, leads, queries, recordings, sites
+from documents import requests as request_log
+from errors import NotFound
+from handlers.base import BaseHandler
+
+SITE_ID = r"([0-9a-f-]{36})"
+UUID = r"([0-9a-f-]{36})"
+#: Visitor and lead ids: the characters the ingest schemas allow.
+CLIENT_ID = r"([A-Za-z0-9_-]{1,64})"
+
+
+def json_ready(value: Any) -> Any:
+    """The value with every datetime as ISO 8601 text, ready for `write_json`."""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat()
+    if isinstance(value, dict):
+        return {key: json_ready(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(item) for item in value]
+    return value
+
+
+class SiteDataHandler(BaseHandler):
+    """Resolves the site for the caller: readable by members, changeable by owners/admins."""
+
+    async def readable_site(self, site_id: str) -> dict[str, Any]:
+        """The site, if the user belongs to its organization; NotFound otherwise."""
+        return await sites.site_for_user(self.deps.store, self.user, site_id)
+
+    async def admin_site(self, site_id: str) -> dict[str, Any]:
+        """The site, if the user is an owner or admin of its organization."""
+        site = await self.readable_site(site_id)
+        sites.require_admin(self.user, site["organizationId"])
+        return site
+
+    def page_arguments(self) -> tuple[str | None, int]:
+        """The `cursor` and `limit` query arguments."""
+        return (self.get_query_argument("cursor", None) or None,
+                queries.page_limit(self.get_query_argument("limit", None)))
+
+    async def audit(self, action: str, site: dict[str, Any], details: dict[str, Any]) -> None:
+        """Append to the audit trail."""
+        await audit.record(self.deps.store, action=action, actor_user_id=self.user.id,
+                           account_id=self.user.account_id,
+                           organization_id=site["organizationId"], site_id=site["_id"],
+                           details=details)
+
+
+class VisitorsHandler(SiteDataHandler):
+    """GET .../visitors?q=&cursor=&limit=: visitors by last seen, newest first."""
+
+    async def get(self, site_id: str) -> None:
+        site = await self.readable_site(site_id)
+        cursor, limit = self.page_arguments()
+        page = await queries.list_visitors(self.deps.store, site["_id"],
+                                           q=self.get_query_argument("q", None) or None,
+                                           cursor=cursor, limit=limit)
+        self.write_json(json_ready(page.as_dict()))
+
+
+class VisitorProfileHandler(SiteDataHandler):
+    """GET .../visitors/{visitorId}: the profile with activity, errors, recordings, leads."""
+
+    async def get(self, site_id: str, visitor_id: str) -> None:
+        site = await self.readable_site(site_id)
+        profile = await queries.visitor_profile(self.deps.store, site["_id"], visitor_id)
+        self.write_json(json_ready(profile))
+
+
+class ErrorsHandler(SiteDataHandler):
+    """GET .../errors?status=&cursor=&limit=: error aggregates by last seen, newest first."""
+
+    async def get(self, site_id: str) -> None:
+        site = await self.readable_site(site_id)
+        cursor, limit = self.page_arguments()
+        page = await queries.list_errors(self.deps.store, site["_id"],
+                                         status=self.get_query_argument("status", None),
+                                         cursor=cursor, limit=limit)
+        self.write_json(json_ready(page.as_dict()))
+
+
+class ErrorHandler(SiteDataHandler):
+    """GET .../errors/{errorId}: the aggregate; PATCH {status}: open, resolved or ignored."""
+
+    async def get(self, site_id: str, error_id: str) -> None:
+        site = await self.readable_site(site_id)
+        error = await queries.find_error(self.deps.store, site["_id"], error_id)
+        self.write_json(json_ready(queries.error_detail(error)))
+
+    async def patch(self, site_id: str, error_id: str) -> None:
+        site = await self.admin_site(site_id)  # before the body: strangers learn nothing
+        body = self.validated_body("ErrorStatusChange")
+        changed = await error_records.change_status(
+            self.deps.store, site["_id"], error_id, body["status"], now=datetime.now(UTC),
+            actor_user_id=self.user.id)
+        if changed is None:
+            raise NotFound("error not found")
+        before, after = changed
+        if before != body["status"]:
+            await self.audit("error.status_changed", site,
+                             {"errorId": error_id, "from": before, "to": body["status"]})
+        self.write_json(json_ready(queries.error_detail(after)))
+
+
+class LeadsHandler(SiteDataHandler):
+    """GET .../leads?cursor=&limit=: leads, newest first."""
+
+    async def get(self, site_id: str) -> None:
+        site = await self.readable_site(site_id)
+        cursor, limit = self.page_arguments()
+        page = await queries.list_leads(self.deps.store, site["_id"], cursor=cursor,
+                                        limit=limit)
+        self.write_json(json_ready(page.as_dict()))
+
+
+class LeadHandler(SiteDataHandler):
+    """PATCH .../leads/{leadId}: rectification (GDPR Art. 16) of name, e-mail, phone, fields.
+
+    Logged as a data-subject request and audited with the names of the changed fields only.
+    """
+
+    async def patch(self, site_id: str, lead_id: str) -> None:
+        site = await self.admin_site(site_id)
+        body = self.validated_body("LeadRectification")
+        lead = await leads.find_lead(self.deps.store, site["_id"], lead_id)
+        if lead is None:
+            raise NotFound("lead not found")
+        request = await request_log.open_request(
+            self.deps.store, kind="rectification", site=site,
+            subject_digest=self.deps.subject_digester.digest(site["_id"], lead["visitorId"]),
+            actor_user_id=self.user.id, details={"leadId": lead_id})
+        values = leads.rectified_values(lead, body)
+        fields = leads.changed_field_names(lead, values)
+        updated = lead
+        if values:
+            updated = await leads.rectify_lead(self.deps.store, lead, values,
+                                               now=datetime.now(UTC))
+        await request_log.complete_request(self.deps.store, request["_id"],
+                                           outcome={"fields": fields})
+        await self.audit("lead.rectified", site, {"leadId": lead_id, "requestId": request["_id"],
+                                                  "fields": fields})
+        self.write_json(json_ready({**queries.lead_view(updated), "changedFields": fields,
+                                    "requestId": request["_id"]}))
+
+
+class RecordingsHandler(SiteDataHandler):
+    """GET .../recordings?visitorId=&cursor=&limit=: recordings, newest first."""
+
+    async def get(self, site_id: str) -> None:
+        site = await self.readable_site(site_id)
+        cursor, limit = self.page_arguments()
+        page = await queries.list_site_recordings(
+            self.deps.store, site["_id"], visitor_id=self.get_query_argument("visitorId", None),
+            cursor=cursor, limit=limit)
+        self.write_json(json_ready(page.as_dict()))
+
+
+class RecordingSegmentsHandler(SiteDataHandler):
+    """GET .../recordings/{recordingId}/segments: the replayable segments, in replay order."""
+
+    async def get(self, site_id: str, recording_id: str) -> None:
+        site = await self.readable_site(site_id)
+        recording = await queries.replayable_recording(self.deps.store, site["_id"],
+                                                       recording_id)
+        segments = await queries.recording_segments(self.deps.store, site["_id"],
+                                                    recording["_id"])
+        self.write_json(json_ready({"recording": queries.recording_summary(recording),
+                                    "segments": segments}))
+
+
+class SegmentHandler(SiteDataHandler):
+    """GET .../segments/{fileId}: one segment's stored gzip bytes, streamed, for replay.
+
+    Motor's GridFSHandler pattern: look the file up (404 when missing), answer ETag and
+    Last-Modified, 304 when the client's copy is current, else stream chunk by chunk. Segment
+    files never change (the sweeper replaces a file under a new id), so id and length make a
+    strong ETag. The body is the gzip file as stored (`application/gzip`), not a
+    `Content-Encoding`: the dashboard inflates it with `DecompressionStream("gzip")`, and no
+    proxy or client decompresses it on the way.
+    """
+
+    async def get(self, site_id: str, file_id: str) -> None:
+        site = await self.readable_site(site_id)
+        segment = await queries.replayable_segment(self.deps.store, site["_id"], file_id)
+        modified: datetime = segment["uploadDate"].astimezone(UTC).replace(microsecond=0)
+        self.set_header("Content-Type", "application/gzip")
+        # Cached, but revalidated every time: access may be revoked or the footage erased.
+        self.set_header("Cache-Control", "private, no-cache")
+        self.set_header("Etag", f'"{segment["_id"]}-{segment["length"]}"')
+        self.set_header("Last-Modified", modified)
+        if self._client_copy_is_current(modified):
+            self.set_status(304)
+            self.finish()
+            return
+        self.set_header("Content-Length", segment["length"])
+        async for chunk in recordings.stream_segment(self.deps.store, site["_id"],
+                                                     segment["_id"]):
+            self.write(chunk)
+            await self.flush()
+        self.finish()
+
+    def _client_copy_is_current(self, modified: datetime) -> bool:
+        if self.request.headers.get("If-None-Match"):
+            return self.check_etag_header()
+        since = self.request.headers.get("If-Modified-Since")
+        if not since:
+            return False
+        try:
+            return parsedate_to_datetime(since) >= modified
+        except (TypeError, ValueError):
+            return False
+
+
+class DailyStatsHandler(SiteDataHandler):
+    """GET .../stats/daily?from=&to=: pageviews and errors per UTC day, for the charts."""
+
+    async def get(self, site_id: str) -> None:
+        site = await self.readable_site(site_id)
+        first, last = queries.chart_range(self.get_query_argument("from", None),
+                                          self.get_query_argument("to", None),
+                                          datetime.now(UTC).date())
+        days = await queries.daily_counts(self.deps.store, site["_id"], first, last)
+        self.write_json(days)
+
+
+default_handlers = [
+    (rf"/api/v1/sites/{SITE_ID}/visitors", VisitorsHandler),
+    (rf"/api/v1/sites/{SITE_ID}/visitors/{CLIENT_ID}", VisitorProfileHandler),
+    (rf"/api/v1/sites/{SITE_ID}/errors", ErrorsHandler),
+    (rf"/api/v1/sites/{SITE_ID}/errors/{UUID}", ErrorHandler),
+    (rf"/api/v1/sites/{SITE_ID}/leads", LeadsHandler),
+    (rf"/api/v1/sites/{SITE_ID}/leads/{CLIENT_ID}", LeadHandler),
+    (rf"/api/v1/sites/{SITE_ID}/recordings", RecordingsHandler),
+    (rf"/api/v1/sites/{SITE_ID}/recordings/{UUID}/segments", RecordingSegmentsHandler),
+    (rf"/api/v1/sites/{SITE_ID}/segments/{UUID}", SegmentHandler),
+    (rf"/api/v1/sites/{SITE_ID}/stats/daily", DailyStatsHandler),
+]

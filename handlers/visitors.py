@@ -1,0 +1,178 @@
+"""Data-subject requests in the dashboard API: export, erasure, restriction, objection,
+the session timeline, and the request log.
+
+Every operation is logged as a request (received, due in one month, completed) and in the audit
+trail. Only owners and admins may carry them out; a user of another organization gets 404.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from documents import audit, recordings, sites, visitors
+from documents import requests as request_log
+from documents.store import Store
+from errors import NotFound
+from handlers.base import BaseHandler
+from privacy.erasure import erase_visitor
+from privacy.export import VisitorExport
+
+VISITOR_ID = r"([A-Za-z0-9_-]{1,64})"
+SITE_ID = r"([0-9a-f-]{36})"
+#: `:id` of the /dashboard/visitors routes: the profile id, `<siteId>:<visitorId>`.
+PROFILE_ID = SITE_ID + ":" + VISITOR_ID
+_PROFILE_ID = re.compile(r"^" + PROFILE_ID + r"$")
+
+#: Flush the export to the client every this many bytes, so memory stays flat.
+EXPORT_FLUSH_BYTES = 64 * 1024
+
+
+class SubjectHandler(BaseHandler):
+    """Resolves the site (membership checked) and the admin role for subject operations."""
+
+    async def admin_site(self, site_id: str) -> dict[str, Any]:
+        """The site, if the user may act on its visitors' data requests."""
+        site = await sites.site_for_user(self.deps.store, self.user, site_id)
+        sites.require_admin(self.user, site["organizationId"])
+        return site
+
+    async def open_request(self, kind: request_log.RequestType, site: dict[str, Any],
+                           visitor_id: str, details: dict[str, Any] | None = None
+                           ) -> dict[str, Any]:
+        """Log the request as received and audit it."""
+        request = await request_log.open_request(
+            self.deps.store, kind=kind, site=site,
+            subject_digest=self.deps.subject_digester.digest(site["_id"], visitor_id),
+            actor_user_id=self.user.id, details=details)
+        return request
+
+    async def audit(self, action: str, site: dict[str, Any], details: dict[str, Any]) -> None:
+        """Append to the audit trail."""
+        await audit.record(self.deps.store, action=action, actor_user_id=self.user.id,
+                           account_id=self.user.account_id,
+                           organization_id=site["organizationId"], site_id=site["_id"],
+                           details=details)
+
+
+class VisitorExportHandler(SubjectHandler):
+    """GET /api/v1/sites/{siteId}/visitors/{visitorId}/export.json: the access export."""
+
+    async def get(self, site_id: str, visitor_id: str) -> None:
+        site = await self.admin_site(site_id)
+        request = await self.open_request("access", site, visitor_id)
+        export = VisitorExport(self.deps.store, site, visitor_id, request["_id"])
+        try:
+            profile, keys = await export.open()
+        except NotFound:
+            await request_log.fail_request(self.deps.store, request["_id"], "no data held")
+            raise
+        self.set_header("Content-Disposition",
+                        f'attachment; filename="visitor-export-{request["_id"]}.json"')
+        pending = 0
+        async for fragment in export.fragments(profile, keys):
+            self.write(fragment)
+            pending += len(fragment)
+            if pending >= EXPORT_FLUSH_BYTES:
+                await self.flush()
+                pending = 0
+        await request_log.complete_request(self.deps.store, request["_id"],
+                                           outcome={"manifest": export.manifest})
+        await self.audit("visitor.exported", site, {"requestId": request["_id"],
+                                                    "manifest": export.manifest})
+        self.finish()
+
+
+async def _erase(handler: SubjectHandler, site_id: str, visitor_id: str) -> None:
+    site = await handler.admin_site(site_id)
+    request = await handler.open_request("erasure", site, visitor_id)
+    try:
+        receipt = await erase_visitor(handler.deps.store, site, visitor_id, request=request,
+                                      actor_user_id=handler.user.id,
+                                      account_id=handler.user.account_id)
+    except NotFound:
+        await request_log.fail_request(handler.deps.store, request["_id"], "no data held")
+        raise
+    handler.write_json(receipt.as_dict())
+
+
+class VisitorErasureHandler(SubjectHandler):
+    """DELETE /api/v1/sites/{siteId}/visitors/{visitorId}/data: erase, answer a receipt."""
+
+    async def delete(self, site_id: str, visitor_id: str) -> None:
+        await _erase(self, site_id, visitor_id)
+
+
+class DashboardErasureHandler(SubjectHandler):
+    """DELETE /dashboard/visitors/{siteId}:{visitorId}/data: the 'Erase Data' button."""
+
+    async def delete(self, site_id: str, visitor_id: str) -> None:
+        await _erase(self, site_id, visitor_id)
+
+
+class DashboardSessionsHandler(SubjectHandler):
+    """GET /dashboard/visitors/{siteId}:{visitorId}/sessions: recordings, oldest first."""
+
+    async def get(self, site_id: str, visitor_id: str) -> None:
+        site = await sites.site_for_user(self.deps.store, self.user, site_id)
+        profile = await visitors.find_profile(self.deps.store, site["_id"], visitor_id)
+        if profile is None or profile.get("restricted"):
+            raise NotFound("visitor not found")
+        timeline = await recordings.session_timeline(self.deps.store, site["_id"], visitor_id)
+        self.write_json(timeline)
+
+
+class PrivacySwitchHandler(SubjectHandler):
+    """PUT .../restriction or .../objection: flag the visitor (GDPR Art. 18 / Art. 21)."""
+
+    async def put(self, site_id: str, visitor_id: str, switch: str) -> None:
+        # The site check comes first, so a stranger learns nothing from validation errors.
+        site = await self.admin_site(site_id)
+        body = self.validated_body("PrivacySwitch")
+        kind: request_log.RequestType = "restriction" if switch == "restriction" else "objection"
+        request = await self.open_request(kind, site, visitor_id, {"on": body["on"]})
+        field = "restricted" if kind == "restriction" else "objected"
+        changed = await set_privacy_flag(self.deps.store, site["_id"], visitor_id, field,
+                                         body["on"])
+        if not changed:
+            await request_log.fail_request(self.deps.store, request["_id"], "no data held")
+            raise NotFound("visitor not found")
+        await request_log.complete_request(self.deps.store, request["_id"],
+                                           outcome={field: body["on"]})
+        await self.audit(f"visitor.{kind}_{'set' if body['on'] else 'lifted'}", site,
+                         {"requestId": request["_id"]})
+        self.write_json({"visitorId": visitor_id, field: body["on"],
+                         "requestId": request["_id"]})
+
+
+async def set_privacy_flag(store: Store, site_id: str, visitor_id: str, field: str,
+                           on: bool) -> bool:
+    """Set the flag on the profile; False when there is no profile."""
+    result = await store.collection("visitors").update_one(
+        {"_id": visitors.profile_id(site_id, visitor_id)}, {"$set": {field: on}})
+    return bool(result.matched_count)
+
+
+class RequestLogHandler(BaseHandler):
+    """GET /api/v1/requests: data-subject requests with received, due and completed times."""
+
+    async def get(self) -> None:
+        administered = [org for org in self.user.roles if self.user.can_administer(org)]
+        entries = await request_log.requests_for_organizations(self.deps.store, administered)
+        self.write_json([{
+            "id": entry["_id"], "type": entry["type"], "siteId": entry["siteId"],
+            "status": entry["status"], "receivedAt": entry["receivedAt"],
+            "dueAt": entry["dueAt"], "completedAt": entry.get("completedAt"),
+            "actorUserId": entry.get("actorUserId"),
+        } for entry in entries])
+
+
+default_handlers = [
+    (rf"/api/v1/sites/{SITE_ID}/visitors/{VISITOR_ID}/export\.json", VisitorExportHandler),
+    (rf"/api/v1/sites/{SITE_ID}/visitors/{VISITOR_ID}/data", VisitorErasureHandler),
+    (rf"/api/v1/sites/{SITE_ID}/visitors/{VISITOR_ID}/(restriction|objection)",
+     PrivacySwitchHandler),
+    (rf"/dashboard/visitors/{PROFILE_ID}/data", DashboardErasureHandler),
+    (rf"/dashboard/visitors/{PROFILE_ID}/sessions", DashboardSessionsHandler),
+    (r"/api/v1/requests", RequestLogHandler),
+]

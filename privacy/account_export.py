@@ -1,0 +1,72 @@
+"""The account export (spec §2 "Account export file"): the customer's own data, as one JSON.
+
+It holds the account, its organizations and users, the sites and their configuration, invoices
+and the audit trail. Site API keys, public keys and integration credentials are left out (and
+so are their digests and sealed forms); configured integration and notification settings appear
+with their values replaced by the literal text `<redacted>`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from documents import audit
+from documents import notifications as notification_documents
+from documents.accounts import AuthenticatedUser
+from documents.store import ASCENDING, Store
+
+REDACTED = "<redacted>"
+
+#: Site fields that are credentials or derived from them; never exported.
+SITE_SECRET_FIELDS = frozenset({
+    "apiKeyHash", "apiKeyHint", "publicKey", "statementKeySealed", "previousStatementKeySealed",
+    "previousStatementKeyUntil",
+})
+#: User fields that are credentials; never exported.
+USER_SECRET_FIELDS = frozenset({"passwordHash", "knownLoginNetworks"})
+
+
+def redact_configuration(value: Any) -> Any:
+    """Every configured value replaced by `<redacted>`, keeping the shape and the keys."""
+    if isinstance(value, dict):
+        return {key: redact_configuration(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact_configuration(item) for item in value]
+    if value is None or isinstance(value, bool):
+        return value
+    return REDACTED
+
+
+async def account_export(store: Store, user: AuthenticatedUser) -> dict[str, Any]:
+    """The account export of the user's account."""
+    account = await store.collection("accounts").find_one({"_id": user.account_id}) or {}
+    organizations = await store.collection("organizations").find(
+        {"accountId": user.account_id}).sort("createdAt", ASCENDING).to_list(None)
+    organization_ids = [org["_id"] for org in organizations]
+    users = await store.collection("users").find(
+        {"accountId": user.account_id}).sort("createdAt", ASCENDING).to_list(None)
+    memberships = await store.collection("memberships").find(
+        {"organizationId": {"$in": organization_ids}}).to_list(None)
+    sites = await store.collection("sites").find(
+        {"organizationId": {"$in": organization_ids}}).sort("createdAt", ASCENDING).to_list(None)
+    site_views = []
+    for site in sites:
+        view = {key: value for key, value in site.items() if key not in SITE_SECRET_FIELDS}
+        channels = await notification_documents.channels_for_site(store, site["_id"])
+        view["notifications"] = redact_configuration(
+            {key: value for key, value in (channels or {}).items() if key != "_id"})
+        site_views.append(view)
+    invoices = await store.collection("invoices").find(
+        {"accountId": user.account_id}).sort("issuedAt", ASCENDING).to_list(None)
+    trail = [entry async for entry in audit.entries_for_account(store, user.account_id)]
+    return {
+        "format": "visitor-service/account-export/v1",
+        "account": account,
+        "organizations": organizations,
+        "users": [{key: value for key, value in u.items() if key not in USER_SECRET_FIELDS}
+                  for u in users],
+        "memberships": memberships,
+        "sites": site_views,
+        "invoices": invoices,
+        "auditTrail": trail,
+    }

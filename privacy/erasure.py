@@ -1,0 +1,140 @@
+"""Visitor erasure (spec §4.3 effects 1-9) as one all-or-nothing transaction, with a receipt.
+
+Every collection in `privacy.subject_data.VISITOR_DATA` is visited inside `Store.transaction()`:
+personal records are deleted, GridFS segments and heatmap images go with their chunks (deleted
+as documents, because the driver's GridFS API refuses transactions), and error aggregates are
+anonymised rather than deleted. The receipt carries counts, never personal data.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from documents import audit
+from documents import requests as request_log
+from documents.store import Store
+from errors import NotFound
+from privacy.subject_data import VISITOR_DATA, SubjectKeys, subject_keys
+
+#: Diagnostic-context keys that identify a person (compared without case, "-" or "_").
+IDENTITY_KEYS = frozenset({
+    "user", "userid", "username", "login", "email", "emailaddress", "name", "firstname",
+    "lastname", "fullname", "displayname", "phone", "telephone", "mobile", "address", "street",
+    "postcode", "zip", "city", "ip", "ipaddress", "remoteaddr", "clientip", "visitorid",
+    "sessionid", "wpuserid", "customer", "customerid", "billing", "shipping", "account",
+})
+#: Diagnostic-context keys that hold captured request or response data.
+CAPTURED_KEYS = frozenset({
+    "request", "response", "headers", "cookie", "cookies", "body", "query", "querystring",
+    "params", "parameters", "form", "formdata", "payload", "post", "get", "session", "server",
+    "env", "requestbody", "responsebody",
+})
+_FOLD = re.compile(r"[-_\s]")
+
+
+@dataclass(frozen=True)
+class ErasureReceipt:
+    """What an erasure did: counts per category, and footage the Client must delete itself."""
+
+    request_id: str
+    site_id: str
+    received_at: datetime
+    completed_at: datetime
+    counts: dict[str, int]
+    legacy_footage: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The receipt as the API answers it."""
+        return {
+            "requestId": self.request_id,
+            "siteId": self.site_id,
+            "receivedAt": _iso(self.received_at),
+            "completedAt": _iso(self.completed_at),
+            "counts": self.counts,
+            "legacyFootage": self.legacy_footage,
+            "legacyFootageNote": (
+                "Recordings made before the service stored footage itself live on your own "
+                "server (wp-content/uploads/wpel-recordings/) or bucket. Their records are "
+                "erased; please delete the listed files yourself." if self.legacy_footage
+                else None),
+        }
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def strip_context(value: Any) -> Any:
+    """The diagnostic context without identity fields and captured request/response data."""
+    if isinstance(value, dict):
+        return {
+            key: strip_context(item) for key, item in value.items()
+            if _FOLD.sub("", str(key)).lower() not in IDENTITY_KEYS | CAPTURED_KEYS
+        }
+    if isinstance(value, list):
+        return [strip_context(item) for item in value]
+    return value
+
+
+async def _anonymise_errors(store: Store, query: dict[str, Any], session: Any) -> int:
+    errors = store.collection("errors")
+    count = 0
+    async for error in errors.find(query, {"context": 1}, session=session):
+        await errors.update_one(
+            {"_id": error["_id"]},
+            {"$set": {"visitorId": None, "sessionId": None, "wpUserId": None,
+                      "ipAddress": None, "context": strip_context(error.get("context") or {}),
+                      "anonymisedAt": datetime.now(UTC)}},
+            session=session,
+        )
+        count += 1
+    return count
+
+
+async def _apply(store: Store, keys: SubjectKeys, session: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for source in VISITOR_DATA:
+        query = source.find(keys)
+        if source.action == "delete":
+            result = await store.collection(source.collection).delete_many(query, session=session)
+            counts[source.category] = result.deleted_count
+        elif source.action == "delete_files":
+            bucket = store.bucket(source.collection.removesuffix(".files"))
+            counts[source.category] = await bucket.delete_where(query, session=session)
+        else:
+            counts[source.category] = await _anonymise_errors(store, query, session)
+    return counts
+
+
+async def erase_visitor(store: Store, site: dict[str, Any], visitor_id: str, *,
+                        request: dict[str, Any], actor_user_id: str,
+                        account_id: str | None) -> ErasureReceipt:
+    """Erase everything of the visitor in one transaction; NotFound when nothing is held."""
+
+    async def work(session: Any) -> ErasureReceipt:
+        keys = await subject_keys(store, site["_id"], visitor_id, session=session)
+        legacy = [
+            recording["legacyFootage"]["location"]
+            async for recording in store.collection("recordings").find(
+                {"siteId": site["_id"], "visitorId": visitor_id,
+                 "legacyFootage.location": {"$exists": True}},
+                {"legacyFootage": 1}, session=session)
+        ]
+        counts = await _apply(store, keys, session)
+        if not any(counts.values()):
+            raise NotFound("no data is held for this visitor")
+        outcome = {"counts": counts, "legacyFootageFiles": len(legacy)}
+        completed_at = await request_log.complete_request(store, request["_id"], outcome=outcome,
+                                                          session=session)
+        await audit.record(
+            store, action="visitor.erased", actor_user_id=actor_user_id, account_id=account_id,
+            organization_id=site["organizationId"], site_id=site["_id"],
+            details={"requestId": request["_id"], **outcome}, session=session,
+        )
+        return ErasureReceipt(request["_id"], site["_id"], request["receivedAt"], completed_at,
+                              counts, sorted(legacy))
+
+    return await store.transaction(work)

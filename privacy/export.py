@@ -1,0 +1,246 @@
+"""The access and portability export of one visitor (spec §2 "Access export file", GDPR Art. 15
+and 20), streamed as one JSON document.
+
+The document is produced as text fragments, one item at a time from database cursors, so memory
+does not grow with the visitor's history. Recording footage is described, not embedded; faults
+are reduced to what and when (never the aggregate error record); profiles of the same person on
+other browsers (same `wpUserId`) are listed separately, never merged. The manifest at the end
+counts every collection that holds visitor data.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from documents import activity, visitors
+from documents.store import ASCENDING, Store
+from errors import NotFound
+from privacy.subject_data import EXPORTED_COLLECTIONS, VISITOR_DATA, SubjectKeys, subject_keys
+
+FORMAT = "visitor-service/access-export/v1"
+
+#: Art. 15(1) information, used where the site has not configured its own.
+DEFAULT_TRANSPARENCY: dict[str, Any] = {
+    "purposes": [
+        "Finding and fixing errors on the shop",
+        "Understanding how the shop is used (pageviews, clicks, scroll depth, time on page)",
+        "Session replay to reproduce problems, where the visitor consented",
+        "Answering enquiries and completing orders (leads and checkout data)",
+    ],
+    "recipients": [
+        "The shop operator (controller)",
+        "Visitor Service, as processor, on servers in the European Union",
+    ],
+    "retention": "Kept while the shop operator's account is active, or until erased on request.",
+    "source": "Collected from the visitor's browser and the shop's server.",
+    "automatedDecisionMaking": "None.",
+    "rights": [
+        "Access (Art. 15)", "Rectification (Art. 16)", "Erasure (Art. 17)",
+        "Restriction of processing (Art. 18)", "Data portability (Art. 20)",
+        "Objection (Art. 21)", "Complaint to a supervisory authority (Art. 77)",
+    ],
+}
+
+CATEGORIES = [
+    "identifiers (random visitor id, linked CMS user id)", "device and browser",
+    "approximate location (country, anonymised IP address)", "pageviews and time on page",
+    "interactions (clicks, rage clicks, dead clicks, scroll depth)", "session recordings",
+    "errors encountered", "leads and checkout data", "survey answers", "chat transcripts",
+    "consent decisions",
+]
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    return str(value)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, default=_default, ensure_ascii=False, separators=(",", ":"))
+
+
+def _profile_view(profile: dict[str, Any]) -> dict[str, Any]:
+    location, device = profile.get("location", {}), profile.get("device", {})
+    return {
+        "visitorId": profile["visitorId"],
+        "displayName": profile.get("displayName"),
+        "firstSeen": profile.get("firstSeen"),
+        "lastSeen": profile.get("lastSeen"),
+        "linkedUserId": profile.get("wpUserId"),
+        "country": location.get("country"),
+        "timeZone": location.get("timeZone"),
+        "ipAddressAnonymised": location.get("ipAddress"),
+        "browser": device.get("browser"),
+        "os": device.get("os"),
+        "deviceType": device.get("type"),
+        "screen": device.get("screen"),
+        "language": device.get("language"),
+        "restricted": bool(profile.get("restricted")),
+        "objected": bool(profile.get("objected")),
+    }
+
+
+class VisitorExport:
+    """Streams one visitor's export; counts what it writes for the manifest."""
+
+    def __init__(self, store: Store, site: dict[str, Any], visitor_id: str, request_id: str
+                 ) -> None:
+        self._store = store
+        self._site = site
+        self._visitor_id = visitor_id
+        self._request_id = request_id
+        self.manifest: dict[str, int] = {}
+
+    async def open(self) -> tuple[dict[str, Any], SubjectKeys]:
+        """The profile and keys; NotFound before anything is written when there is none."""
+        profile = await visitors.find_profile(self._store, self._site["_id"], self._visitor_id)
+        if profile is None:
+            raise NotFound("no data is held for this visitor")
+        keys = await subject_keys(self._store, self._site["_id"], self._visitor_id)
+        return profile, keys
+
+    async def fragments(self, profile: dict[str, Any], keys: SubjectKeys
+                        ) -> AsyncIterator[str]:
+        """The document, as JSON text fragments."""
+        transparency = {**DEFAULT_TRANSPARENCY,
+                        **self._site.get("settings", {}).get("transparency", {})}
+        yield "{" + _json("format") + ":" + _json(FORMAT)
+        yield "," + _json("requestId") + ":" + _json(self._request_id)
+        yield "," + _json("generatedAt") + ":" + _json(datetime.now(UTC))
+        yield "," + _json("site") + ":" + _json({"id": self._site["_id"],
+                                                 "name": self._site["name"]})
+        yield "," + _json("information") + ":" + _json({**transparency,
+                                                        "categories": CATEGORIES})
+        yield "," + _json("visitor") + ":" + _json(_profile_view(profile))
+        self.manifest["visitors"] = 1
+        for name, collection, items in self._sections(keys):
+            yield "," + _json(name) + ":["
+            count = 0
+            async for item in items():
+                yield ("," if count else "") + _json(item)
+                count += 1
+            yield "]"
+            self.manifest[collection] = self.manifest.get(collection, 0) + count
+        yield "," + _json("linkedProfiles") + ":["
+        linked = 0
+        async for other in self._linked_profiles(profile):
+            yield ("," if linked else "") + _json(other)
+            linked += 1
+        yield "]"
+        yield "," + _json("manifest") + ":" + _json({
+            "collections": {name: self.manifest.get(name, 0)
+                            for name in sorted(EXPORTED_COLLECTIONS)},
+            "notExported": {
+                "errors": "aggregate error records are not handed over; the faults you hit are "
+                          "listed under 'faults'",
+                "failed_jobs": "operational queue of unprocessed error reports",
+                "heatmaps.files": "images rendered across many visitors' recordings",
+            },
+            "linkedProfiles": linked,
+        })
+        yield "}"
+
+    def _sections(self, keys: SubjectKeys
+                  ) -> list[tuple[str, str, Callable[[], AsyncIterator[dict[str, Any]]]]]:
+        return [
+            ("pageviews", "pageview_buckets", lambda: self._pageviews()),
+            ("leads", "leads", lambda: self._leads()),
+            ("recordings", "recordings", lambda: self._recordings()),
+            ("recordingSegments", "segments.files", lambda: self._segments(keys)),
+            ("interactions", "interaction_buckets", lambda: self._interactions()),
+            ("surveyResponses", "survey_responses", lambda: self._surveys(keys)),
+            ("consentDecisions", "consent_decisions", lambda: self._consents()),
+            ("faults", "error_occurrences", lambda: self._faults()),
+            ("errorSessions", "error_sessions", lambda: self._error_sessions(keys)),
+            ("chatTranscripts", "chat_transcripts", lambda: self._chats(keys)),
+        ]
+
+    def _find(self, collection: str, query: dict[str, Any], sort: str,
+              projection: dict[str, Any] | None = None) -> Any:
+        return self._store.collection(collection).find(query, projection).sort(sort, ASCENDING)
+
+    def _source_query(self, collection: str, keys: SubjectKeys) -> dict[str, Any]:
+        return next(s for s in VISITOR_DATA if s.collection == collection).find(keys)
+
+    async def _pageviews(self) -> AsyncIterator[dict[str, Any]]:
+        async for event in activity.pageviews_of(self._store, self._site["_id"],
+                                                 self._visitor_id):
+            yield {key: event.get(key) for key in ("id", "at", "url", "title", "referrer",
+                                                  "duration", "sessionId", "product")}
+
+    async def _leads(self) -> AsyncIterator[dict[str, Any]]:
+        async for lead in self._find("leads", self._visitor_query(), "createdAt"):
+            yield {"id": lead["_id"], **{key: lead.get(key) for key in (
+                "createdAt", "kind", "formId", "url", "email", "name", "phone", "fields", "cart",
+                "ecommerceSessionId", "orderCompleted")}}
+
+    async def _recordings(self) -> AsyncIterator[dict[str, Any]]:
+        async for recording in self._find("recordings", self._visitor_query(), "startedAt"):
+            yield {"id": recording["_id"], **{key: recording.get(key) for key in (
+                "sessionId", "startedAt", "endedAt", "endReason", "pages")},
+                "legacyFootage": recording.get("legacyFootage")}
+
+    async def _segments(self, keys: SubjectKeys) -> AsyncIterator[dict[str, Any]]:
+        query = self._source_query("segments.files", keys)
+        async for segment in self._find("segments.files", query, "uploadDate",
+                                        {"filename": 1, "length": 1, "metadata": 1}):
+            metadata = segment.get("metadata", {})
+            yield {"name": segment.get("filename"), "recordingId": metadata.get("recordingId"),
+                   "seq": metadata.get("seq"), "startedAt": metadata.get("startedAt"),
+                   "endedAt": metadata.get("endedAt"), "pageUrl": metadata.get("pageUrl"),
+                   "bytes": segment.get("length")}
+
+    async def _interactions(self) -> AsyncIterator[dict[str, Any]]:
+        async for bucket in self._find("interaction_buckets", self._visitor_query(), "firstAt"):
+            for event in bucket.get("events", []):
+                yield {key: value for key, value in event.items() if key != "_id"}
+
+    async def _surveys(self, keys: SubjectKeys) -> AsyncIterator[dict[str, Any]]:
+        query = self._source_query("survey_responses", keys)
+        async for response in self._find("survey_responses", query, "answeredAt"):
+            yield {"id": response["_id"], "surveyId": response.get("surveyId"),
+                   "answeredAt": response.get("answeredAt"), "answers": response.get("answers"),
+                   "linkedBy": "visitor" if response.get("visitorId") else "session"}
+
+    async def _consents(self) -> AsyncIterator[dict[str, Any]]:
+        async for decision in self._find("consent_decisions", self._visitor_query(),
+                                         "decidedAt"):
+            yield {key: decision.get(key) for key in ("decision", "signal", "categories",
+                                                     "url", "decidedAt")}
+
+    async def _faults(self) -> AsyncIterator[dict[str, Any]]:
+        async for occurrence in self._find("error_occurrences", self._visitor_query(),
+                                           "occurredAt"):
+            yield {"what": f"{occurrence.get('type')}: {occurrence.get('message')}",
+                   "type": occurrence.get("type"), "message": occurrence.get("message"),
+                   "when": occurrence.get("occurredAt"), "sessionId": occurrence.get("sessionId")}
+
+    async def _error_sessions(self, keys: SubjectKeys) -> AsyncIterator[dict[str, Any]]:
+        query = self._source_query("error_sessions", keys)
+        async for link in self._find("error_sessions", query, "sessionId"):
+            yield {"sessionId": link.get("sessionId"), "errorId": link.get("errorId")}
+
+    async def _chats(self, keys: SubjectKeys) -> AsyncIterator[dict[str, Any]]:
+        query = self._source_query("chat_transcripts", keys)
+        async for transcript in self._find("chat_transcripts", query, "startedAt"):
+            yield {"id": transcript["_id"], "startedAt": transcript.get("startedAt"),
+                   "messages": transcript.get("messages", [])}
+
+    async def _linked_profiles(self, profile: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        if not profile.get("wpUserId"):
+            return
+        cursor = self._find("visitors", {"siteId": self._site["_id"],
+                                         "wpUserId": profile["wpUserId"],
+                                         "visitorId": {"$ne": self._visitor_id}}, "firstSeen")
+        async for other in cursor:
+            yield _profile_view(other)
+
+    def _visitor_query(self) -> dict[str, Any]:
+        return {"siteId": self._site["_id"], "visitorId": self._visitor_id}

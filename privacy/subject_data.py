@@ -1,0 +1,128 @@
+"""Where a visitor's data lives: the one table that export, erasure and their tests share.
+
+Every collection that can hold a visitor's personal data is listed in `VISITOR_DATA` with how
+to find the visitor's documents in it and what erasure does there. The export's manifest counts
+by this table, erasure walks it, and a test fails when the service writes visitor data to a
+collection the table does not name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from documents import leads as lead_documents
+from documents.store import Store
+
+Action = Literal["delete", "anonymise", "delete_files"]
+
+
+@dataclass(frozen=True)
+class SubjectKeys:
+    """Everything that identifies one visitor's data within a site."""
+
+    site_id: str
+    visitor_id: str
+    session_ids: tuple[str, ...]
+    emails: tuple[str, ...]
+    recording_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class VisitorDataSource:
+    """One collection holding visitor data, how to find it, and what erasure does to it."""
+
+    collection: str
+    category: str
+    action: Action
+    find: Callable[[SubjectKeys], dict[str, Any]]
+
+
+def _by_visitor(keys: SubjectKeys) -> dict[str, Any]:
+    return {"siteId": keys.site_id, "visitorId": keys.visitor_id}
+
+
+def _by_visitor_or_session(keys: SubjectKeys) -> dict[str, Any]:
+    return {"siteId": keys.site_id, "$or": [
+        {"visitorId": keys.visitor_id}, {"sessionId": {"$in": list(keys.session_ids)}}]}
+
+
+def _chats(keys: SubjectKeys) -> dict[str, Any]:
+    return {"siteId": keys.site_id, "$or": [
+        {"visitorId": keys.visitor_id}, {"emails": {"$in": list(keys.emails)}}]}
+
+
+def _segments(keys: SubjectKeys) -> dict[str, Any]:
+    return {"metadata.siteId": keys.site_id, "$or": [
+        {"metadata.visitorId": keys.visitor_id},
+        {"metadata.recordingId": {"$in": list(keys.recording_ids)}}]}
+
+
+def _heatmaps(keys: SubjectKeys) -> dict[str, Any]:
+    return {"metadata.siteId": keys.site_id,
+            "metadata.sourceRecordingIds": {"$in": list(keys.recording_ids)}}
+
+
+def _failed_jobs(keys: SubjectKeys) -> dict[str, Any]:
+    return {"siteId": keys.site_id, "$or": [
+        {"job.error.visitorId": keys.visitor_id},
+        {"job.visitorId": keys.visitor_id},
+        {"job.error.sessionId": {"$in": list(keys.session_ids)}}]}
+
+
+def _profile(keys: SubjectKeys) -> dict[str, Any]:
+    return {"siteId": keys.site_id, "visitorId": keys.visitor_id}
+
+
+#: Every collection that can hold a visitor's personal data, in erasure order (the profile last,
+#: so an interrupted erasure on a store without transactions can always be found and redone).
+VISITOR_DATA: tuple[VisitorDataSource, ...] = (
+    VisitorDataSource("pageview_buckets", "pageviews", "delete", _by_visitor),
+    VisitorDataSource("interaction_buckets", "interactions", "delete", _by_visitor),
+    VisitorDataSource("segments.files", "recordingSegments", "delete_files", _segments),
+    VisitorDataSource("recordings", "recordings", "delete", _by_visitor),
+    VisitorDataSource("heatmaps.files", "heatmapImages", "delete_files", _heatmaps),
+    VisitorDataSource("leads", "leads", "delete", _by_visitor),
+    VisitorDataSource("chat_transcripts", "chatTranscripts", "delete", _chats),
+    VisitorDataSource("survey_responses", "surveyResponses", "delete", _by_visitor_or_session),
+    VisitorDataSource("consent_decisions", "consentDecisions", "delete", _by_visitor),
+    VisitorDataSource("error_occurrences", "errorOccurrences", "delete", _by_visitor),
+    VisitorDataSource("error_sessions", "errorSessionLinks", "delete", _by_visitor_or_session),
+    VisitorDataSource("failed_jobs", "failedErrorJobs", "delete", _failed_jobs),
+    VisitorDataSource("errors", "errorRecordsAnonymised", "anonymise", _by_visitor_or_session),
+    VisitorDataSource("visitors", "visitorProfile", "delete", _profile),
+)
+
+#: Collections whose documents are the visitor's own data, exported item by item.
+EXPORTED_COLLECTIONS = frozenset(s.collection for s in VISITOR_DATA) - {
+    # The aggregate error record is never handed over (spec §2 rule 2); the visitor's
+    # occurrences are. Failed jobs are an operational queue, not a record about the visitor.
+    "errors", "failed_jobs", "heatmaps.files",
+}
+
+
+async def _distinct(store: Store, collection: str, key: str, query: dict[str, Any],
+                    session: Any) -> set[str]:
+    values = await store.collection(collection).distinct(key, query, session=session)
+    return {v for v in values if isinstance(v, str) and v}
+
+
+async def subject_keys(store: Store, site_id: str, visitor_id: str, *, session: Any = None
+                       ) -> SubjectKeys:
+    """Collect the visitor's session ids, lead e-mails and recording ids."""
+    visitor = {"siteId": site_id, "visitorId": visitor_id}
+    sessions: set[str] = set()
+    for collection, key in (("recordings", "sessionId"), ("leads", "sessionId"),
+                            ("error_occurrences", "sessionId"), ("error_sessions", "sessionId"),
+                            ("survey_responses", "sessionId"),
+                            ("pageview_buckets", "events.sessionId"),
+                            ("interaction_buckets", "events.sessionId")):
+        sessions |= await _distinct(store, collection, key, visitor, session)
+    emails = set(await lead_documents.lead_emails(store, site_id, visitor_id, session=session))
+    profile = await store.collection("visitors").find_one(
+        {"siteId": site_id, "visitorId": visitor_id}, {"emails": 1}, session=session)
+    emails |= set((profile or {}).get("emails", []))
+    recordings = await _distinct(store, "recordings", "_id", visitor, session)
+    return SubjectKeys(site_id, visitor_id, tuple(sorted(sessions)), tuple(sorted(emails)),
+                       tuple(sorted(recordings)))
