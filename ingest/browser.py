@@ -1,0 +1,37 @@
+"""What only the browser path (/sdk/v1) needs: time on page and the loader's site config."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from documents import activity
+from documents import sites as site_documents
+from ingest.intake import Outcome, VisitorIntake
+
+
+async def record_time_on_page(intake: VisitorIntake, site: dict[str, Any],
+                              payload: dict[str, Any]) -> Outcome:
+    """Set the duration of a stored pageview; the longest report wins."""
+    decision = await intake.admit(site, "time_on_page", payload)
+    if not decision.allowed:
+        return Outcome.dropped(decision.reason or "unknown")
+    found = await activity.set_pageview_duration(intake.store, site["_id"], payload["visitorId"],
+                                                 payload["pageviewId"], payload["duration"])
+    if not found:
+        # The pageview itself was dropped or not yet written; a duration alone means nothing.
+        intake.count("time_on_page", "dropped", "unknown_pageview")
+        return Outcome.dropped("unknown_pageview")
+    intake.count("time_on_page", "stored")
+    return Outcome(True, None, payload["pageviewId"])
+
+
+def loader_config(site: dict[str, Any]) -> dict[str, Any]:
+    """The settings the loader acts on; the server still enforces every one of them."""
+    settings = {**site_documents.DEFAULT_SETTINGS, **site.get("settings", {})}
+    return {
+        "requireConsent": bool(settings["requireConsent"]),
+        "recordings": bool(settings["recordings"]),
+        "consoleCapture": bool(settings["consoleCapture"]),
+        "excludedUrls": [{"pattern": rule.pattern, "scope": rule.scope}
+                         for rule in site_documents.exclusion_rules(site)],
+    }

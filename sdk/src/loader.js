@@ -1,0 +1,339 @@
+/**
+ * The Visitor Service loader: visitor id, consent, GPC, pageview, time on page, errors and
+ * interactions. The session recorder (rrweb) is a separate file, loaded only when this page may
+ * be recorded. Documented in docs/sdk.md; the endpoints are /sdk/v1 in docs/openapi.yaml.
+ *
+ * Privacy comes first and is decided before anything else runs:
+ * - Global Privacy Control: nothing at all happens (no cookie, no storage, no request).
+ * - A site that requires consent: nothing is written, sent or buffered until consent.
+ */
+import { exclusionFor } from './exclusion.js';
+
+const COOKIE = 'svc_vid';
+const STORAGE_KEY = 'wpelVisitorId';
+const CONSENT_KEY = 'wpelConsent';
+const SESSION_KEY = 'wpelSessionId';
+const TWO_YEARS = 2 * 365 * 24 * 3600;
+// Interactions are sent in batches: often enough to survive a crash, rarely enough to be cheap.
+const FLUSH_MS = 5000;
+const RAGE_CLICKS = 3;
+const RAGE_WINDOW_MS = 1000;
+const RAGE_RADIUS_PX = 30;
+const DEAD_CLICK_MS = 1000;
+// A page stuck in an error loop must not flood the service.
+const MAX_ERRORS_PER_PAGE = 20;
+
+// The server replaces this string with the site's settings when it serves the loader.
+const SITE = JSON.parse('"__SVC_SITE_CONFIG__"');
+
+function uuid() {
+  if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+  // Older browsers: RFC 4122 version 4 from getRandomValues, still never from the device.
+  const b = new Uint8Array(16);
+  crypto.getRandomValues(b);
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const h = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+function readCookie() {
+  const m = document.cookie.match(/(?:^|;\s*)svc_vid=([A-Za-z0-9_-]{1,64})/);
+  return m ? m[1] : null;
+}
+
+function storage(area) {
+  try {
+    return window[area];
+  } catch (e) {
+    return null; // storage disabled by the browser
+  }
+}
+
+function writeIdentity(id) {
+  const secure = location.protocol === 'https:' ? '; Secure' : '';
+  document.cookie = `${COOKIE}=${id}; Max-Age=${TWO_YEARS}; Path=/; SameSite=Lax${secure}`;
+  const local = storage('localStorage');
+  if (local) local.setItem(STORAGE_KEY, id);
+}
+
+/** The visitor id: whichever store survived re-seeds the other; the cookie rolls. */
+function visitorId() {
+  const local = storage('localStorage');
+  const stored = local && local.getItem(STORAGE_KEY);
+  const id = readCookie() || (stored && /^[A-Za-z0-9_-]{1,64}$/.test(stored) ? stored : null)
+    || uuid();
+  writeIdentity(id);
+  return id;
+}
+
+function sessionId() {
+  const session = storage('sessionStorage');
+  let id = session && session.getItem(SESSION_KEY);
+  if (!id) {
+    id = uuid();
+    if (session) session.setItem(SESSION_KEY, id);
+  }
+  return id;
+}
+
+function selectorOf(el) {
+  const parts = [];
+  for (let node = el; node && node.nodeType === 1 && parts.length < 5; node = node.parentElement) {
+    let part = node.localName;
+    if (node.id) {
+      parts.unshift(`${part}#${node.id}`);
+      break;
+    }
+    if (typeof node.className === 'string' && node.className.trim()) {
+      part += '.' + node.className.trim().split(/\s+/).slice(0, 2).join('.');
+    }
+    parts.unshift(part);
+  }
+  return parts.join(' > ').slice(0, 1000);
+}
+
+function start(script) {
+  const src = new URL(script.src);
+  const key = src.searchParams.get('key');
+  const api = `${src.origin}/sdk/v1/${key}`;
+  const site = SITE || { requireConsent: true, recordings: false, consoleCapture: false,
+    excludedUrls: [] };
+  const statement = script.getAttribute('data-product-statement');
+  const queued = (window.svc && window.svc.q) || [];
+  let consent = 'unknown';
+  let running = false;
+  let visitor = null;
+  let session = null;
+  let pageview = null;
+  let shownAt = 0;
+  let visibleMs = 0;
+  let interactions = [];
+  let maxDepth = 0;
+  let errors = 0;
+  let recorder = null;
+
+  const local = storage('localStorage');
+  if (local && local.getItem(CONSENT_KEY) === 'granted') consent = 'granted';
+
+  function context(extra) {
+    const body = { visitorId: visitor, sessionId: session, url: location.href,
+      language: navigator.language, screen: `${screen.width}x${screen.height}`,
+      timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone, ...extra };
+    if (consent === 'granted') body.consent = 'granted';
+    return body;
+  }
+
+  function send(path, body) {
+    // text/plain keeps the request "simple": no preflight, and sendBeacon can send the same.
+    return fetch(`${api}/${path}`, { method: 'POST', body: JSON.stringify(body),
+      headers: { 'Content-Type': 'text/plain' }, credentials: 'omit', keepalive: true })
+      .then((r) => (r.status === 200 ? r.json() : null)).catch(() => null);
+  }
+
+  function beacon(path, body) {
+    const blob = new Blob([JSON.stringify(body)], { type: 'text/plain' });
+    if (!navigator.sendBeacon || !navigator.sendBeacon(`${api}/${path}`, blob)) send(path, body);
+  }
+
+  const excluded = (scope) => exclusionFor(location.href, site.excludedUrls) === scope;
+
+  function flushInteractions(viaBeacon) {
+    if (maxDepth > 0) {
+      interactions.push({ kind: 'scroll_depth', depth: maxDepth, at: new Date().toISOString(),
+        url: location.href });
+      maxDepth = -maxDepth; // sent; a deeper scroll later is sent again
+    }
+    if (!interactions.length) return;
+    const batch = context({ interactions: interactions.splice(0, 200) });
+    if (recorder && recorder.recordingId()) batch.recordingId = recorder.recordingId();
+    (viaBeacon ? beacon : send)('interactions', batch);
+  }
+
+  function trackScroll() {
+    const doc = document.documentElement;
+    const height = Math.max(doc.scrollHeight, 1);
+    const depth = Math.min(100, Math.round(((scrollY + innerHeight) / height) * 100));
+    if (depth > Math.abs(maxDepth)) maxDepth = depth;
+  }
+
+  let recent = [];
+  function trackClick(event) {
+    const now = Date.now();
+    const at = new Date(now).toISOString();
+    const base = { at, url: location.href, selector: selectorOf(event.target),
+      x: Math.max(0, Math.round(event.pageX)), y: Math.max(0, Math.round(event.pageY)) };
+    interactions.push({ kind: 'click', ...base });
+    recent = recent.filter((c) => now - c.t < RAGE_WINDOW_MS
+      && Math.hypot(c.x - event.clientX, c.y - event.clientY) <= RAGE_RADIUS_PX);
+    recent.push({ t: now, x: event.clientX, y: event.clientY });
+    if (recent.length === RAGE_CLICKS) interactions.push({ kind: 'rage_click', count: RAGE_CLICKS, ...base });
+    watchForDeadClick(base);
+  }
+
+  // Clicks waiting to be judged dead or alive; a later click settles them early, so its own
+  // effects (focus, DOM changes) are never credited to an earlier click.
+  let pending = [];
+  function settle(watch) {
+    watch.observer.disconnect();
+    clearTimeout(watch.timer);
+    pending = pending.filter((w) => w !== watch);
+    if (!watch.alive && location.href === watch.href
+        && document.activeElement === watch.focused) {
+      interactions.push({ kind: 'dead_click', ...watch.base });
+    }
+  }
+
+  function watchForDeadClick(base) {
+    // Dead: no DOM mutation, navigation or focus change within 1 s of the click.
+    const watch = { base, alive: false, focused: document.activeElement, href: location.href };
+    watch.observer = new MutationObserver(() => { watch.alive = true; });
+    watch.observer.observe(document.documentElement, { subtree: true, childList: true,
+      attributes: true, characterData: true });
+    watch.timer = setTimeout(() => settle(watch), DEAD_CLICK_MS);
+    pending.push(watch);
+  }
+
+  function trackError(type, message, stack) {
+    if (++errors > MAX_ERRORS_PER_PAGE) return;
+    send('errors', context({ source: 'javascript', type: String(type || 'Error').slice(0, 200),
+      message: String(message || 'unknown error').slice(0, 4000),
+      stack: stack ? String(stack).slice(0, 32768) : undefined }));
+  }
+
+  function elapsed() {
+    return (visibleMs + (shownAt ? Date.now() - shownAt : 0)) / 1000;
+  }
+
+  function sendTimeOnPage() {
+    if (!pageview) return;
+    beacon('time-on-page', context({ pageviewId: pageview,
+      duration: Math.min(86400, Math.round(elapsed() * 1000) / 1000) }));
+  }
+
+  function newPageview() {
+    pageview = uuid();
+    visibleMs = 0;
+    shownAt = document.visibilityState === 'visible' ? Date.now() : 0;
+    const body = context({ pageviewId: pageview, title: document.title.slice(0, 1000),
+      referrer: document.referrer || undefined });
+    if (statement) body.statement = statement;
+    send('pageview', body);
+  }
+
+  function loadRecorder() {
+    if (!site.recordings || excluded('replay') || recorder) return;
+    const tag = document.createElement('script');
+    tag.async = true;
+    tag.src = `${src.origin}/sdk/v1/recorder.js`;
+    document.head.appendChild(tag);
+  }
+
+  function run() {
+    if (running || excluded('all')) return;
+    running = true;
+    visitor = visitorId();
+    session = sessionId();
+    newPageview();
+    addEventListener('pointerdown', () => pending.slice().forEach(settle), true);
+    addEventListener('click', trackClick, true);
+    addEventListener('pagehide', () => pending.forEach((w) => { w.alive = true; }), true);
+    addEventListener('scroll', trackScroll, { passive: true });
+    addEventListener('error', (e) => trackError(e.error && e.error.name, e.message,
+      e.error && e.error.stack));
+    addEventListener('unhandledrejection', (e) => {
+      const r = e.reason;
+      trackError((r && r.name) || 'UnhandledRejection', (r && r.message) || String(r), r && r.stack);
+    });
+    document.addEventListener('visibilitychange', () => {
+      if (document.visibilityState === 'hidden') {
+        if (shownAt) visibleMs += Date.now() - shownAt;
+        shownAt = 0;
+        sendTimeOnPage();
+        flushInteractions(true);
+        if (recorder) recorder.flush(true);
+      } else {
+        shownAt = Date.now();
+      }
+    });
+    addEventListener('pagehide', () => {
+      sendTimeOnPage();
+      trackScroll();
+      flushInteractions(true);
+      if (recorder) recorder.flush(true);
+    });
+    // Single-page shops: a history change is a new page.
+    const pushState = history.pushState;
+    history.pushState = function (...args) {
+      sendTimeOnPage();
+      flushInteractions(false);
+      const result = pushState.apply(this, args);
+      newPageview();
+      return result;
+    };
+    trackScroll();
+    setInterval(() => flushInteractions(false), FLUSH_MS);
+    loadRecorder();
+  }
+
+  function grant(signal) {
+    if (consent === 'granted') return;
+    consent = 'granted';
+    run();
+    // Remembered so later pages collect at once and the decision is sent only once.
+    if (local) local.setItem(CONSENT_KEY, 'granted');
+    send('consents', context({ decision: 'granted', signal }));
+  }
+
+  function withdraw(signal) {
+    if (consent !== 'granted') return; // nothing was collected, so there is nothing to withdraw
+    send('consents', context({ decision: 'withdrawn', signal }));
+    consent = 'denied';
+    if (recorder) recorder.stop();
+    if (site.requireConsent) {
+      // Forget the visitor on this device: nothing may stay without consent.
+      document.cookie = `${COOKIE}=; Max-Age=0; Path=/`;
+      if (local) {
+        local.removeItem(STORAGE_KEY);
+        local.removeItem(CONSENT_KEY);
+      }
+      location.reload();
+    }
+  }
+
+  const commands = {
+    consent(decision, signal) {
+      if (decision === 'granted') grant(signal || 'api');
+      else withdraw(signal || 'api');
+    },
+    // Called by recorder.js once loaded; it gets what it needs and nothing else.
+    recorder(factory) {
+      if (recorder || !running || consent === 'denied') return;
+      recorder = factory({ api, visitorId: visitor, sessionId: session,
+        consent: () => (consent === 'granted' ? 'granted' : undefined),
+        consoleCapture: !!site.consoleCapture, storage: storage('sessionStorage') });
+    },
+  };
+
+  window.svc = function (command, ...args) {
+    if (commands[command]) commands[command](...args);
+  };
+  for (const args of queued) window.svc(...args);
+
+  // The WordPress Consent API (used by the common CMS banners) signals 'statistics' consent.
+  if (typeof window.wp_has_consent === 'function' && window.wp_has_consent('statistics')) {
+    grant('cms');
+  }
+  document.addEventListener('wp_listen_for_consent_change', (event) => {
+    const change = event.detail || {};
+    if (change.statistics === 'allow') grant('cms');
+    else if (change.statistics === 'deny') withdraw('cms');
+  });
+
+  if (!site.requireConsent || consent === 'granted') run();
+}
+
+// Global Privacy Control: the loader does nothing at all, not even define its API.
+if (navigator.globalPrivacyControl !== true && document.currentScript) {
+  start(document.currentScript);
+}
