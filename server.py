@@ -31,21 +31,38 @@ from auth.tokens import TokenIssuer
 from config import Settings, SettingsError, load_settings
 from config.logging import configure_logging, log_request
 from config.metrics import Metrics
+from documents.accounts import is_family_revoked
+from documents.requests import SubjectDigester
 from documents.sites import KeyHasher, SiteKeyring
 from documents.store import Store, open_store
 from handlers import auth as auth_handlers
+from handlers import csv_exports as csv_export_handlers
+from handlers import data_api as data_api_handlers
 from handlers import health as health_handlers
 from handlers import ingest as ingest_handlers
+from handlers import ingest_errors as ingest_error_handlers
+from handlers import ingest_recordings as recording_handlers
+from handlers import live as live_handlers
+from handlers import notifications as notification_handlers
+from handlers import sdk as sdk_handlers
 from handlers import sites as site_handlers
+from handlers import visitors as visitor_handlers
 from handlers.base import NotFoundHandler
 from handlers.validation import SchemaValidator
 from ingest.intake import VisitorIntake
 from ingest.ratelimit import SiteRateLimiter
+from ingest.recordings import RecordingLifecycle
+from ingest.statements import StatementAttributor
 from privacy.geo import open_country_resolver
 from privacy.geo_default import default_database_path
 from privacy.sealing import SecretSealer
 from privacy.useragent import UserAgentParser
-from realtime.bus import EventBus, InProcessBus
+from realtime.bus import EventBus, InProcessBus, RedisBus
+from realtime.hub import LiveHub
+from tasks.notifications import Notifier
+from tasks.queue import ErrorQueue
+from tasks.segments import SegmentSweeper
+from tasks.worker import open_error_queue, run_worker
 
 log = logging.getLogger("visitor_service")
 
@@ -64,6 +81,13 @@ class Deps:
     intake: VisitorIntake
     rate_limiter: SiteRateLimiter
     bus: EventBus
+    recordings: RecordingLifecycle
+    segment_sweeper: SegmentSweeper
+    queue: ErrorQueue
+    hub: LiveHub
+    notifier: Notifier
+    statements: StatementAttributor
+    subject_digester: SubjectDigester
     readiness_checks: dict[str, Callable[[], Awaitable[Any]]] = field(default_factory=dict)
     closers: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
 
@@ -101,23 +125,57 @@ async def build_deps(settings: Settings, *, store: Store | None = None) -> Deps:
     )
     metrics = Metrics()
     countries = open_country_resolver(settings.geoip_database or default_database_path())
+    intake = VisitorIntake(store, settings, metrics, countries, UserAgentParser())
+    keyring = SiteKeyring(store, KeyHasher(settings.secret_key), sealer)
     deps = Deps(
         settings=settings,
         store=store,
         auth=auth,
-        keyring=SiteKeyring(store, KeyHasher(settings.secret_key), sealer),
+        keyring=keyring,
         sealer=sealer,
         schemas=SchemaValidator(),
         metrics=metrics,
-        intake=VisitorIntake(store, settings, metrics, countries, UserAgentParser()),
+        intake=intake,
+        recordings=RecordingLifecycle(store, settings, intake),
+        segment_sweeper=SegmentSweeper(
+            store, metrics, max_inflated_bytes=settings.segment_max_inflated_bytes,
+            interval_seconds=settings.segment_sweep_interval_seconds),
         rate_limiter=SiteRateLimiter(settings.site_rate_per_second, settings.site_rate_burst),
-        bus=InProcessBus(),
+        bus=RedisBus(settings.redis_url) if settings.redis_url else InProcessBus(),
+        hub=LiveHub(settings.live_queue_limit,
+                    is_session_revoked=lambda family: is_family_revoked(store, family),
+                    session_check_seconds=settings.live_session_check_seconds),
+        notifier=Notifier(store, sealer, public_url=settings.public_url,
+                          max_attempts=settings.notify_max_attempts,
+                          retry_seconds=settings.notify_retry_seconds,
+                          allow_private_webhooks=settings.webhook_allow_private_addresses),
+        statements=StatementAttributor(store, keyring, metrics,
+                                       max_age_seconds=settings.statement_max_age_seconds),
+        subject_digester=SubjectDigester(settings.secret_key),
+        queue=None,  # type: ignore[arg-type]  # built below: it needs the bus
     )
+    # The worker side of the queue publishes through the same bus the handlers use.
+    deps.queue = open_error_queue(settings, store=store, bus=deps.bus, metrics=metrics,
+                                  notifier=deps.notifier)
+    deps.queue.start()
     deps.readiness_checks["mongodb"] = store.ping
+    if isinstance(deps.bus, RedisBus):
+        deps.readiness_checks["live_bus"] = deps.bus.ping
     deps.closers.append(store.close)
     deps.closers.append(countries.close)
     deps.closers.append(deps.bus.close)
+    deps.closers.append(deps.segment_sweeper.close)
+    deps.closers.append(deps.hub.close)
+    deps.closers.append(deps.notifier.close)
+    deps.bus.listen(deps.hub.dispatch)
+    deps.closers.append(deps.queue.close)  # closed first: draining may still publish
     return deps
+
+
+async def start_live(deps: Deps) -> None:
+    """Subscribe this server process to the live bus and start the hub (servers only)."""
+    await deps.bus.start()
+    deps.hub.start()
 
 
 def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
@@ -126,7 +184,15 @@ def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
         *health_handlers.default_handlers,
         *auth_handlers.default_handlers,
         *site_handlers.default_handlers,
+        *visitor_handlers.default_handlers,
+        *data_api_handlers.default_handlers,
+        *csv_export_handlers.default_handlers,
         *ingest_handlers.default_handlers,
+        *ingest_error_handlers.default_handlers,
+        *recording_handlers.default_handlers,
+        *live_handlers.default_handlers,
+        *notification_handlers.default_handlers,
+        *sdk_handlers.default_handlers,
     ]
     return tornado.web.Application(
         routes,
@@ -136,7 +202,8 @@ def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
         xsrf_cookies=False,
         compress_response=True,
         websocket_ping_interval=20,
-        websocket_ping_timeout=30,
+        # Tornado caps the timeout at the interval; a dead socket is dropped within 40 s.
+        websocket_ping_timeout=20,
         websocket_max_message_size=64 * 1024,
     )
 
@@ -193,6 +260,10 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     if settings.embedded:
         demo = await write_demo_file(settings, deps)
         print(_demo_banner(settings, demo), flush=True)
+    await start_live(deps)
+    # Segments are served only once checked, so every serving process also checks them;
+    # leases keep several processes (and workers) from checking the same one.
+    deps.segment_sweeper.start()
     app = make_app(settings, deps)
     server = make_http_server(settings, app)
     server.listen(settings.port, settings.host)
@@ -331,7 +402,9 @@ def cli(argv: list[str] | None = None) -> int:
 
 
 async def _run_worker(settings: Settings) -> None:
-    raise SettingsError("REDIS_URL: the worker is not available yet")
+    # Celery's worker blocks and needs the main thread for its signal handlers, so it runs
+    # here directly; its tasks run coroutines on a loop thread of their own (tasks/worker.py).
+    run_worker(settings)
 
 
 def main() -> None:

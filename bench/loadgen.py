@@ -113,9 +113,9 @@ def start_process(args: list[str], env: dict[str, str]) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-async def wait_for_port(port: int, timeout: float = 30.0) -> None:
+async def wait_for_port(port: int, within_seconds: float = 30.0) -> None:
     """Wait until something accepts connections on the port."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + within_seconds
     while time.monotonic() < deadline:
         try:
             _, writer = await asyncio.open_connection("127.0.0.1", port)

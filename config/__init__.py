@@ -110,6 +110,15 @@ def _text(raw: str) -> str:
     return raw.strip()
 
 
+def _bool(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off", ""}:
+        return False
+    raise ValueError("must be true or false")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the service can be configured with. Build it with `load_settings`."""
@@ -226,6 +235,31 @@ class Settings:
         "Continuous activity after which a recording rotates into a new one.",
         _positive_int,
     )
+    segment_max_inflated_bytes: int = _setting(
+        "SEGMENT_MAX_INFLATED_BYTES",
+        50 * 1024 * 1024,
+        "Largest decompressed recording segment the sweeper accepts; larger ones are rejected.",
+        _positive_int,
+    )
+    segment_sweep_interval_seconds: float = _setting(
+        "SEGMENT_SWEEP_INTERVAL_SECONDS",
+        2.0,
+        "Pause between passes of the sweeper that strips console events from new segments.",
+        _positive_float,
+    )
+    error_retry_base_seconds: float = _setting(
+        "ERROR_RETRY_BASE_SECONDS",
+        0.5,
+        "First retry delay of an error job after a temporary database failure; doubles per "
+        "retry (3 retries), with jitter.",
+        _positive_float,
+    )
+    error_queue_capacity: int = _setting(
+        "ERROR_QUEUE_CAPACITY",
+        10_000,
+        "Embedded default only: errors waiting in the in-process queue before ingest answers 503.",
+        _positive_int,
+    )
     statement_max_age_seconds: int = _setting(
         "STATEMENT_MAX_AGE_SECONDS",
         600,
@@ -243,6 +277,49 @@ class Settings:
         "",
         "Bearer token for /metrics. Empty: /metrics answers only loopback callers.",
         _text,
+    )
+    live_queue_limit: int = _setting(
+        "LIVE_QUEUE_LIMIT",
+        256,
+        "Outgoing live events queued per dashboard socket before it is closed as too slow.",
+        _positive_int,
+    )
+    live_auth_timeout_seconds: float = _setting(
+        "LIVE_AUTH_TIMEOUT_SECONDS",
+        5.0,
+        "Seconds a new live socket has to send its access token before it is closed.",
+        _positive_float,
+    )
+    live_session_check_seconds: float = _setting(
+        "LIVE_SESSION_CHECK_SECONDS",
+        30.0,
+        "How often live sockets are checked for sessions ended by logout.",
+        _positive_float,
+    )
+    notify_max_attempts: int = _setting(
+        "NOTIFY_MAX_ATTEMPTS",
+        5,
+        "Attempts per notification delivery (e-mail or webhook) before it is recorded failed.",
+        _positive_int,
+    )
+    notify_retry_seconds: float = _setting(
+        "NOTIFY_RETRY_SECONDS",
+        2.0,
+        "First retry delay of a failed notification; doubles per attempt, with jitter.",
+        _positive_float,
+    )
+    webhook_allow_private_addresses: bool = _setting(
+        "WEBHOOK_ALLOW_PRIVATE_ADDRESSES",
+        False,
+        "Allow webhook URLs on private, loopback, link-local or metadata addresses (tests, "
+        "on-premises receivers); off, such URLs are refused when saved and when delivering.",
+        _bool,
+    )
+    csv_row_cap: int = _setting(
+        "CSV_ROW_CAP",
+        100_000,
+        "Most rows one CSV export writes; a longer export ends with a truncation marker row.",
+        _positive_int,
     )
     log_level: str = _setting("LOG_LEVEL", "INFO", "DEBUG, INFO, WARNING or ERROR.", _log_level)
     demo_email: str = _setting(

@@ -2,7 +2,23 @@
 
 from __future__ import annotations
 
-from documents import accounts, activity, audit, engagement, leads, sites, visitors
+from documents import (
+    accounts,
+    activity,
+    audit,
+    engagement,
+    error_records,
+    heatmaps,
+    interactions,
+    leads,
+    notifications,
+    queries,
+    recordings,
+    requests,
+    sites,
+    statement_nonces,
+    visitors,
+)
 from documents.store import Index
 
 
@@ -10,5 +26,7 @@ def declared_indexes() -> list[Index]:
     """Every index every collection family declares."""
     return [
         *accounts.INDEXES, *activity.INDEXES, *audit.INDEXES, *engagement.INDEXES,
-        *leads.INDEXES, *sites.INDEXES, *visitors.INDEXES,
+        *error_records.INDEXES, *heatmaps.INDEXES, *interactions.INDEXES, *leads.INDEXES,
+        *notifications.INDEXES, *queries.INDEXES, *recordings.INDEXES, *requests.INDEXES,
+        *sites.INDEXES, *statement_nonces.INDEXES, *visitors.INDEXES,
     ]

@@ -55,12 +55,19 @@ async def append_pageview(store: Store, site_id: str, visitor_id: str, event: di
 
 async def set_pageview_duration(store: Store, site_id: str, visitor_id: str, pageview_id: str,
                                 duration_seconds: float) -> bool:
-    """Fill in time on page; the larger value wins when several reports arrive."""
+    """Fill in time on page; the larger value wins. False when there is no such pageview."""
+    duration = round(duration_seconds, 3)
+    # $set under a "null or smaller" filter rather than $max: the stored duration starts as
+    # null, and mongomock's $max cannot compare null with a number (MongoDB can).
     result = await store.collection(COLLECTION).update_one(
-        {"siteId": site_id, "visitorId": visitor_id, "events.id": pageview_id},
-        {"$max": {"events.$.duration": round(duration_seconds, 3)}},
+        {"siteId": site_id, "visitorId": visitor_id, "events": {"$elemMatch": {
+            "id": pageview_id, "$or": [{"duration": None}, {"duration": {"$lt": duration}}]}}},
+        {"$set": {"events.$.duration": duration}},
     )
-    return bool(result.matched_count)
+    if result.matched_count:
+        return True
+    return bool(await store.collection(COLLECTION).count_documents(
+        {"siteId": site_id, "visitorId": visitor_id, "events.id": pageview_id}, limit=1))
 
 
 async def pageviews_of(store: Store, site_id: str, visitor_id: str

@@ -3,7 +3,8 @@
 Surveys are linked by visitor or only by the browser session; chat transcripts by visitor id
 and/or the e-mail addresses in them, which is how erasure still finds a transcript whose lead is
 gone. A transcript embeds its messages: one request carries a bounded transcript, and one
-document makes storing and erasing it atomic without a transaction. Consent decisions record what was decided, by which signal, and when.
+document makes storing and erasing it atomic without a transaction.
+Consent decisions record what was decided, by which signal, and when.
 """
 
 from __future__ import annotations

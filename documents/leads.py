@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from documents.store import ASCENDING, DESCENDING, DuplicateKeyError, Index, Store
+from documents.visitors import profile_id
 
 INDEXES = [
     Index("leads", (("siteId", ASCENDING), ("createdAt", DESCENDING))),
@@ -29,3 +31,68 @@ async def lead_emails(store: Store, site_id: str, visitor_id: str, *, session: A
         "email", {"siteId": site_id, "visitorId": visitor_id}, session=session
     )
     return sorted(e for e in emails if e)
+
+
+#: Lead fields a rectification may change.
+RECTIFIABLE = ("name", "email", "phone", "fields")
+
+
+def rectified_values(lead: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """The lead fields that really change; `fields` merges, a null entry removes that key."""
+    values: dict[str, Any] = {}
+    for key in ("name", "phone"):
+        if key in changes and changes[key] != lead.get(key):
+            values[key] = changes[key]
+    if "email" in changes:
+        email = changes["email"].strip().lower()  # stored as ingest stores it
+        if email != lead.get("email"):
+            values["email"] = email
+    if "fields" in changes:
+        merged = dict(lead.get("fields") or {})
+        for key, value in changes["fields"].items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        if merged != (lead.get("fields") or {}):
+            values["fields"] = merged
+    return values
+
+
+def changed_field_names(lead: dict[str, Any], values: dict[str, Any]) -> list[str]:
+    """Names of what changed (`fields.<key>` per form field), never the values."""
+    names = sorted(key for key in values if key != "fields")
+    if "fields" in values:
+        old, new = lead.get("fields") or {}, values["fields"]
+        names.extend(f"fields.{key}" for key in sorted(set(old) | set(new))
+                     if old.get(key) != new.get(key))
+    return names
+
+
+async def rectify_lead(store: Store, lead: dict[str, Any], values: dict[str, Any], *,
+                       now: datetime) -> dict[str, Any]:
+    """Write the corrected values; keep the visitor's e-mails and, for the latest lead, name."""
+    updated = {**lead, **values, "rectifiedAt": now}
+    await store.collection("leads").update_one(
+        {"_id": lead["_id"], "siteId": lead["siteId"]},
+        {"$set": {**values, "rectifiedAt": now}})
+    profile_update: dict[str, Any] = {}
+    if "email" in values:
+        profile_update["emails"] = await lead_emails(store, lead["siteId"], lead["visitorId"])
+    latest = await store.collection("leads").find_one(
+        {"siteId": lead["siteId"], "visitorId": lead["visitorId"]},
+        sort=[("createdAt", DESCENDING), ("_id", DESCENDING)])
+    if latest is not None and latest["_id"] == lead["_id"] and ({"name", "email"} & set(values)):
+        # The profile is named after the latest lead, the same way ingest names it.
+        profile_update["displayName"] = (updated.get("name") or "").strip() or updated["email"]
+        profile_update["displayNameSource"] = "lead"
+    if profile_update:
+        await store.collection("visitors").update_one(
+            {"_id": profile_id(lead["siteId"], lead["visitorId"])},
+            {"$set": profile_update})
+    return updated
+
+
+async def find_lead(store: Store, site_id: str, lead_id: str) -> dict[str, Any] | None:
+    """One of the site's leads, or None."""
+    return await store.collection("leads").find_one({"_id": lead_id, "siteId": site_id})

@@ -13,6 +13,7 @@ from auth.service import TokenPair
 from documents import accounts, audit
 from errors import Unauthenticated
 from handlers.base import BaseHandler
+from privacy.account_export import account_export
 
 REFRESH_COOKIE = "svc_refresh"
 
@@ -78,6 +79,17 @@ class LogoutHandler(TokenPairHandler):
         self.finish()
 
 
+class AccountExportHandler(BaseHandler):
+    """GET /auth/me/export.json: the account export, secrets left out or redacted."""
+
+    async def get(self) -> None:
+        export = await account_export(self.deps.store, self.user)
+        await audit.record(self.deps.store, action="account.exported", actor_user_id=self.user.id,
+                           account_id=self.user.account_id, organization_id=None)
+        self.set_header("Content-Disposition", 'attachment; filename="account-export.json"')
+        self.write_json(export)
+
+
 class MeHandler(BaseHandler):
     """GET /auth/me: the signed-in user and their organizations."""
 
@@ -90,4 +102,5 @@ default_handlers = [
     (r"/auth/refresh", RefreshHandler),
     (r"/auth/logout", LogoutHandler),
     (r"/auth/me", MeHandler),
+    (r"/auth/me/export\.json", AccountExportHandler),
 ]

@@ -92,7 +92,8 @@ class LeadIngestHandler(IngestHandler):
     schema = "LeadIngest"
 
     async def post(self) -> None:
-        self.acknowledge(await activity.record_lead(self.deps.intake, self.deps.bus, self.site,
+        self.acknowledge(await activity.record_lead(self.deps.intake, self.deps.bus,
+                                                    self.deps.recordings, self.site,
                                                     self.payload()))
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from documents import activity, engagement, leads, visitors
 from documents.accounts import new_id
 from ingest.intake import Outcome, VisitorIntake, parse_time
+from ingest.recordings import RecordingLifecycle
 from realtime.bus import EventBus
 
 
@@ -73,9 +74,12 @@ async def register_visitor(intake: VisitorIntake, site: dict[str, Any], payload:
     return Outcome(True, None, payload["visitorId"])
 
 
-async def record_lead(intake: VisitorIntake, bus: EventBus, site: dict[str, Any],
-                      payload: dict[str, Any]) -> Outcome:
-    """Store a lead, name the visitor after it, and announce it live (`new_lead`)."""
+async def record_lead(intake: VisitorIntake, bus: EventBus, recordings: RecordingLifecycle,
+                      site: dict[str, Any], payload: dict[str, Any]) -> Outcome:
+    """Store a lead, name the visitor after it, and announce it live (`new_lead`).
+
+    A lead that completes an order also ends the visitor's recording (spec §3).
+    """
     decision = await intake.admit(site, "lead", payload)
     if not decision.allowed:
         return Outcome.dropped(decision.reason or "unknown")
@@ -111,6 +115,8 @@ async def record_lead(intake: VisitorIntake, bus: EventBus, site: dict[str, Any]
         counts={"leads": 1}, display_name=display_name, email=email,
     )
     intake.count("lead", "stored")
+    if lead["orderCompleted"]:
+        await recordings.end_for_order(site["_id"], payload["visitorId"])
     await bus.publish(site["_id"], {
         "type": "new_lead",
         "siteId": site["_id"],

@@ -11,7 +11,7 @@ import json
 import os
 import secrets
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import bcrypt
@@ -25,6 +25,8 @@ from config import Settings, load_settings
 from documents import accounts
 from documents.store import Store, open_store
 from tests.support.app import TEST_PASSWORD, Answer, Tenant
+from tests.support.live import LiveClient, open_live
+from tests.support.redis_server import running_redis
 
 
 @pytest.fixture(scope="session")
@@ -38,6 +40,13 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A real redis-server for the whole run (no persistence), stopped at the end."""
+    with running_redis() as url:
+        yield url
 
 
 @pytest.fixture
@@ -80,6 +89,7 @@ async def deps(settings: Settings, store: Store) -> AsyncIterator[server.Deps]:
 @pytest.fixture
 async def base_url(settings: Settings, deps: server.Deps) -> AsyncIterator[str]:
     """The running app's base URL."""
+    await server.start_live(deps)
     app = server.make_app(settings, deps)
     http_server = server.make_http_server(settings, app)
     sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
@@ -91,6 +101,7 @@ async def base_url(settings: Settings, deps: server.Deps) -> AsyncIterator[str]:
 
 
 Fetch = Callable[..., Awaitable[Answer]]
+LiveConnect = Callable[..., Awaitable[LiveClient]]
 
 
 @pytest.fixture
@@ -114,6 +125,22 @@ def fetch(base_url: str) -> Fetch:
         return Answer(await client.fetch(request, raise_error=False))
 
     return call
+
+
+@pytest.fixture
+async def ws_connect(base_url: str, settings: Settings) -> AsyncIterator[LiveConnect]:
+    """Open /dashboard/live from the dashboard's origin: ws_connect(token=, site_ids=, origin=)."""
+    opened: list[LiveClient] = []
+
+    async def connect(*, token: str | None = None, site_ids: tuple[str, ...] = (),
+                      origin: str | None = settings.public_url) -> LiveClient:
+        client = await open_live(base_url, origin=origin, token=token, site_ids=site_ids)
+        opened.append(client)
+        return client
+
+    yield connect
+    for client in opened:
+        client.close()
 
 
 TenantFactory = Callable[..., Awaitable[Tenant]]

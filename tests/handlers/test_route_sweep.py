@@ -26,6 +26,9 @@ PUBLIC_ROUTES = {
     "/auth/login": "this is where credentials are exchanged",
     "/auth/refresh": "authenticated by the refresh token itself",
     "/auth/logout": "authenticated by the refresh token itself",
+    "/dashboard/live": "WebSocket: the access token is its first message (never in the URL)",
+    "/sdk/v1/loader.js": "a script tag sends no Origin; the file carries only public settings",
+    "/sdk/v1/recorder.js": "the same static script for every site",
 }
 
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -41,19 +44,94 @@ def _routes(settings, deps) -> list[tuple[str, type[BaseHandler]]]:
 
 
 def _concrete(pattern: str, site_id: str) -> str:
-    return re.sub(r"\([^)]*\)", site_id, pattern)
+    """A path the pattern matches: ids for id groups, the first word of word alternations."""
+
+    def fill(group: re.Match[str]) -> str:
+        inner = group.group(1)
+        if "|" in inner and re.fullmatch(r"[a-z|]+", inner):
+            return inner.split("|")[0]
+        return site_id
+
+    return re.sub(r"\(([^)]*)\)", fill, pattern).replace("\\.", ".")
 
 
 def _methods(handler: type[BaseHandler]) -> list[str]:
     return [m for m in METHODS if getattr(handler, m) is not getattr(BaseHandler, m)]
 
 
+#: How each kind of route authenticates; a new kind must be added here and swept below.
+AUTHENTICATION_KINDS = {"user", "none", "service_key", "in-band", "public_key"}
+#: Kinds that take no credentials at the HTTP layer (in-band: the WebSocket's first message).
+UNGUARDED_KINDS = {"none", "in-band"}
+
+
 async def test_only_the_listed_routes_opt_out_of_authentication(settings, deps):
+    routes = _routes(settings, deps)
+    assert {handler.authentication for _, handler in routes} <= AUTHENTICATION_KINDS
     opted_out = {
-        _concrete(pattern, "x") for pattern, handler in _routes(settings, deps)
-        if handler.authentication != "user"
+        _concrete(pattern, "x") for pattern, handler in routes
+        if handler.authentication in UNGUARDED_KINDS
     }
     assert opted_out == set(PUBLIC_ROUTES)
+
+
+async def test_every_ingest_route_refuses_a_missing_or_wrong_service_key(
+        settings, deps, fetch: Fetch, tenant: Tenant):
+    rotated = await fetch(f"/api/v1/sites/{tenant.site_id}/api-key/rotate", "POST",
+                          token=tenant.token)
+    assert rotated.code == 200
+    bad_keys = {
+        "no key": None,
+        "empty key": "",
+        "unknown key": "sk_" + "x" * 40,
+        "the public key": tenant.public_key,
+        "a dashboard token": tenant.token,
+        "the key before rotation": tenant.api_key,
+    }
+    checked = 0
+    for pattern, handler in _routes(settings, deps):
+        if handler.authentication != "service_key":
+            continue
+        for method in _methods(handler):
+            for label, key in bad_keys.items():
+                headers = {} if key is None else {"X-Service-Key": key}
+                answer = await fetch(_concrete(pattern, tenant.site_id), method.upper(),
+                                     json_body={}, headers=headers)
+                assert answer.code == 401, f"{method.upper()} {pattern} with {label}: {answer}"
+                checked += 1
+    assert checked > 0
+
+
+async def test_every_public_key_route_refuses_an_unknown_key_and_a_foreign_origin(
+        settings, deps, fetch: Fetch, tenant: Tenant):
+    allowed = "https://shop.example"
+    attempts = {
+        "an unknown key": ("pk_" + "x" * 24, allowed, 401),
+        "the API key": (tenant.api_key, allowed, 401),
+        "a foreign origin": (tenant.public_key, "https://evil.example", 403),
+        "no origin": (tenant.public_key, None, 403),
+        "a look-alike origin": (tenant.public_key, "https://shop.example.evil.example", 403),
+    }
+    checked = 0
+    for pattern, handler in _routes(settings, deps):
+        if handler.authentication != "public_key":
+            continue
+        for method in [*_methods(handler), "options"]:
+            for label, (key, origin, status) in attempts.items():
+                headers = {"Content-Type": "text/plain"}
+                if origin is not None:
+                    headers["Origin"] = origin
+                answer = await fetch(_concrete(pattern, key), method.upper(), headers=headers,
+                                     body=b'{"visitorId": "v-1", "url": "https://shop.example/"}'
+                                     if method == "post" else None)
+                assert answer.code == status, f"{method.upper()} {pattern} with {label}: {answer}"
+                assert "Access-Control-Allow-Origin" not in answer.headers
+                checked += 1
+    assert checked > 0
+    for name in await deps.store.collection_names():
+        if name not in ("sites", "users", "accounts", "organizations", "memberships",
+                        "refresh_tokens", "audit_log"):
+            assert await deps.store.collection(name).count_documents({}) == 0, name
 
 
 def _bad_tokens(settings, tenant: Tenant) -> dict[str, str]:

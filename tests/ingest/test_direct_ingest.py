@@ -1,4 +1,4 @@
-"""Direct ingest: pageviews, visitors, leads, surveys, chats and consents, as the shop sends them."""
+"""Direct ingest: pageviews, visitors, leads, surveys, chats and consents, as shops send them."""
 
 from __future__ import annotations
 
@@ -208,3 +208,13 @@ async def test_a_site_over_its_rate_limit_gets_429_with_retry_after(
     assert codes == [200, 200, 200, 429]
     answer = await _ingest(fetch, tenant, "visitors", {"visitorId": "v"})
     assert int(answer.headers["Retry-After"]) >= 1
+
+
+async def test_a_lead_that_completes_an_order_ends_the_visitors_recording(
+        fetch: Fetch, tenant: Tenant, deps):
+    started = await _ingest(fetch, tenant, "recordings/start", {"visitorId": "v-1"})
+    recording_id = started.json()["id"]
+    await _ingest(fetch, tenant, "leads", {"visitorId": "v-1", "email": "a@b.example",
+                                           "kind": "checkout", "orderCompleted": True})
+    recording = await deps.store.collection("recordings").find_one({"_id": recording_id})
+    assert recording["status"] == "ended" and recording["endReason"] == "order"
