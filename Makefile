@@ -33,20 +33,24 @@ sdk/dist/loader.js: sdk/node_modules/.installed $(SDK_SOURCES)
 
 sdk: sdk/dist/loader.js
 
-# Debian packages the test suite runs for real: redis-server, and chromium for the browser
-# tests (Playwright drives /usr/bin/chromium; it never downloads a browser).
+# Debian packages the test suite runs for real: redis-server; chromium for the browser tests
+# (Playwright drives /usr/bin/chromium and never downloads a browser); php-cli to check the
+# PHP reference signer of product statements against the published vectors.
+DEBIAN_PACKAGES := redis-server:redis-server chromium:chromium php-cli:php
+
 system-deps:
-	@command -v redis-server >/dev/null || { \
+	@missing=""; for entry in $(DEBIAN_PACKAGES); do \
+	  command -v "$${entry#*:}" >/dev/null || missing="$$missing $${entry%%:*}"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server >/dev/null; }
-	@test -x /usr/bin/chromium || { \
-	  $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; fi
 
 run: deps sdk
 	$(BIN)/visitor-service serve
 
 test: deps system-deps sdk
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 lint: deps
