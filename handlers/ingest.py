@@ -15,6 +15,16 @@ from ingest import activity
 from ingest.intake import Outcome
 
 
+def acknowledgement(outcome: Outcome) -> dict[str, Any]:
+    """The answer to an accepted item: `id` when stored, `dropped` with the rule otherwise."""
+    body: dict[str, Any] = {"ok": True}
+    if outcome.stored:
+        body["id"] = outcome.item_id
+    else:
+        body["dropped"] = outcome.reason
+    return body
+
+
 class IngestHandler(BaseHandler):
     """Base of the /ingest endpoints: `X-Service-Key` auth, rate limit, counted rejections."""
 
@@ -48,12 +58,7 @@ class IngestHandler(BaseHandler):
 
     def acknowledge(self, outcome: Outcome) -> None:
         """Answer an accepted item: stored, or acknowledged and dropped with its reason."""
-        body: dict[str, Any] = {"ok": True}
-        if outcome.stored:
-            body["id"] = outcome.item_id
-        else:
-            body["dropped"] = outcome.reason
-        self.write_json(body, status=200)
+        self.write_json(acknowledgement(outcome))
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]

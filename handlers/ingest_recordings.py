@@ -19,7 +19,7 @@ from errors import InvalidInput, ServiceError, Unavailable, UnsupportedMediaType
 from handlers.ingest import IngestHandler
 from handlers.validation import SchemaValidator
 from ingest.interactions import record_interactions
-from ingest.recordings import SegmentUpload
+from ingest.recordings import SegmentOutcome, SegmentUpload
 
 log = logging.getLogger(__name__)
 
@@ -84,19 +84,24 @@ class RecordingSegmentHandler(RecordingIngestHandler):
 
     async def post(self) -> None:
         result = await self.deps.recordings.add_segment(self.site, self._upload())
-        answer: dict[str, Any] = {"ok": True}
-        if result.recording_id is not None:
-            answer["recordingId"] = result.recording_id
-        if result.duplicate:
-            answer["duplicate"] = True
-        elif result.outcome.stored:
-            answer["id"] = result.outcome.item_id
-        else:
-            answer["dropped"] = result.outcome.reason
-        self.write_json(answer)
+        self.write_json(segment_answer(result))
 
     def _upload(self) -> SegmentUpload:
         return segment_upload(self.request, self.deps.schemas, self.accepted_content_types)
+
+
+def segment_answer(result: SegmentOutcome) -> dict[str, Any]:
+    """The answer to a segment upload, the same on /ingest and /sdk/v1."""
+    answer: dict[str, Any] = {"ok": True}
+    if result.recording_id is not None:
+        answer["recordingId"] = result.recording_id
+    if result.duplicate:
+        answer["duplicate"] = True
+    elif result.outcome.stored:
+        answer["id"] = result.outcome.item_id
+    else:
+        answer["dropped"] = result.outcome.reason
+    return answer
 
 
 def segment_upload(request: HTTPServerRequest, schemas: SchemaValidator,

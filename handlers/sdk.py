@@ -25,7 +25,8 @@ from errors import (
     Unavailable,
 )
 from handlers.base import BaseHandler
-from handlers.ingest_recordings import SEGMENT_HEADERS, segment_upload
+from handlers.ingest import acknowledgement
+from handlers.ingest_recordings import SEGMENT_HEADERS, segment_answer, segment_upload
 from ingest import activity, browser
 from ingest.intake import Outcome
 from ingest.interactions import record_interactions
@@ -112,12 +113,7 @@ class SdkHandler(BaseHandler):
 
     def acknowledge(self, outcome: Outcome) -> None:
         """Answer an accepted item: stored, or acknowledged and dropped with its reason."""
-        body: dict[str, Any] = {"ok": True}
-        if outcome.stored:
-            body["id"] = outcome.item_id
-        else:
-            body["dropped"] = outcome.reason
-        self.write_json(body)
+        self.write_json(acknowledgement(outcome))
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
@@ -223,16 +219,7 @@ class SdkRecordingSegmentHandler(SdkHandler):
     async def post(self, _: str) -> None:
         upload = segment_upload(self.request, self.deps.schemas, self.accepted_content_types)
         result = await self.deps.recordings.add_segment(self.site, upload)
-        answer: dict[str, Any] = {"ok": True}
-        if result.recording_id is not None:
-            answer["recordingId"] = result.recording_id
-        if result.duplicate:
-            answer["duplicate"] = True
-        elif result.outcome.stored:
-            answer["id"] = result.outcome.item_id
-        else:
-            answer["dropped"] = result.outcome.reason
-        self.write_json(answer)
+        self.write_json(segment_answer(result))
 
 
 class SdkConfigHandler(SdkHandler):
