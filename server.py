@@ -46,6 +46,7 @@ from handlers import live as live_handlers
 from handlers import notifications as notification_handlers
 from handlers import sdk as sdk_handlers
 from handlers import sites as site_handlers
+from handlers import ui as ui_handlers
 from handlers import visitors as visitor_handlers
 from handlers.base import NotFoundHandler
 from handlers.validation import SchemaValidator
@@ -65,6 +66,11 @@ from tasks.segments import SegmentSweeper
 from tasks.worker import open_error_queue, run_worker
 
 log = logging.getLogger("visitor_service")
+
+#: The whole request header block. The largest legitimate one is a segment upload (X-Page-Url
+#: up to 4096 characters plus the other metadata headers); Tornado's default of 64 KiB would let
+#: every request carry 60 KiB of junk that is parsed before any handler can refuse it.
+MAX_HEADER_BYTES = 8 * 1024
 
 
 @dataclass
@@ -127,6 +133,13 @@ async def build_deps(settings: Settings, *, store: Store | None = None) -> Deps:
     countries = open_country_resolver(settings.geoip_database or default_database_path())
     intake = VisitorIntake(store, settings, metrics, countries, UserAgentParser())
     keyring = SiteKeyring(store, KeyHasher(settings.secret_key), sealer)
+    bus: EventBus = RedisBus(settings.redis_url) if settings.redis_url else InProcessBus()
+    notifier = Notifier(store, sealer, public_url=settings.public_url,
+                        max_attempts=settings.notify_max_attempts,
+                        retry_seconds=settings.notify_retry_seconds,
+                        allow_private_webhooks=settings.webhook_allow_private_addresses)
+    # The worker side of the queue publishes through the same bus the handlers use.
+    queue = open_error_queue(settings, store=store, bus=bus, metrics=metrics, notifier=notifier)
     deps = Deps(
         settings=settings,
         store=store,
@@ -141,22 +154,16 @@ async def build_deps(settings: Settings, *, store: Store | None = None) -> Deps:
             store, metrics, max_inflated_bytes=settings.segment_max_inflated_bytes,
             interval_seconds=settings.segment_sweep_interval_seconds),
         rate_limiter=SiteRateLimiter(settings.site_rate_per_second, settings.site_rate_burst),
-        bus=RedisBus(settings.redis_url) if settings.redis_url else InProcessBus(),
+        bus=bus,
         hub=LiveHub(settings.live_queue_limit,
                     is_session_revoked=lambda family: is_family_revoked(store, family),
                     session_check_seconds=settings.live_session_check_seconds),
-        notifier=Notifier(store, sealer, public_url=settings.public_url,
-                          max_attempts=settings.notify_max_attempts,
-                          retry_seconds=settings.notify_retry_seconds,
-                          allow_private_webhooks=settings.webhook_allow_private_addresses),
+        notifier=notifier,
         statements=StatementAttributor(store, keyring, metrics,
                                        max_age_seconds=settings.statement_max_age_seconds),
         subject_digester=SubjectDigester(settings.secret_key),
-        queue=None,  # type: ignore[arg-type]  # built below: it needs the bus
+        queue=queue,
     )
-    # The worker side of the queue publishes through the same bus the handlers use.
-    deps.queue = open_error_queue(settings, store=store, bus=deps.bus, metrics=metrics,
-                                  notifier=deps.notifier)
     deps.queue.start()
     deps.readiness_checks["mongodb"] = store.ping
     if isinstance(deps.bus, RedisBus):
@@ -193,6 +200,7 @@ def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
         *live_handlers.default_handlers,
         *notification_handlers.default_handlers,
         *sdk_handlers.default_handlers,
+        *ui_handlers.default_handlers,
     ]
     return tornado.web.Application(
         routes,
@@ -228,15 +236,17 @@ def make_http_server(settings: Settings, app: tornado.web.Application
         max_body_size=max(settings.max_segment_bytes, settings.max_event_body_bytes) + 64 * 1024,
         idle_connection_timeout=60,
         body_timeout=60,
+        max_header_size=MAX_HEADER_BYTES,
     )
 
 
 async def write_demo_file(settings: Settings, deps: Deps) -> dict[str, Any]:
     """Seed the embedded store's demo data and write its credentials file."""
-    from documents.demo import seed_demo
+    from documents.demo import seed_demo, seed_demo_activity
 
     demo = await seed_demo(deps.store, deps.keyring, email=settings.demo_email,
                            password=settings.demo_password, public_url=settings.public_url)
+    await seed_demo_activity(deps, demo.siteId)
     _write_private_file(Path(settings.demo_file), json.dumps(demo.as_dict(), indent=2) + "\n")
     return demo.as_dict()
 

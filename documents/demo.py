@@ -1,14 +1,22 @@
-"""The demo organization, owner and site the embedded default starts with."""
+"""The demo organization, owner and site the embedded default starts with, and its demo data."""
 
 from __future__ import annotations
 
+import asyncio
+import gzip
+import json
 import secrets
+import uuid
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from auth.passwords import hash_password
-from documents import accounts
+from documents import accounts, error_records
 from documents.sites import SiteKeyring
+from ingest import activity
+from ingest.recordings import RecordingLifecycle, SegmentUpload
+from tasks.queue import submit_error
 
 
 @dataclass(frozen=True)
@@ -43,3 +51,129 @@ async def seed_demo(store: Any, keyring: SiteKeyring, *, email: str, password: s
         [public_url, "http://localhost:8888", "http://127.0.0.1:8888"], {},
     )
     return DemoCredentials(email, password, site["_id"], keys.api_key, keys.public_key)
+
+
+#: Demo visitors: (id, name or None, IP for the country lookup, user agent, screen, day offsets
+#: of their pageviews). Names start with "Demo visitor" so the data reads as demo data.
+DEMO_VISITORS = (
+    ("demo-visitor-mia", "Demo visitor Mia Jensen", "81.2.69.160",
+     "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 Version/17.5 Safari/605",
+     "1440x900", (13, 9, 6, 3, 1, 0)),
+    ("demo-visitor-jonas", "Demo visitor Jonas Weber", "85.214.132.117",
+     "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0",
+     "1920x1080", (12, 8, 8, 5, 2)),
+    ("demo-visitor-anon", None, "2.16.6.1",
+     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148",
+     "390x844", (11, 7, 4, 4, 2, 1, 0)),
+)
+DEMO_PAGES = ("/", "/product/blue-mug", "/product/teapot", "/cart", "/checkout")
+DEMO_ERRORS = (
+    ("TypeError", "Cannot read properties of undefined (reading 'price')", "demo-visitor-mia", 3),
+    ("ReferenceError", "wc_cart_fragments_params is not defined", "demo-visitor-jonas", 1),
+)
+
+
+def demo_recording_events(url: str, start_ms: int) -> list[dict[str, Any]]:
+    """A short valid rrweb recording of a simple page: meta, full snapshot, a few mouse moves."""
+    def element(node_id: int, tag: str, children: list[dict[str, Any]],
+                attributes: dict[str, str] | None = None) -> dict[str, Any]:
+        return {"type": 2, "tagName": tag, "attributes": attributes or {},
+                "childNodes": children, "id": node_id}
+
+    def text(node_id: int, content: str) -> dict[str, Any]:
+        return {"type": 3, "textContent": content, "id": node_id}
+
+    body = element(5, "body", [
+        element(6, "h1", [text(7, "Blue mug")]),
+        element(8, "p", [text(9, "A sturdy stoneware mug. 12.50 EUR")]),
+        element(10, "button", [text(11, "Add to cart")], {"id": "buy"}),
+    ], {"style": "font-family: sans-serif; padding: 24px"})
+    head = element(3, "head", [element(4, "title", [text(12, "Blue mug – Demo Shop")])])
+    snapshot = {"type": 0, "id": 1, "childNodes": [
+        {"type": 1, "name": "html", "publicId": "", "systemId": "", "id": 2},
+        element(13, "html", [head, body], {"lang": "en"}),
+    ]}
+    events: list[dict[str, Any]] = [
+        {"type": 4, "data": {"href": url, "width": 1024, "height": 640}, "timestamp": start_ms},
+        {"type": 2, "data": {"node": snapshot, "initialOffset": {"top": 0, "left": 0}},
+         "timestamp": start_ms + 10},
+    ]
+    for step in range(1, 9):
+        events.append({"type": 3, "timestamp": start_ms + step * 600, "data": {
+            "source": 1, "positions": [{"x": 40 + step * 30, "y": 60 + step * 12, "id": 10,
+                                        "timeOffset": 0}]}})
+    return events
+
+
+async def seed_demo_activity(deps: Any, site_id: str, *, now: datetime | None = None) -> None:
+    """A little realistic demo data, written through the real ingest paths.
+
+    Three visitors with pageviews over the last 14 days, a lead, two errors processed by the
+    error queue, and two short recordings of one visitor on different days, so every page of
+    the dashboard has something to show on a fresh `make run`.
+    """
+    now = now or datetime.now(UTC)
+    site = await deps.store.collection("sites").find_one({"_id": site_id})
+    origin = "https://demo-shop.example"
+    for visitor_id, name, ip, agent, screen, days in DEMO_VISITORS:
+        context = {"visitorId": visitor_id, "ip": ip, "userAgent": agent, "screen": screen,
+                   "language": "en-GB", "sessionId": f"{visitor_id}-s"}
+        await activity.register_visitor(deps.intake, site, {
+            **context, "occurredAt": _iso(now - timedelta(days=max(days)))})
+        for index, offset in enumerate(days):
+            for page in DEMO_PAGES[: 2 + index % 4]:
+                at = now - timedelta(days=offset, minutes=30 - DEMO_PAGES.index(page) * 3)
+                await activity.record_pageview(deps.intake, site, {
+                    **context, "url": origin + page, "occurredAt": _iso(at),
+                    "title": f"Demo Shop {page}"})
+        if name:
+            await activity.record_lead(deps.intake, deps.bus, deps.recordings, site, {
+                **context, "email": f"{visitor_id}@example.com", "name": name,
+                "phone": "+49 30 1234567", "kind": "form", "formId": "contact",
+                "url": origin + "/contact", "occurredAt": _iso(now - timedelta(days=days[-1])),
+                "fields": {"message": "Do you ship the blue mug to Denmark?"}})
+    for error_type, message, visitor_id, offset in DEMO_ERRORS:
+        await submit_error(deps.queue, deps.intake, site, {
+            "visitorId": visitor_id, "sessionId": f"{visitor_id}-s", "source": "javascript",
+            "type": error_type, "message": message, "url": origin + "/cart",
+            "stack": f"{error_type}: {message}\n    at updateCart (cart.js:42:17)",
+            "occurredAt": _iso(now - timedelta(days=offset))})
+    for offset in (3, 0):
+        await _seed_recording(deps, site, "demo-visitor-mia", now - timedelta(days=offset,
+                                                                              minutes=20))
+    await deps.segment_sweeper.sweep()
+    await _wait_for_errors(deps.store, site_id, len(DEMO_ERRORS))
+
+
+async def _seed_recording(deps: Any, site: dict[str, Any], visitor_id: str,
+                          started: datetime) -> None:
+    # A lifecycle on a clock of its own, so the demo sessions fall on different days and last
+    # as long as their events.
+    clock = {"now": started}
+    lifecycle = RecordingLifecycle(deps.store, deps.settings, deps.intake,
+                                   clock=lambda: clock["now"])
+    url = "https://demo-shop.example/product/blue-mug"
+    recording_id = str(uuid.uuid4())
+    body = {"visitorId": visitor_id, "recordingId": recording_id, "url": url,
+            "sessionId": f"{visitor_id}-s"}
+    await lifecycle.start(site, body)
+    events = demo_recording_events(url, int(started.timestamp() * 1000))
+    await lifecycle.add_segment(site, SegmentUpload(
+        recording_id=recording_id, seq=0, visitor_id=visitor_id, page_url=url,
+        data=gzip.compress(json.dumps(events).encode()), session_id=f"{visitor_id}-s",
+        started_at=_iso(started), ended_at=_iso(started + timedelta(seconds=5))))
+    clock["now"] = started + timedelta(seconds=5)
+    await lifecycle.end(site, body)
+
+
+async def _wait_for_errors(store: Any, site_id: str, count: int) -> None:
+    # The queue's workers process errors in the background; the dashboard should open on them.
+    errors = store.collection(error_records.ERRORS)
+    for _ in range(100):
+        if await errors.count_documents({"siteId": site_id}) >= count:
+            return
+        await asyncio.sleep(0.05)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")

@@ -8,30 +8,22 @@ downloaded.
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 import html
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 import tornado.httpserver
 import tornado.netutil
 import tornado.web
-from playwright.async_api import Browser, async_playwright
 
 import server
 from config import Settings
 from handlers.sdk import SDK_DIST
 from tests.support.app import Tenant
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                  "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"]
-ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+from tests.support.browser import artifacts, browser, chromium_path, eventually  # noqa: F401
 
 SHOP_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
@@ -156,44 +148,6 @@ async def open_shop(service: Service, make_tenant) -> AsyncIterator[ShopFactory]
     for http_server in servers:
         http_server.stop()
         await http_server.close_all_connections()
-
-
-@pytest.fixture
-def chromium_path() -> str:
-    """Debian's Chromium; a missing one fails the run rather than skipping the browser tests."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: `make system-deps` installs Debian's chromium")
-    return CHROMIUM
-
-
-@pytest.fixture
-async def browser(chromium_path: str) -> AsyncIterator[Browser]:
-    """Headless Debian Chromium."""
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=chromium_path, headless=True,
-                                                    args=CHROMIUM_FLAGS)
-        yield launched
-        await launched.close()
-
-
-@pytest.fixture
-def artifacts(request: pytest.FixtureRequest) -> Callable[[str], Path]:
-    """artifacts(suffix): a path in tests/artifacts/ named after the test."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    return lambda suffix: ARTIFACTS / f"{request.node.name}-{suffix}"
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], *, within: float = 15.0,
-                     message: str = "") -> Any:
-    """Poll `check` until it returns something truthy, or fail after `within` seconds."""
-    deadline = asyncio.get_running_loop().time() + within
-    while True:
-        result = await check()
-        if result:
-            return result
-        if asyncio.get_running_loop().time() > deadline:
-            pytest.fail(f"timed out after {within} s: {message}")
-        await asyncio.sleep(0.1)
 
 
 async def stored_segments(store: Any, site_id: str) -> list[tuple[dict[str, Any], bytes]]:

@@ -213,7 +213,10 @@ async def test_the_cms_banner_signal_grants_consent_like_the_documented_call(
     await page.evaluate("document.dispatchEvent(new CustomEvent('wp_listen_for_consent_change',"
                         " {detail: {statistics: 'allow'}}))")
     await eventually(lambda: _pageviews(deps, shop.tenant.site_id), message="a pageview")
-    decision = await deps.store.collection("consent_decisions").find_one({})
+    # The consent record travels in its own beacon, which may land after the pageview.
+    decision = await eventually(
+        lambda: deps.store.collection("consent_decisions").find_one({}),
+        message="the consent decision")
     assert decision["signal"] == "cms"
 
 

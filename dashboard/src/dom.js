@@ -1,0 +1,73 @@
+// Tiny DOM helpers. Text always goes in as text nodes, so API data can never become markup.
+
+/** An element: h('a', {href: '/x', class: 'y', onclick}, 'text', child, [more]). */
+export function h(tag, attrs = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith('on') && typeof value === 'function') {
+      element.addEventListener(name.slice(2), value);
+    } else if (name === 'dataset') {
+      Object.assign(element.dataset, value);
+    } else {
+      element.setAttribute(name, value === true ? '' : String(value));
+    }
+  }
+  append(element, children);
+  return element;
+}
+
+function append(element, children) {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    if (Array.isArray(child)) append(element, child);
+    else element.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+/** An SVG element (charts). */
+export function svg(tag, attrs = {}, ...children) {
+  const element = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
+  append(element, children);
+  return element;
+}
+
+/** A designed empty state: what is missing and what to do about it. */
+export function empty(title, hint) {
+  return h('div', { class: 'empty' }, h('strong', {}, title), hint);
+}
+
+/** An alert in words, announced to screen readers. */
+export function alertBox(message) {
+  return h('div', { class: 'alert', role: 'alert' }, message);
+}
+
+export function progress(label) {
+  return h('div', { class: 'progress', role: 'status' }, h('progress', { 'aria-label': label }), label);
+}
+
+export function when(value) {
+  if (!value) return '—';
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? String(value) : date.toLocaleString();
+}
+
+export function seconds(value) {
+  const total = Math.round(Number(value) || 0);
+  const minutes = Math.floor(total / 60);
+  return minutes ? `${minutes} min ${total % 60} s` : `${total} s`;
+}
+
+/** Save a Response's body as a file (exports and CSVs) through a temporary object URL. */
+export async function saveResponse(response, fallbackName) {
+  const disposition = response.headers.get('Content-Disposition') || '';
+  const name = /filename="?([^";]+)"?/.exec(disposition)?.[1] || fallbackName;
+  const url = URL.createObjectURL(await response.blob());
+  const link = h('a', { href: url, download: name });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+  return name;
+}

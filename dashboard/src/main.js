@@ -1,0 +1,180 @@
+// The dashboard: sign-in, the shell (site switcher, tabs, live state) and a path router.
+import './styles.css';
+import { createSession, describeError } from './api.js';
+import { openLive } from './live.js';
+import { alertBox, h } from './dom.js';
+import { errorsPage, leadsPage, overview, visitorsPage } from './pages.js';
+import { privacyPage, settingsPage } from './settings.js';
+
+const PAGES = {
+  '': overview, visitors: visitorsPage, errors: errorsPage, leads: leadsPage,
+  settings: settingsPage, privacy: privacyPage,
+};
+
+const root = document.getElementById('app');
+
+function createApp() {
+  const app = {
+    session: null, me: null, sites: [], live: null, liveState: 'offline', feed: [],
+    listeners: new Set(),
+    site() {
+      const id = location.pathname.split('/')[3];
+      return app.sites.find((site) => site.id === id) || app.sites[0] || null;
+    },
+    role(site = app.site()) {
+      return app.me?.organizations.find((org) => org.id === site?.organizationId)?.role || 'viewer';
+    },
+    isAdmin(site) { return ['owner', 'admin'].includes(app.role(site)); },
+    go(path) { history.pushState({}, '', path); render(); },
+    /** Pages register to hear live events and reconnects while they are shown. */
+    listen(listener) { app.listeners.add(listener); },
+  };
+  return app;
+}
+
+const app = createApp();
+
+app.session = createSession({
+  onSignedOut: () => signedOut(),
+  onToken: (token) => app.live?.reauthenticate(token),
+});
+
+function signedOut() {
+  app.live?.close();
+  app.live = null;
+  app.me = null;
+  app.feed = [];
+  if (!location.pathname.startsWith('/app/login')) history.replaceState({}, '', '/app/login');
+  render();
+}
+
+function loginPage(message) {
+  const error = h('div');
+  if (message) error.append(alertBox(message));
+  const email = h('input', { id: 'email', type: 'email', name: 'email', autocomplete: 'username', required: true });
+  const password = h('input', { id: 'password', type: 'password', name: 'password',
+    autocomplete: 'current-password', required: true });
+  const submit = h('button', { type: 'submit' }, 'Sign in');
+  const form = h('form', { class: 'panel login', onsubmit: async (event) => {
+    event.preventDefault();
+    submit.disabled = true;
+    submit.textContent = 'Signing in…';
+    error.replaceChildren();
+    try {
+      await app.session.login(email.value, password.value);
+      await start();
+      app.go(`/app/sites/${app.sites[0]?.id || 'none'}`);
+    } catch (failure) {
+      error.replaceChildren(alertBox(failure.status === 401
+        ? 'The e-mail or password is not right.' : describeError(failure)));
+      submit.disabled = false;
+      submit.textContent = 'Sign in';
+    }
+  } },
+  h('h1', {}, 'Sign in to Visitor Service'), error,
+  h('label', { class: 'field', for: 'email' }, h('span', {}, 'E-mail'), email),
+  h('label', { class: 'field', for: 'password' }, h('span', {}, 'Password'), password),
+  submit,
+  h('p', { class: 'hint' }, 'Running `make run`? Use the demo e-mail and password it printed.'));
+  return h('main', { id: 'main' }, form);
+}
+
+async function start() {
+  [app.me, app.sites] = await Promise.all([
+    app.session.json('/auth/me'), app.session.json('/api/v1/sites')]);
+  app.live?.close();
+  if (app.sites.length) {
+    app.live = openLive({
+      getToken: () => app.session.token,
+      siteIds: app.sites.map((site) => site.id),
+      onEvent: (event) => {
+        app.feed.unshift({ ...event, fresh: true });
+        app.feed.length = Math.min(app.feed.length, 100);
+        for (const listener of app.listeners) listener.onEvent?.(event);
+      },
+      onReconnect: () => { for (const listener of app.listeners) listener.onReconnect?.(); },
+      onState: (state) => {
+        app.liveState = state;
+        const badge = document.getElementById('live-state');
+        if (badge) {
+          badge.textContent = state === 'live' ? 'Live' : state === 'connecting' ? 'Connecting…' : 'Offline';
+          badge.className = `live-state ${state === 'live' ? 'on' : ''}`;
+        }
+      },
+    });
+  }
+}
+
+const TABS = [
+  ['', 'Overview'], ['visitors', 'Visitors'], ['errors', 'Errors'], ['leads', 'Leads'],
+  ['settings', 'Settings'], ['privacy', 'Privacy & exports'],
+];
+
+function shell(site, section, content) {
+  const switcher = h('select', { id: 'site-switcher', onchange: (event) => app.go(`/app/sites/${event.target.value}`) },
+    app.sites.map((s) => h('option', { value: s.id, selected: s.id === site?.id }, s.name)));
+  const state = app.liveState;
+  return [
+    h('header', { class: 'top' },
+      h('span', { class: 'brand' }, 'Visitor Service'),
+      h('label', { for: 'site-switcher' }, 'Site', switcher),
+      h('span', { id: 'live-state', class: `live-state ${state === 'live' ? 'on' : ''}`, role: 'status' },
+        state === 'live' ? 'Live' : state === 'connecting' ? 'Connecting…' : 'Offline'),
+      h('span', { class: 'hint', style: null }, `${app.me.email} · ${app.role(site)}`),
+      h('button', { class: 'secondary', id: 'logout', onclick: async () => {
+        await app.session.logout().catch(() => signedOut());
+      } }, 'Sign out')),
+    h('nav', { class: 'tabs', 'aria-label': 'Sections' }, TABS.map(([path, label]) => h('a', {
+      href: `/app/sites/${site.id}${path ? `/${path}` : ''}`,
+      'aria-current': section === path ? 'page' : null,
+    }, label))),
+    h('main', { id: 'main', tabindex: '-1' }, content),
+  ];
+}
+
+async function render() {
+  app.listeners.clear();
+  const parts = location.pathname.split('/').filter(Boolean); // app, sites, id, section, item
+  if (!app.me || parts[1] === 'login') {
+    root.replaceChildren(loginPage());
+    return;
+  }
+  const site = app.site();
+  if (!site) {
+    root.replaceChildren(...shell({ id: 'none' }, '', h('div', { class: 'panel' },
+      h('h1', {}, 'No sites yet'), h('p', {}, 'Ask an owner of your organization to add a site.'))));
+    return;
+  }
+  const section = parts[3] || '';
+  const item = parts[4] ? decodeURIComponent(parts[4]) : null;
+  const page = PAGES[section] || PAGES[''];
+  const content = h('div', {}, h('p', { class: 'loading' }, 'Loading…'));
+  root.replaceChildren(...shell(site, section, content));
+  try {
+    content.replaceChildren(await page(app, site, item, new URLSearchParams(location.search)));
+  } catch (failure) {
+    content.replaceChildren(alertBox(describeError(failure)));
+  }
+}
+
+// Links inside the app navigate without reloading, so the live socket stays open.
+document.addEventListener('click', (event) => {
+  const link = event.target.closest('a[href^="/app/"]');
+  if (!link || event.ctrlKey || event.metaKey || event.shiftKey || link.hasAttribute('download')) return;
+  event.preventDefault();
+  app.go(link.getAttribute('href'));
+});
+window.addEventListener('popstate', render);
+
+(async () => {
+  try {
+    await app.session.refresh(); // the HttpOnly cookie signs a returning user in silently
+    await start();
+    if (!location.pathname.startsWith('/app/sites/')) {
+      history.replaceState({}, '', `/app/sites/${app.sites[0]?.id || 'none'}`);
+    }
+  } catch {
+    history.replaceState({}, '', '/app/login');
+  }
+  render();
+})();

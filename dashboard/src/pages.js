@@ -1,0 +1,319 @@
+// The dashboard's pages. Each is async (app, site, item, query) -> Element and reads only the
+// JSON API; admin actions are left out for viewers (the server refuses them anyway).
+import { describeError } from './api.js';
+import { dailyChart } from './chart.js';
+import { actionButton, download } from './controls.js';
+import { alertBox, empty, h, progress, seconds, when } from './dom.js';
+import { loadEvents, mountPlayer } from './replay.js';
+
+/** Receipt categories in words (the API's names are machine names). */
+const RECEIPT_LABELS = {
+  pageviews: 'Pageview buckets', interactions: 'Interaction buckets', recordingSegments: 'Recording segments',
+  recordings: 'Recordings', heatmapImages: 'Heatmap images', leads: 'Leads', chatTranscripts: 'Chat transcripts',
+  surveyResponses: 'Survey responses', consentDecisions: 'Consent decisions', errorOccurrences: 'Error occurrences',
+  errorSessionLinks: 'Error session links', failedErrorJobs: 'Unprocessed error reports',
+  errorRecordsAnonymised: 'Error records anonymised', visitorProfile: 'Visitor profile',
+};
+
+const api = (site) => `/api/v1/sites/${site.id}`;
+
+function feedItem(site, event) {
+  const isError = event.type === 'new_error';
+  const text = isError ? `${event.error.type || 'Error'}: ${event.error.message}`
+    : `New lead: ${event.lead.displayName || 'someone'}`;
+  const href = isError ? `/app/sites/${site.id}/errors/${event.id}`
+    : event.lead.visitorId ? `/app/sites/${site.id}/visitors/${encodeURIComponent(event.lead.visitorId)}` : null;
+  return h('li', { class: event.fresh ? 'fresh' : '', dataset: { type: event.type, id: event.id } },
+    h('span', { class: `badge ${isError ? 'open' : 'resolved'}` }, isError ? (event.error.reopened ? 'error re-opened' : 'error') : 'lead'),
+    href ? h('a', { href }, text) : text,
+    h('span', { class: 'hint' }, when(event.time)));
+}
+
+async function overview(app, site) {
+  const days = await app.session.json(`${api(site)}/stats/daily?from=${isoDay(-13)}&to=${isoDay(0)}`);
+  const list = h('ul', { class: 'feed', id: 'live-feed', 'aria-live': 'polite' });
+  const placeholder = empty('Nothing new yet', 'New errors and leads appear here the moment they are processed.');
+  const fill = () => {
+    const items = app.feed.filter((event) => event.siteId === site.id);
+    list.replaceChildren(...items.map((event) => feedItem(site, event)));
+    placeholder.hidden = items.length > 0;
+    for (const event of items) event.fresh = false;
+  };
+  fill();
+  app.listen({ onEvent: fill });
+  return h('div', {},
+    h('h1', {}, `${site.name}: overview`),
+    h('div', { class: 'grid' },
+      h('section', { class: 'panel' }, h('h2', {}, 'Pageviews and errors per day'), dailyChart(days)),
+      h('section', { class: 'panel', 'aria-labelledby': 'feed-title' },
+        h('h2', { id: 'feed-title' }, 'Live feed'), placeholder, list)));
+}
+
+function isoDay(offset) {
+  return new Date(Date.now() + offset * 86400000).toISOString().slice(0, 10);
+}
+
+function visitorName(visitor) {
+  return visitor.displayName || `Anonymous ${visitor.visitorId.slice(0, 8)}`;
+}
+
+async function visitorsPage(app, site, item, query) {
+  if (item) return visitorProfile(app, site, item);
+  const q = query.get('q') || '';
+  const cursor = query.get('cursor');
+  const params = new URLSearchParams({ limit: '25' });
+  if (q) params.set('q', q);
+  if (cursor) params.set('cursor', cursor);
+  const page = await app.session.json(`${api(site)}/visitors?${params}`);
+  const search = h('input', { id: 'visitor-search', type: 'search', name: 'q', value: q,
+    placeholder: 'Name, e-mail or visitor id' });
+  const form = h('form', { class: 'row', role: 'search', onsubmit: (event) => {
+    event.preventDefault();
+    app.go(`/app/sites/${site.id}/visitors${search.value ? `?q=${encodeURIComponent(search.value)}` : ''}`);
+  } }, h('label', { for: 'visitor-search' }, 'Search visitors'), search, h('button', { type: 'submit' }, 'Search'));
+  const rows = page.items.map((visitor) => h('tr', {},
+    h('td', {}, h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(visitor.visitorId)}` }, visitorName(visitor))),
+    h('td', { class: 'optional' }, (visitor.emails || []).join(', ') || '—'),
+    h('td', { class: 'optional' }, visitor.country || '—'),
+    h('td', {}, String(visitor.counts?.pageviews || 0)),
+    h('td', {}, when(visitor.lastSeen))));
+  const next = page.nextCursor ? h('a', { class: 'button secondary', id: 'next-page',
+    href: `/app/sites/${site.id}/visitors?${new URLSearchParams({ ...(q ? { q } : {}), cursor: page.nextCursor })}` }, 'Next page') : null;
+  const first = cursor ? h('a', { class: 'button secondary', href: `/app/sites/${site.id}/visitors${q ? `?q=${encodeURIComponent(q)}` : ''}` }, 'First page') : null;
+  return h('div', {}, h('h1', {}, 'Visitors'), h('div', { class: 'panel' }, form),
+    h('div', { class: 'panel' }, rows.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'visitors' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'Visitor'), h('th', { class: 'optional' }, 'E-mail'),
+        h('th', { class: 'optional' }, 'Country'), h('th', {}, 'Pageviews'), h('th', {}, 'Last seen'))),
+      h('tbody', {}, rows)))
+      : empty(q ? `No visitor matches “${q}”` : 'No visitors yet',
+        q ? 'Try part of a name or e-mail, or the start of a visitor id.' : 'Visitors appear once the loader or the plugin sends their first pageview.'),
+    h('div', { class: 'row' }, first, next)));
+}
+
+function facts(pairs) {
+  return h('dl', { class: 'facts' }, pairs.map(([term, value]) => [h('dt', {}, term), h('dd', {}, value ?? '—')]));
+}
+
+async function visitorProfile(app, site, visitorId) {
+  const base = `${api(site)}/visitors/${encodeURIComponent(visitorId)}`;
+  const [visitor, sessions] = await Promise.all([
+    app.session.json(base),
+    app.session.json(`/dashboard/visitors/${site.id}:${encodeURIComponent(visitorId)}/sessions`)]);
+  const admin = app.isAdmin(site);
+  const device = visitor.device || {};
+  const location = visitor.location || {};
+  const sections = [
+    h('section', { class: 'panel' }, h('h2', {}, 'Identity'), facts([
+      ['Name', visitorName(visitor)], ['E-mail', (visitor.emails || []).join(', ') || null],
+      ['Visitor id', visitor.visitorId], ['Shop user id', visitor.wpUserId],
+      ['First seen', when(visitor.firstSeen)], ['Last seen', when(visitor.lastSeen)],
+      ['Objected', visitor.objected ? 'yes' : 'no']])),
+    h('section', { class: 'panel' }, h('h2', {}, 'Location and device'), facts([
+      ['Country', location.country || visitor.country], ['Time zone', location.timeZone],
+      ['Browser', device.browser], ['System', device.os], ['Device', device.deviceType || device.type],
+      ['Screen', device.screen], ['Language', device.language]])),
+  ];
+  const activity = (visitor.recent || []).slice(0, 12).map((entry) => h('li', {},
+    h('span', { class: 'badge' }, entry.kind || 'activity'), ' ', entry.title || entry.url || entry.leadId || entry.recordingId || '',
+    ' ', h('span', { class: 'hint' }, when(entry.at))));
+  const errors = (visitor.errors || []).map((error) => h('li', {},
+    h('a', { href: `/app/sites/${site.id}/errors/${error.errorId}` }, error.what), ' ', h('span', { class: 'hint' }, when(error.when))));
+  const leads = (visitor.leads || []).map((lead) => h('li', {}, `${lead.name || ''} <${lead.email}>`, ' ', h('span', { class: 'hint' }, when(lead.createdAt))));
+  const linked = (visitor.linkedProfiles || []).map((other) => h('li', {},
+    h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(other.visitorId)}` }, visitorName(other))));
+  const list = (items, title, hint) => items.length ? h('ul', {}, items) : empty(title, hint);
+  return h('div', {},
+    h('p', {}, h('a', { href: `/app/sites/${site.id}/visitors` }, '← All visitors')),
+    h('h1', { id: 'visitor-name' }, visitorName(visitor)),
+    h('div', { class: 'grid' }, sections),
+    h('section', { class: 'panel', 'aria-labelledby': 'sessions-title' }, h('h2', { id: 'sessions-title' }, 'Session timeline'),
+      sessionTimeline(app, site, sessions)),
+    h('div', { class: 'grid' },
+      h('section', { class: 'panel' }, h('h2', {}, 'Recent activity'), list(activity, 'No activity recorded')),
+      h('section', { class: 'panel' }, h('h2', {}, 'Errors hit'), list(errors, 'No errors', 'This visitor met no errors.')),
+      h('section', { class: 'panel' }, h('h2', {}, `Recordings (${(visitor.recordings || []).length})`),
+        list((visitor.recordings || []).map((r) => h('li', {}, `${when(r.startedAt)} · ${seconds(r.duration)} · ${r.pageUrl || ''}`)), 'No recordings')),
+      h('section', { class: 'panel' }, h('h2', {}, 'Leads'), list(leads, 'No leads')),
+      h('section', { class: 'panel' }, h('h2', {}, 'Linked profiles'), list(linked, 'No linked profiles', 'Profiles of the same shop user appear here.'))),
+    h('section', { class: 'panel' }, h('h2', {}, 'Data-subject requests'),
+      h('p', { class: 'hint' }, 'Each action is logged with its due date under Privacy & exports.'),
+      admin ? subjectActions(app, site, visitor) : h('p', { class: 'hint', id: 'viewer-note' },
+        'Your role (viewer) can read this profile; exports, erasure, restriction and objection need an owner or admin.')));
+}
+
+function sessionTimeline(app, site, sessions) {
+  if (!sessions.length) return empty('No recorded sessions', 'Sessions appear when recordings are on and the visitor consented.');
+  const items = [];
+  let lastDay = null;
+  for (const session of sessions) {
+    const day = new Date(session.startedAt).toDateString();
+    if (day !== lastDay) items.push(h('li', { class: 'day' }, day));
+    lastDay = day;
+    const holder = h('div', { class: 'player' });
+    const play = h('button', { type: 'button', class: 'secondary', onclick: async () => {
+      play.disabled = true;
+      holder.replaceChildren(progress('Downloading the recording…'));
+      try {
+        const events = await loadEvents(app.session, site.id, session.id, (done, total) => {
+          holder.replaceChildren(progress(`Downloading segment ${done} of ${total}…`));
+        });
+        holder.replaceChildren();
+        if (events.length < 2) holder.append(empty('Nothing to replay', 'This recording has no replayable page yet.'));
+        else mountPlayer(holder, events);
+      } catch (failure) {
+        holder.replaceChildren(alertBox(describeError(failure)));
+      } finally {
+        play.disabled = false;
+      }
+    } }, 'Play');
+    items.push(h('li', { class: 'session', dataset: { sessionId: session.id, startedAt: session.startedAt } },
+      h('div', { class: 'row' }, h('strong', {}, new Date(session.startedAt).toLocaleTimeString()),
+        h('span', {}, session.pageUrl || 'unknown page'), h('span', { class: 'hint' }, seconds(session.duration)), play),
+      holder));
+  }
+  return h('ol', { class: 'timeline', id: 'sessions' }, items);
+}
+
+function subjectActions(app, site, visitor) {
+  const base = `${api(site)}/visitors/${encodeURIComponent(visitor.visitorId)}`;
+  const toggle = (kind, label, on) => actionButton(label, async () => {
+    await app.session.json(`${base}/${kind}`, { method: 'PUT', json: { on } });
+    return kind === 'restriction' && on ? 'Processing is restricted; the visitor is now hidden from lists.'
+      : `${label}: done.`;
+  }, { kind: 'secondary' });
+  return h('div', { class: 'row' },
+    download(app, `${base}/export.json`, `visitor-${visitor.visitorId}.json`, 'Download export.json', 'export-visitor'),
+    toggle('restriction', 'Restrict processing', true), toggle('restriction', 'Lift restriction', false),
+    toggle('objection', 'Record objection', true), toggle('objection', 'Lift objection', false),
+    h('button', { type: 'button', class: 'danger', id: 'erase', onclick: () => eraseDialog(app, site, visitor) }, 'Erase data…'));
+}
+
+function eraseDialog(app, site, visitor) {
+  const counts = visitor.counts || {};
+  const count = (n, one, many) => `${n || 0} ${n === 1 ? one : many}`;
+  const what = [
+    count(counts.pageviews, 'pageview', 'pageviews'),
+    count(counts.recordings, 'recording with its segments', 'recordings with their segments'),
+    count(counts.leads, 'lead', 'leads'), 'chat transcripts and survey answers', 'the visitor profile itself',
+  ];
+  const body = h('div', {});
+  const confirm = h('button', { type: 'button', class: 'danger', id: 'confirm-erase' }, `Erase ${visitorName(visitor)}`);
+  const cancel = h('button', { type: 'button', class: 'secondary', onclick: () => dialog.close() }, 'Cancel');
+  const dialog = h('dialog', { 'aria-labelledby': 'erase-title' },
+    h('h2', { id: 'erase-title' }, `Erase all data of ${visitorName(visitor)}?`),
+    h('p', {}, 'This cannot be undone. These will be permanently deleted:'),
+    h('ul', {}, what.map((line) => h('li', {}, line))),
+    h('p', {}, 'Error records the visitor hit are kept but anonymised.'),
+    body, h('div', { class: 'row' }, confirm, cancel));
+  confirm.addEventListener('click', async () => {
+    confirm.disabled = true;
+    body.replaceChildren(progress('Erasing…'));
+    try {
+      const receipt = await app.session.json(`${api(site)}/visitors/${encodeURIComponent(visitor.visitorId)}/data`, { method: 'DELETE' });
+      app.feed = app.feed.filter((event) => event.lead?.visitorId !== visitor.visitorId);
+      // replaceChildren would print a null child as the text "null", so build the list first.
+      const parts = [
+        h('h2', { id: 'erase-title' }, 'Erased'),
+        h('div', { class: 'notice', id: 'erasure-receipt' }, `Request ${receipt.requestId} completed ${when(receipt.completedAt)}.`),
+        h('ul', {}, Object.entries(receipt.counts).map(([name, count]) => h('li', {}, `${RECEIPT_LABELS[name] || name}: ${count}`))),
+      ];
+      if (receipt.legacyFootage.length) {
+        parts.push(h('p', {}, `Files on your own server to delete: ${receipt.legacyFootage.join(', ')}`));
+      }
+      parts.push(h('button', { type: 'button', id: 'receipt-done', onclick: () => { dialog.close(); app.go(`/app/sites/${site.id}/visitors`); } }, 'Back to visitors'));
+      dialog.replaceChildren(...parts);
+    } catch (failure) {
+      body.replaceChildren(alertBox(describeError(failure)));
+      confirm.disabled = false;
+    }
+  });
+  dialog.addEventListener('close', () => dialog.remove());
+  document.body.append(dialog);
+  dialog.showModal();
+}
+
+async function errorsPage(app, site, item, query) {
+  if (item) return errorDetail(app, site, item);
+  const status = query.get('status') || 'open';
+  const container = h('div', {});
+  const load = async () => {
+    const page = await app.session.json(`${api(site)}/errors?status=${status}&limit=50`);
+    container.replaceChildren(page.items.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'errors' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'Error'), h('th', {}, 'Count'), h('th', { class: 'optional' }, 'Last seen'))),
+      h('tbody', {}, page.items.map((error) => h('tr', {},
+        h('td', {}, h('a', { href: `/app/sites/${site.id}/errors/${error.id}` }, `${error.type || 'Error'}: ${error.message || ''}`)),
+        h('td', {}, String(error.occurrenceCount)), h('td', { class: 'optional' }, when(error.lastSeen)))))))
+      : empty(`No ${status} errors`, status === 'open' ? 'Nothing is broken right now.' : 'Errors you mark this way are listed here.'));
+  };
+  await load();
+  app.listen({ onEvent: (event) => event.type === 'new_error' && event.siteId === site.id && load(), onReconnect: load });
+  const filter = h('select', { id: 'error-status', onchange: (event) => app.go(`/app/sites/${site.id}/errors?status=${event.target.value}`) },
+    ['open', 'resolved', 'ignored'].map((value) => h('option', { value, selected: value === status }, value)));
+  return h('div', {}, h('h1', {}, 'Errors'),
+    h('div', { class: 'panel row' }, h('label', { for: 'error-status' }, 'Status'), filter),
+    h('div', { class: 'panel' }, container));
+}
+
+async function errorDetail(app, site, errorId) {
+  const error = await app.session.json(`${api(site)}/errors/${errorId}`);
+  const actions = app.isAdmin(site) ? h('div', { class: 'row' }, [
+    ['resolved', 'Resolve'], ['ignored', 'Ignore'], ['open', 'Re-open']]
+    .filter(([value]) => value !== error.status)
+    .map(([value, label]) => actionButton(label, async () => {
+      await app.session.json(`${api(site)}/errors/${errorId}`, { method: 'PATCH', json: { status: value } });
+      app.go(`/app/sites/${site.id}/errors/${errorId}`);
+    }, { kind: value === 'open' ? 'secondary' : '' }))) : null;
+  return h('div', {},
+    h('p', {}, h('a', { href: `/app/sites/${site.id}/errors` }, '← All errors')),
+    h('h1', {}, `${error.type || 'Error'}: ${error.message || ''}`),
+    h('div', { class: 'panel' }, h('p', {}, h('span', { class: `badge ${error.status}`, id: 'error-status-badge' }, error.status)),
+      facts([['Occurrences', String(error.occurrenceCount)], ['First seen', when(error.firstSeen)],
+        ['Last seen', when(error.lastSeen)], ['Source', error.source], ['Re-opened', String(error.reopenCount || 0)]]),
+      actions),
+    h('section', { class: 'panel' }, h('h2', {}, 'Last stack'), error.lastStack ? h('pre', {}, error.lastStack) : empty('No stack trace')),
+    h('section', { class: 'panel' }, h('h2', {}, 'Context (anonymised)'), h('pre', {}, JSON.stringify(error.context || {}, null, 2))));
+}
+
+async function leadsPage(app, site, item, query) {
+  const cursor = query.get('cursor');
+  const page = await app.session.json(`${api(site)}/leads?limit=25${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+  const admin = app.isAdmin(site);
+  const rows = page.items.map((lead) => {
+    const row = h('tr', { dataset: { leadId: lead.id } });
+    const show = () => row.replaceChildren(
+      h('td', {}, lead.name || '—'), h('td', {}, lead.email), h('td', { class: 'optional' }, lead.phone || '—'),
+      h('td', { class: 'optional' }, when(lead.createdAt)),
+      h('td', {}, h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(lead.visitorId)}` }, 'Visitor'), ' ',
+        admin ? h('button', { type: 'button', class: 'secondary', onclick: edit, 'aria-label': `Edit lead ${lead.email}` }, 'Edit') : null));
+    const edit = () => {
+      const field = (name, label, value, type = 'text') => h('label', { class: 'field' }, h('span', {}, label),
+        h('input', { name, type, value: value || '', 'aria-label': label }));
+      const message = h('div');
+      const form = h('form', { onsubmit: async (event) => {
+        event.preventDefault();
+        const data = new FormData(form);
+        const change = { name: data.get('name') || null, email: data.get('email'), phone: data.get('phone') || null };
+        try {
+          Object.assign(lead, await app.session.json(`${api(site)}/leads/${lead.id}`, { method: 'PATCH', json: change }));
+          show();
+        } catch (failure) {
+          message.replaceChildren(alertBox(describeError(failure)));
+        }
+      } }, field('name', 'Name', lead.name), field('email', 'E-mail', lead.email, 'email'), field('phone', 'Phone', lead.phone, 'tel'),
+      message, h('div', { class: 'row' }, h('button', { type: 'submit' }, 'Save correction'),
+        h('button', { type: 'button', class: 'secondary', onclick: show }, 'Cancel')));
+      row.replaceChildren(h('td', { colspan: '5' }, form));
+      form.querySelector('input').focus();
+    };
+    show();
+    return row;
+  });
+  return h('div', {}, h('h1', {}, 'Leads'),
+    h('div', { class: 'panel' }, rows.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'leads' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'E-mail'), h('th', { class: 'optional' }, 'Phone'),
+        h('th', { class: 'optional' }, 'Received'), h('th', {}, ''))), h('tbody', {}, rows)))
+      : empty('No leads yet', 'Leads arrive from your shop’s forms and checkout.'),
+    page.nextCursor ? h('a', { class: 'button secondary', href: `/app/sites/${site.id}/leads?cursor=${encodeURIComponent(page.nextCursor)}` }, 'Next page') : null));
+}
+
+export { errorsPage, leadsPage, overview, visitorsPage };

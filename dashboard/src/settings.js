@@ -1,0 +1,187 @@
+// Site settings (collection, privacy, origins, notifications, API key) and the privacy and
+// exports page (CSV, account export, audit trail, data-subject request log with due dates).
+import { describeError } from './api.js';
+import { actionButton, download } from './controls.js';
+import { alertBox, empty, h, when } from './dom.js';
+
+const api = (site) => `/api/v1/sites/${site.id}`;
+
+function check(name, label, checked, hint, disabled) {
+  return h('label', { class: 'check' }, h('input', { type: 'checkbox', name, checked, disabled }),
+    h('span', {}, label, hint ? h('span', { class: 'hint' }, ` — ${hint}`) : null));
+}
+
+function text(name, label, value, { type = 'text', placeholder, disabled, hint } = {}) {
+  const id = `field-${name}`;
+  return h('label', { class: 'field', for: id }, h('span', {}, label),
+    h('input', { id, name, type, value: value ?? '', placeholder, disabled, autocomplete: 'off' }),
+    hint ? h('span', { class: 'hint' }, hint) : null);
+}
+
+function excludedRow(rule = { pattern: '', scope: 'replay' }, disabled) {
+  const row = h('div', { class: 'row excluded' },
+    h('input', { name: 'pattern', value: rule.pattern, 'aria-label': 'Excluded URL pattern', placeholder: '/checkout/*', disabled }),
+    h('select', { name: 'scope', 'aria-label': 'What the exclusion stops', disabled },
+      h('option', { value: 'replay', selected: rule.scope !== 'all' }, 'Session replay only'),
+      h('option', { value: 'all', selected: rule.scope === 'all' }, 'All collection')),
+    disabled ? null : h('button', { type: 'button', class: 'secondary', onclick: () => row.remove() }, 'Remove'));
+  return row;
+}
+
+export async function settingsPage(app, site) {
+  const admin = app.isAdmin(site);
+  const disabled = !admin;
+  const channels = await app.session.json(`${api(site)}/notifications`);
+  const settings = { recordings: true, consoleCapture: false, requireConsent: false, excludedUrls: [], ...site.settings };
+  const rules = h('div', {}, settings.excludedUrls.map((rule) => excludedRow(rule, disabled)));
+  const outcome = h('div', { role: 'status' });
+  const form = h('form', { class: 'panel', id: 'settings-form', onsubmit: async (event) => {
+    event.preventDefault();
+    outcome.replaceChildren();
+    const data = new FormData(form);
+    const excludedUrls = [...rules.querySelectorAll('.excluded')].map((row) => ({
+      pattern: row.querySelector('[name=pattern]').value.trim(), scope: row.querySelector('[name=scope]').value,
+    })).filter((rule) => rule.pattern);
+    const change = {
+      allowedOrigins: String(data.get('origins')).split('\n').map((line) => line.trim()).filter(Boolean),
+      settings: { recordings: data.has('recordings'), consoleCapture: data.has('consoleCapture'),
+        requireConsent: data.has('requireConsent'), excludedUrls },
+    };
+    try {
+      const updated = await app.session.json(api(site), { method: 'PATCH', json: change });
+      Object.assign(site, updated);
+      outcome.replaceChildren(h('div', { class: 'notice' }, 'Settings saved.'));
+    } catch (failure) {
+      outcome.replaceChildren(alertBox(describeError(failure)));
+    }
+  } },
+  h('h2', {}, 'Collection and privacy'),
+  check('recordings', 'Session recordings', settings.recordings, 'all input is masked', disabled),
+  check('consoleCapture', 'Console capture', settings.consoleCapture, 'console output becomes part of recordings and cannot be masked', disabled),
+  check('requireConsent', 'Require consent before tracking', settings.requireConsent, 'nothing is stored or sent until the banner signals acceptance', disabled),
+  h('p', { class: 'hint' }, 'Global Privacy Control is always honoured; IP addresses are always stored anonymised.'),
+  h('h3', {}, 'Excluded URLs'),
+  h('p', { class: 'hint' }, '* matches anything; a pattern starting with / matches the path. “Session replay only” keeps traffic figures.'),
+  rules,
+  admin ? h('button', { type: 'button', class: 'secondary', onclick: () => rules.append(excludedRow(undefined, false)) }, 'Add an excluded URL') : null,
+  h('h3', {}, 'Allowed origins'),
+  h('label', { class: 'field', for: 'origins' }, h('span', {}, 'One origin per line, e.g. https://shop.example'),
+    h('textarea', { id: 'origins', name: 'origins', disabled }, (site.allowedOrigins || []).join('\n'))),
+  outcome,
+  admin ? h('button', { type: 'submit', id: 'save-settings' }, 'Save settings') : h('p', { class: 'hint' }, 'Viewers can read settings; owners and admins change them.'));
+  return h('div', {}, h('h1', {}, 'Site settings'), form, notificationsForm(app, site, channels, disabled),
+    keysPanel(app, site, admin));
+}
+
+function notificationsForm(app, site, channels, disabled) {
+  const email = channels.email || {};
+  const webhook = channels.webhook || {};
+  const outcome = h('div', { role: 'status' });
+  const form = h('form', { class: 'panel', id: 'notifications-form', onsubmit: async (event) => {
+    event.preventDefault();
+    const data = new FormData(form);
+    const change = {};
+    if (data.get('smtpHost')) {
+      change.email = { enabled: data.has('emailEnabled'), from: data.get('from'), smtpHost: data.get('smtpHost'),
+        smtpPort: Number(data.get('smtpPort') || 587), smtpSecurity: data.get('smtpSecurity'),
+        recipients: String(data.get('recipients')).split(',').map((r) => r.trim()).filter(Boolean),
+        smtpUsername: data.get('smtpUsername') || null };
+      // Write-only: an empty box keeps the stored secret (the key is left out).
+      if (data.get('smtpPassword')) change.email.smtpPassword = data.get('smtpPassword');
+    }
+    if (data.get('webhookUrl')) {
+      change.webhook = { enabled: data.has('webhookEnabled'), url: data.get('webhookUrl') };
+      if (data.get('webhookSecret')) change.webhook.secret = data.get('webhookSecret');
+    }
+    try {
+      await app.session.json(`${api(site)}/notifications`, { method: 'PUT', json: change });
+      form.querySelectorAll('input[type=password]').forEach((input) => { input.value = ''; });
+      outcome.replaceChildren(h('div', { class: 'notice' }, 'Notification channels saved.'));
+    } catch (failure) {
+      outcome.replaceChildren(alertBox(describeError(failure)));
+    }
+  } },
+  h('h2', {}, 'Notifications for new and re-opened errors'),
+  h('fieldset', {}, h('legend', {}, 'E-mail'),
+    check('emailEnabled', 'Send e-mails', email.enabled, null, disabled),
+    text('recipients', 'Recipients (comma-separated)', (email.recipients || []).join(', '), { disabled }),
+    text('from', 'From address', email.from, { disabled }),
+    text('smtpHost', 'SMTP host', email.smtpHost, { disabled }),
+    text('smtpPort', 'SMTP port', email.smtpPort || 587, { type: 'number', disabled }),
+    h('label', { class: 'field', for: 'smtpSecurity' }, h('span', {}, 'Security'),
+      h('select', { id: 'smtpSecurity', name: 'smtpSecurity', disabled }, ['starttls', 'tls', 'none'].map((value) =>
+        h('option', { value, selected: (email.smtpSecurity || 'starttls') === value }, value)))),
+    text('smtpUsername', 'SMTP user name', email.smtpUsername, { disabled }),
+    text('smtpPassword', 'SMTP password', '', { type: 'password', disabled,
+      placeholder: email.smtpPasswordSet ? 'Stored — type to replace' : 'Not set',
+      hint: 'Write-only: never shown again once saved.' })),
+  h('fieldset', {}, h('legend', {}, 'Webhook'),
+    check('webhookEnabled', 'Call the webhook', webhook.enabled, null, disabled),
+    text('webhookUrl', 'URL', webhook.url, { type: 'url', disabled }),
+    text('webhookSecret', 'Signing secret (16+ characters)', '', { type: 'password', disabled,
+      placeholder: webhook.secretSet ? 'Stored — type to replace' : 'Not set', hint: 'Write-only.' })),
+  outcome,
+  disabled ? null : h('button', { type: 'submit' }, 'Save channels'));
+  return form;
+}
+
+function keysPanel(app, site, admin) {
+  const shown = h('div', { id: 'new-key' });
+  return h('section', { class: 'panel' }, h('h2', {}, 'Keys'),
+    h('p', {}, 'Public browser key: ', h('span', { class: 'key' }, site.publicKey)),
+    h('p', {}, 'API key: ', h('span', { class: 'key' }, site.apiKeyHint || 'hidden'),
+      site.apiKeyRotatedAt ? h('span', { class: 'hint' }, ` rotated ${when(site.apiKeyRotatedAt)}`) : null),
+    admin ? actionButton('Rotate API key', async () => {
+      const rotated = await app.session.json(`${api(site)}/api-key/rotate`, { method: 'POST' });
+      Object.assign(site, rotated.site);
+      const key = h('span', { class: 'key', id: 'api-key-value' }, rotated.apiKey);
+      shown.replaceChildren(h('div', { class: 'notice' },
+        h('p', {}, 'Your new API key. Copy it now: it will not be shown again. The old key stopped working.'), key, ' ',
+        h('button', { type: 'button', class: 'secondary', onclick: async (event) => {
+          try {
+            await navigator.clipboard.writeText(rotated.apiKey);
+            event.target.textContent = 'Copied';
+          } catch {
+            getSelection().selectAllChildren(key);
+            event.target.textContent = 'Selected: press Ctrl+C';
+          }
+        } }, 'Copy')));
+      return null;
+    }, { busy: 'Rotating…', kind: 'danger', id: 'rotate-key' }) : h('p', { class: 'hint', id: 'viewer-note' }, 'Only owners and admins can rotate keys.'),
+    shown);
+}
+
+export async function privacyPage(app, site) {
+  const admin = app.isAdmin(site);
+  const requests = admin ? await app.session.json('/api/v1/requests') : [];
+  const auditHolder = h('div', {}, h('p', { class: 'hint' }, 'The audit trail is part of the account export.'));
+  const showAudit = actionButton('Show the audit trail', async () => {
+    const exported = await (await app.session.send('/auth/me/export.json')).json();
+    const trail = exported.auditTrail || [];
+    auditHolder.replaceChildren(trail.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'audit' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'When'), h('th', {}, 'Action'), h('th', { class: 'optional' }, 'Details'))),
+      h('tbody', {}, trail.slice(0, 200).map((entry) => h('tr', {}, h('td', {}, when(entry.at)), h('td', {}, entry.action),
+        h('td', { class: 'optional' }, JSON.stringify(entry.details || {})))))))
+      : empty('No audit entries'));
+    return null;
+  }, { busy: 'Loading…', kind: 'secondary' });
+  const now = Date.now();
+  const rows = requests.filter((r) => r.siteId === site.id).map((r) => {
+    const overdue = !r.completedAt && new Date(r.dueAt).getTime() < now;
+    return h('tr', {}, h('td', {}, r.type), h('td', {}, r.status), h('td', { class: 'optional' }, when(r.receivedAt)),
+      h('td', {}, overdue ? h('strong', {}, `${when(r.dueAt)} (overdue)`) : when(r.dueAt)), h('td', { class: 'optional' }, when(r.completedAt)));
+  });
+  return h('div', {}, h('h1', {}, 'Privacy & exports'),
+    h('section', { class: 'panel' }, h('h2', {}, 'CSV exports'),
+      admin ? h('div', { class: 'row' }, ['errors', 'leads', 'recordings'].map((kind) =>
+        download(app, `${api(site)}/${kind}.csv`, `${kind}.csv`, `Download ${kind}.csv`)))
+        : h('p', { class: 'hint' }, 'CSV exports need an owner or admin.')),
+    h('section', { class: 'panel' }, h('h2', {}, 'Your account'),
+      download(app, '/auth/me/export.json', 'account-export.json', 'Download account export'), showAudit, auditHolder),
+    h('section', { class: 'panel' }, h('h2', {}, 'Data-subject requests'),
+      h('p', { class: 'hint' }, 'Every export, erasure, restriction, objection and rectification is due one month after it was received.'),
+      rows.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'requests' },
+        h('thead', {}, h('tr', {}, h('th', {}, 'Type'), h('th', {}, 'Status'), h('th', { class: 'optional' }, 'Received'),
+          h('th', {}, 'Due'), h('th', { class: 'optional' }, 'Completed'))), h('tbody', {}, rows)))
+        : empty('No requests yet', admin ? 'Requests appear here when you export, erase, restrict or rectify.' : 'The request log needs an owner or admin.')));
+}

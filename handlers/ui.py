@@ -1,0 +1,86 @@
+"""The dashboard web UI: one static HTML shell and its built assets, from the API's origin.
+
+The shell carries no data and no credentials; the page's modules sign in through /auth and read
+everything from the JSON API with an access token held in memory. So both routes are public
+(authentication "none"), and both send a strict Content-Security-Policy: scripts only from this
+origin, no inline script, connections only to this origin and its live socket, never framed.
+The assets are built from dashboard/ into static/dist by `make run` / `make test` (esbuild).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import tornado.web
+
+from handlers.base import BaseHandler
+
+#: static/: index.html (the shell) and dist/ (the built modules and styles, git-ignored).
+STATIC_ROOT = Path(__file__).resolve().parent.parent / "static"
+
+
+def security_headers(public_url: str) -> dict[str, str]:
+    """Headers for every UI response; the live socket's ws(s) URL is derived from PUBLIC_URL."""
+    socket_origin = public_url.rstrip("/").replace("https://", "wss://", 1).replace(
+        "http://", "ws://", 1)
+    policy = "; ".join([
+        "default-src 'self'",
+        "script-src 'self'",
+        # Replays rebuild recorded pages, whose inline styles and style attributes rrweb
+        # re-applies; styles cannot run code, scripts stay strict.
+        "style-src 'self' 'unsafe-inline'",
+        "img-src 'self' data: blob: https:",
+        "font-src 'self' data:",
+        f"connect-src 'self' {socket_origin}",
+        "frame-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ])
+    return {
+        "Content-Security-Policy": policy,
+        "X-Frame-Options": "DENY",
+        "Referrer-Policy": "no-referrer",
+        "X-Content-Type-Options": "nosniff",
+    }
+
+
+class DashboardShellHandler(BaseHandler):
+    """GET / and /app/...: the single-page shell; the page's router reads the path."""
+
+    authentication = "none"
+
+    def set_default_headers(self) -> None:
+        super().set_default_headers()
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        for name, value in security_headers(self.deps.settings.public_url).items():
+            self.set_header(name, value)
+
+    async def get(self, *_: str) -> None:
+        shell = STATIC_ROOT / "index.html"
+        self.finish(shell.read_bytes())
+
+
+class DashboardAssetHandler(tornado.web.StaticFileHandler):
+    """GET /static/...: the shell's modules, styles and icons, with ETags for revalidation."""
+
+    authentication: ClassVar[str] = "none"
+
+    def set_default_headers(self) -> None:
+        self.clear_header("Server")
+        deps: Any = self.application.settings["deps"]
+        for name, value in security_headers(deps.settings.public_url).items():
+            self.set_header(name, value)
+
+    def set_extra_headers(self, path: str) -> None:
+        # Built files keep their names across builds, so each use revalidates by ETag.
+        self.set_header("Cache-Control", "no-cache")
+
+
+default_handlers = [
+    (r"/", DashboardShellHandler),
+    (r"/app/(.*)", DashboardShellHandler),
+    (r"/static/(.*)", DashboardAssetHandler, {"path": str(STATIC_ROOT)}),
+]

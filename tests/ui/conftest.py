@@ -1,0 +1,91 @@
+"""Dashboard fixtures: the real server on the port PUBLIC_URL names, seeded with the demo data.
+
+The live socket accepts only PUBLIC_URL's origin, so the port is chosen before the settings are
+read and the server then listens on exactly that port. The demo seeding is the one `make run`
+uses, so these tests also show that a fresh dashboard has data to show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+import tornado.netutil
+from playwright.async_api import Browser, Page
+
+import server
+from config import Settings
+from documents.demo import seed_demo, seed_demo_activity
+from tests.support.browser import artifacts, browser, chromium_path, eventually  # noqa: F401
+
+DEMO_PASSWORD = "demo password for the browser"
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    """The running service and the demo owner's credentials and site."""
+
+    url: str
+    email: str
+    password: str
+    site_id: str
+    api_key: str
+
+    def page_url(self, path: str = "") -> str:
+        """A dashboard page of the demo site."""
+        return f"{self.url}/app/sites/{self.site_id}{path}"
+
+
+@pytest.fixture
+def dashboard_socket() -> list:
+    """A listening socket on a free port, bound before the settings name it in PUBLIC_URL."""
+    return tornado.netutil.bind_sockets(0, "127.0.0.1")
+
+
+@pytest.fixture
+def settings_env(settings_env: dict[str, str], dashboard_socket: list) -> dict[str, str]:
+    """The shared test settings, with PUBLIC_URL at the dashboard's real origin."""
+    port = dashboard_socket[0].getsockname()[1]
+    return {**settings_env, "PUBLIC_URL": f"http://127.0.0.1:{port}"}
+
+
+@pytest.fixture
+async def dashboard(settings: Settings, deps: server.Deps, dashboard_socket: list
+                    ) -> AsyncIterator[Dashboard]:
+    """The service serving the dashboard, with the demo owner, site and demo data."""
+    demo = await seed_demo(deps.store, deps.keyring, email="owner@demo.example",
+                           password=DEMO_PASSWORD, public_url=settings.public_url)
+    await seed_demo_activity(deps, demo.siteId)
+    await server.start_live(deps)
+    app = server.make_app(settings, deps)
+    http_server = server.make_http_server(settings, app)
+    http_server.add_sockets(dashboard_socket)
+    yield Dashboard(settings.public_url, demo.email, demo.password, demo.siteId, demo.apiKey)
+    http_server.stop()
+    await http_server.close_all_connections()
+
+
+@pytest.fixture
+async def page(browser: Browser) -> AsyncIterator[Page]:  # noqa: F811
+    """A fresh browser context and page at a laptop's width; console errors fail the test."""
+    context = await browser.new_context(viewport={"width": 1280, "height": 860})
+    opened = await context.new_page()
+    problems: list[str] = []
+    opened.on("console", lambda message: problems.append(message.text)
+              if message.type == "error" else None)
+    opened.on("pageerror", lambda error: problems.append(str(error)))
+    yield opened
+    await context.close()
+    unexpected = [text for text in problems if "status of 40" not in text]
+    assert not unexpected, f"the page logged errors: {unexpected}"
+
+
+async def sign_in(page: Page, dashboard: Dashboard, email: str | None = None,
+                  password: str | None = None) -> None:
+    """Sign in through the login form and wait for the site switcher."""
+    await page.goto(dashboard.url + "/")
+    await page.get_by_label("E-mail").fill(email or dashboard.email)
+    await page.get_by_label("Password").fill(password or dashboard.password)
+    await page.get_by_role("button", name="Sign in").click()
+    await page.wait_for_selector("#site-switcher")
