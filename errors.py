@@ -64,6 +64,12 @@ class PayloadTooLarge(ServiceError):
     default_code = "payload_too_large"
 
 
+class HeaderTooLarge(ServiceError):
+    """A request header is longer than any client of ours sends."""
+
+    default_code = "header_too_large"
+
+
 class UnsupportedMediaType(ServiceError):
     """The Content-Type is not one this endpoint accepts."""
 

@@ -18,6 +18,7 @@ import ssl
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +68,12 @@ from tasks.worker import open_error_queue, run_worker
 
 log = logging.getLogger("visitor_service")
 
-#: The whole request header block. The largest legitimate one is a segment upload (X-Page-Url
-#: up to 4096 characters plus the other metadata headers); Tornado's default of 64 KiB would let
-#: every request carry 60 KiB of junk that is parsed before any handler can refuse it.
-MAX_HEADER_BYTES = 8 * 1024
+#: The request line and headers together. The largest legitimate ones are a list query with the
+#: longest documented cursor and search text (percent-encoded, up to ~9 KB) and a segment upload
+#: (X-Page-Url up to 4096 characters); Tornado's default of 64 KiB would let every request carry
+#: 60 KiB of junk. Tornado closes the connection above this; below it, a single header over
+#: handlers.base.MAX_HEADER_VALUE_BYTES gets a JSON 431.
+MAX_HEADER_BYTES = 16 * 1024
 
 
 @dataclass
@@ -367,6 +370,25 @@ async def _rotate_key(settings: Settings, args: argparse.Namespace) -> None:
     await _with_real_store(settings, work)
 
 
+async def _replay_erasures(settings: Settings, args: argparse.Namespace) -> None:
+    from privacy.replay import replay_erasures
+
+    async def work(deps: Deps) -> None:
+        report = await replay_erasures(deps.store, deps.subject_digester, args.since)
+        print(json.dumps(report.as_dict()))
+
+    await _with_real_store(settings, work)
+
+
+def _since(text: str) -> datetime:
+    """An ISO date or date-time for --since; a naive value is taken as UTC."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO date or date-time: {text!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="visitor-service", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -384,6 +406,10 @@ def _parser() -> argparse.ArgumentParser:
     site.add_argument("--origin", action="append", help="allowed origin, repeatable")
     rotate = sub.add_parser("rotate-key", help="rotate a site's API key (real MongoDB)")
     rotate.add_argument("--site-id", required=True)
+    replay = sub.add_parser("replay-erasures", help="after a restore, erase again every visitor "
+                            "erased since the given time (real MongoDB)")
+    replay.add_argument("--since", required=True, type=_since,
+                        help="ISO date or date-time (UTC if no offset): when the backup was taken")
     return parser
 
 
@@ -402,6 +428,7 @@ def cli(argv: list[str] | None = None) -> int:
         "create-user": lambda: _create_user(settings, args),
         "create-site": lambda: _create_site(settings, args),
         "rotate-key": lambda: _rotate_key(settings, args),
+        "replay-erasures": lambda: _replay_erasures(settings, args),
     }
     try:
         asyncio.run(commands[args.command]())

@@ -1,7 +1,9 @@
-"""`make bench`: run every benchmark, write one JSON report and print a summary.
+"""`make bench`: run every benchmark, write one JSON report and print one summary table.
 
 Each benchmark module has `main() -> dict` and measures its own baseline in the same run, so the
-ratios mean the same on any machine. The report goes to bench/results/report.json.
+ratios mean the same on any machine. The runner turns each benchmark's figures into rows
+`{benchmark, figure, value, baseline, ratio, target}` (one function per benchmark, below) and
+writes them, with every benchmark's raw figures, to bench/results/report.json.
 """
 
 from __future__ import annotations
@@ -11,34 +13,125 @@ import json
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 BENCHMARKS = ["bench.ingest", "bench.live", "bench.dsr", "bench.soak"]
 RESULTS = Path(__file__).resolve().parent / "results"
 
+Row = dict[str, Any]
+
+
+def row(benchmark: str, figure: str, value: Any, baseline: Any = None, target: Any = None,
+        ratio: Any = None) -> Row:
+    """One line of the summary; the ratio is value / baseline unless given."""
+    if ratio is None and isinstance(value, int | float) and isinstance(baseline, int | float):
+        ratio = round(value / baseline, 3) if baseline else None
+    return {"benchmark": benchmark, "figure": figure, "value": value, "baseline": baseline,
+            "ratio": ratio, "target": target}
+
+
+def _ingest_rows(f: dict[str, Any]) -> list[Row]:
+    rows = []
+    for name in ("pageviews", "errors"):
+        g = f[name]
+        rows.append(row("ingest", f"POST /ingest/{name} req/s (baseline: bare Tornado)",
+                        g["service_rps"], g["baseline_rps"], f">= {f['targets'][name]}x",
+                        g["ratio"]))
+        rows.append(row("ingest", f"POST /ingest/{name} p99 ms", g["p99_ms"],
+                        g["baseline_p99_ms"]))
+    return rows
+
+
+def _live_rows(f: dict[str, Any]) -> list[Row]:
+    return [
+        row("live", f"p99 ms, {f['sockets']} sockets (baseline: 1 socket)", f["p99_ms"],
+            f["baseline_1_socket_p99_ms"], f"<= {f['target_p99_ms']} ms",
+            f["p99_vs_1_socket"]),
+        row("live", "p50 ms (baseline: 1 socket)", f["p50_ms"], f["baseline_1_socket_p50_ms"]),
+        row("live", "deliveries (baseline: expected)", f["deliveries"], f["deliveries_expected"],
+            "= expected"),
+    ]
+
+
+def _dsr_rows(f: dict[str, Any]) -> list[Row]:
+    large, small = f["large"], f["small_baseline"]
+    return [
+        row("dsr", "export seconds, large visitor (baseline: 10x smaller)",
+            large["export_seconds"], small["export_seconds"]),
+        row("dsr", "export RSS growth MB (baseline: 10x smaller)", large["export_rss_growth_mb"],
+            small["export_rss_growth_mb"], f"< {f['target_export_rss_growth_mb']} MB"),
+        row("dsr", "erase seconds (baseline: 10x smaller)", large["erase_seconds"],
+            small["erase_seconds"]),
+    ]
+
+
+def _soak_rows(f: dict[str, Any]) -> list[Row]:
+    rows = [row("soak", f"{endpoint} p99 ms, last tenth (baseline: first tenth)",
+                r["last_tenth_p99_ms"], r["first_tenth_p99_ms"])
+            for endpoint, r in f["latency"].items() if r["count"] >= 20]
+    rss = f["rss"]
+    rows.append(row("soak", "RSS MB at end (baseline: at start)", rss["end_mb"], rss["start_mb"]))
+    rows.append(row("soak", "RSS growth not explained by stored data, MB",
+                    rss["unexplained_growth_mb"], None, "~0"))
+    for kind, a in f["accounting"].items():
+        rows.append(row("soak", f"{kind}: stored + dropped (baseline: sent)",
+                        a["stored"] + sum(a["dropped"].values()), a["sent"], "adds up",
+                        1.0 if a["adds_up"] else 0.0))
+    rows.append(row("soak", "error queue depth, max", f["queue_depth"]["max"]))
+    return rows
+
+
+#: How each benchmark's figures become rows.
+ROWS_FOR: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
+    "bench.ingest": _ingest_rows, "bench.live": _live_rows, "bench.dsr": _dsr_rows,
+    "bench.soak": _soak_rows,
+}
+
+
+def summary_table(rows: list[Row]) -> str:
+    """The rows as a fixed-width text table."""
+    def cell(value: Any) -> str:
+        return "-" if value is None else str(value)
+
+    header = f"{'benchmark':<9} {'figure':<62} {'value':>10} {'baseline':>10} {'ratio':>7}  target"
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        lines.append(f"{r['benchmark']:<9} {r['figure'][:62]:<62} {cell(r['value']):>10} "
+                     f"{cell(r['baseline']):>10} {cell(r['ratio']):>7}  {cell(r['target'])}")
+    return "\n".join(lines)
+
 
 def main() -> int:
     """Run what exists; a benchmark that fails is reported, the others still run."""
-    report: dict[str, object] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    report: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                              "rows": [], "benchmarks": {}}
     failed = False
     for name in BENCHMARKS:
         try:
             module = importlib.import_module(f"{name}.__main__")
         except ModuleNotFoundError as exc:
             if exc.name and exc.name.startswith(name):
-                report[name] = {"status": "not present"}
+                report["benchmarks"][name] = {"status": "not present"}
                 continue
             raise
         print(f"\n=== {name}")
         try:
-            report[name] = {"status": "ok", "figures": module.main()}
+            figures = module.main()
+            report["benchmarks"][name] = {"status": "ok", "figures": figures}
+            report["rows"].extend(ROWS_FOR[name](figures))
         except Exception:  # noqa: BLE001 - one broken benchmark must not hide the others
             traceback.print_exc()
-            report[name] = {"status": "failed"}
+            report["benchmarks"][name] = {"status": "failed"}
             failed = True
+    report["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / "report.json"
     path.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    table = summary_table(report["rows"])
+    (RESULTS / "summary.txt").write_text(table + "\n", encoding="utf-8")
+    print("\n" + table)
     print(f"\nreport: {path}")
     return 1 if failed else 0
 

@@ -7,6 +7,7 @@ reason, so "sent = stored + dropped" can be checked from the outside.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 
 class Metrics:
@@ -15,6 +16,15 @@ class Metrics:
     def __init__(self) -> None:
         self._counters: Counter[tuple[str, tuple[tuple[str, str], ...]]] = Counter()
         self._help: dict[str, str] = {}
+        self._gauges: dict[str, tuple[str, Callable[[], float]]] = {}
+
+    def gauge(self, name: str, help_text: str, read: Callable[[], float]) -> None:
+        """Expose `read()` as the gauge `name`; read at every scrape, so it is never stale."""
+        self._gauges[name] = (help_text, read)
+
+    def gauge_value(self, name: str) -> float:
+        """The gauge's current value."""
+        return self._gauges[name][1]()
 
     def count(self, name: str, help_text: str, amount: int = 1, **labels: str) -> None:
         """Add `amount` to the counter `name` with these labels."""
@@ -42,6 +52,10 @@ class Metrics:
                     continue
                 rendered = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
                 lines.append(f"{name}{{{rendered}}} {value}" if rendered else f"{name} {value}")
+        for name, (help_text, read) in sorted(self._gauges.items()):
+            lines.append(f"# HELP {name} {help_text}")
+            lines.append(f"# TYPE {name} gauge")
+            lines.append(f"{name} {read()}")
         return "\n".join(lines) + "\n"
 
 

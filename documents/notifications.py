@@ -62,7 +62,15 @@ async def check_webhook_url(url: str, *, allow_private: bool) -> None:
     """Raise InvalidInput (field webhook.url) when the URL's host is or resolves to a forbidden
     address; a name that does not resolve now is let through and checked at delivery."""
     parts = urlsplit(url)
-    host = (parts.hostname or "").rstrip(".").lower()
+    try:
+        host = (parts.hostname or "").rstrip(".").lower()
+        port = parts.port
+        # The resolver encodes the name with IDNA; a host it cannot encode (stray surrogates,
+        # control characters, empty or over-long labels) is no host at all.
+        host.encode("idna")
+    except ValueError:  # UnicodeError included; also a port out of range
+        raise InvalidInput("the webhook URL's host or port is not valid",
+                           field="webhook.url") from None
     if parts.scheme not in ("http", "https") or not host:
         raise InvalidInput("the webhook URL needs http(s) and a host", field="webhook.url")
     if allow_private:
@@ -76,7 +84,7 @@ async def check_webhook_url(url: str, *, allow_private: bool) -> None:
     except ValueError:
         try:
             found = await asyncio.wait_for(asyncio.get_running_loop().getaddrinfo(
-                host, parts.port or 443, type=socket.SOCK_STREAM), RESOLVE_TIMEOUT_SECONDS)
+                host, port or 443, type=socket.SOCK_STREAM), RESOLVE_TIMEOUT_SECONDS)
         except (OSError, TimeoutError):
             return
         addresses = [str(info[4][0]) for info in found]

@@ -20,6 +20,7 @@ from documents.accounts import AuthenticatedUser
 from errors import (
     Conflict,
     Forbidden,
+    HeaderTooLarge,
     InvalidInput,
     MalformedRequest,
     NotFound,
@@ -46,6 +47,7 @@ STATUS_FOR_ERROR: dict[type[ServiceError], int] = {
     PayloadTooLarge: 413,
     UnsupportedMediaType: 415,
     InvalidInput: 422,
+    HeaderTooLarge: 431,
     RateLimited: 429,
     Unavailable: 503,
 }
@@ -55,8 +57,14 @@ CODE_FOR_STATUS = {
     400: "malformed_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found",
     405: "method_not_allowed", 409: "conflict", 413: "payload_too_large",
     415: "unsupported_media_type", 422: "invalid_input", 429: "rate_limited",
+    431: "header_too_large",
     500: "internal_error", 503: "unavailable",
 }
+
+
+#: The longest single header accepted. The longest legitimate one is X-Page-Url on a segment
+#: upload (4096 characters in the schema); a JWT or a cookie is far shorter.
+MAX_HEADER_VALUE_BYTES = 8 * 1024
 
 
 def _status_for(error: ServiceError) -> int:
@@ -93,6 +101,7 @@ class BaseHandler(RequestHandler):
         """Token auth travels in headers, not cookies, so XSRF cookies do not apply."""
 
     async def prepare(self) -> None:
+        self._check_header_sizes()
         self._check_body_size()
         authenticate = self._authenticators().get(self.authentication)
         if authenticate is None:
@@ -119,6 +128,12 @@ class BaseHandler(RequestHandler):
         if self.current_user is None:
             raise Unauthenticated("an access token is required", code="missing_token")
         return self.current_user
+
+    def _check_header_sizes(self) -> None:
+        for name, value in self.request.headers.get_all():
+            if len(value) > MAX_HEADER_VALUE_BYTES:
+                raise HeaderTooLarge(f"header {name[:64]} is longer than "
+                                     f"{MAX_HEADER_VALUE_BYTES} characters")
 
     def _body_limit(self) -> int:
         return self.max_body_bytes or self.deps.settings.max_event_body_bytes

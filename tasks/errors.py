@@ -37,14 +37,16 @@ FINGERPRINT_FRAMES = 3
 
 _NORMALISERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I), "<url>"),
-    (re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"), "<email>"),
+    # The local part takes every character RFC 5322 allows unquoted ("o'brien@", "a+b@").
+    (re.compile(r"[\w.!#$%&'*+/=?^`{|}~-]+@[\w-]+(?:\.[\w-]+)+"), "<email>"),
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I),
      "<uuid>"),
     (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b"), "<ip>"),
     (re.compile(r"(?<![\w:])[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?![\w:])", re.I), "<ip>"),
     (re.compile(r"\b0x[0-9a-f]+\b", re.I), "<hex>"),
-    # Hex runs with at least one digit: object ids, hashes, bundle hashes in file names.
-    (re.compile(r"\b(?=[0-9a-f]*\d)[0-9a-f]{6,}\b", re.I), "<hex>"),
+    # Hex runs with at least one digit and one letter: object ids, hashes, bundle hashes in file
+    # names. A run of digits alone is a number: "Order 99999" and "Order 100000" are one fault.
+    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,}\b", re.I), "<hex>"),
     (re.compile(r"\d+"), "<n>"),
     (re.compile(r"\s+"), " "),
 )
@@ -99,7 +101,9 @@ def fingerprint(error_type: str, message: str, frames: Iterable[dict[str, Any]] 
     """sha256 over type, normalised message and the top frames (no line numbers)."""
     parts = [error_type.strip(), normalise_message(message),
              *top_frames(frames, stack)]
-    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
+    # JSON, not a newline join: a type or function name may itself hold a newline, and a join
+    # would let ("A", "B", frame) and ("A\nB", frame) hash alike.
+    return hashlib.sha256(json.dumps(parts).encode("utf-8")).hexdigest()
 
 
 def _scrubbed(value: Any, replace: Callable[[str], str]) -> Any:

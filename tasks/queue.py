@@ -38,6 +38,8 @@ WORKER_CONCURRENCY = 5
 
 JOBS_METRIC = "error_jobs_total"
 JOBS_HELP = "Error-ingest job attempts, by outcome (processed, retried, failed, lost)."
+DEPTH_METRIC = "error_queue_depth"
+DEPTH_HELP = "Error jobs waiting in the in-process queue (embedded default only)."
 
 
 class QueueUnavailable(Unavailable):
@@ -185,6 +187,7 @@ class InProcessErrorQueue:
         if self._jobs is not None:
             return
         self._jobs = asyncio.Queue(self._capacity)
+        self.pipeline.metrics.gauge(DEPTH_METRIC, DEPTH_HELP, self.depth)
         self._workers = [
             asyncio.create_task(self._work(), name=f"{QUEUE_NAME}-{n}")
             for n in range(self.concurrency)
@@ -198,6 +201,10 @@ class InProcessErrorQueue:
             self._jobs.put_nowait(job)
         except asyncio.QueueFull:
             raise QueueUnavailable("the error queue is full", retry_after=2) from None
+
+    def depth(self) -> int:
+        """Jobs waiting for a worker (not those being processed)."""
+        return self._jobs.qsize() if self._jobs is not None else 0
 
     async def join(self) -> None:
         """Wait until every queued job has been processed (tests, shutdown)."""
