@@ -9,12 +9,13 @@ The assets are built from dashboard/ into static/dist by `make run` / `make test
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, ClassVar
 
 import tornado.web
 
-from handlers.base import BaseHandler
+from handlers.base import CODE_FOR_STATUS, BaseHandler
 
 #: static/: index.html (the shell) and dist/ (the built modules and styles, git-ignored).
 STATIC_ROOT = Path(__file__).resolve().parent.parent / "static"
@@ -73,6 +74,12 @@ class DashboardAssetHandler(tornado.web.StaticFileHandler):
         deps: Any = self.application.settings["deps"]
         for name, value in security_headers(deps.settings.public_url).items():
             self.set_header(name, value)
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        # Tornado's own page is HTML; every answer of the service uses the one error shape.
+        self.set_header("Content-Type", "application/json; charset=utf-8")
+        self.finish(json.dumps({"error": {"code": CODE_FOR_STATUS.get(status_code, "error"),
+                                          "message": self._reason}}))
 
     def set_extra_headers(self, path: str) -> None:
         # Built files keep their names across builds, so each use revalidates by ETag.

@@ -84,3 +84,7 @@ async def test_metrics_answer_loopback_callers_in_prometheus_text(fetch: Fetch, 
     answer = await fetch("/metrics")
     assert answer.code == 200
     assert 'demo_items_total{reason="stored"} 1' in answer.body.decode()
+
+
+async def test_a_missing_static_file_answers_the_one_json_error_shape(fetch: Fetch):
+    _assert_error_shape(await fetch("/static/no-such-file.js"), 404)

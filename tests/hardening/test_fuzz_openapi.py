@@ -49,11 +49,7 @@ NOT_FUZZED = {
 }
 
 #: Operations whose errors may differ from the one error shape, and why.
-OTHER_ERROR_SHAPES = {
-    # Tornado's StaticFileHandler answers a missing file with its own HTML page; the spec
-    # documents that 404 without a body. Owned by the dashboard UI work.
-    "GET /static/{asset}": "static files",
-}
+OTHER_ERROR_SHAPES: dict[str, str] = {}
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_headers_conformance, response_schema_conformance]

@@ -192,3 +192,4 @@ async def test_an_owner_rotates_the_api_key_and_sees_the_new_key_once(
     await page.reload()
     await expect(page.get_by_role("button", name="Rotate API key")).to_be_visible()
     await expect(page.locator("#api-key-value")).to_have_count(0)
+
