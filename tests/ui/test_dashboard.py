@@ -193,3 +193,34 @@ async def test_an_owner_rotates_the_api_key_and_sees_the_new_key_once(
     await expect(page.get_by_role("button", name="Rotate API key")).to_be_visible()
     await expect(page.locator("#api-key-value")).to_have_count(0)
 
+
+
+async def test_the_dashboard_is_usable_from_the_keyboard_with_a_visible_focus(
+        page: Page, dashboard: Dashboard):
+    await page.goto(dashboard.url + "/")
+    await page.get_by_label("E-mail").focus()
+    await page.keyboard.type(dashboard.email)
+    await page.keyboard.press("Tab")
+    await page.keyboard.type(dashboard.password)
+    await page.keyboard.press("Enter")
+    await page.wait_for_selector("#site-switcher")
+    # Tab until the Visitors link has the focus, then follow it with Enter.
+    for _ in range(40):
+        await page.keyboard.press("Tab")
+        focused = await page.evaluate("document.activeElement.textContent.trim()")
+        if focused == "Visitors":
+            break
+    else:
+        raise AssertionError("the Visitors link cannot be reached with Tab")
+    outline = await page.evaluate(
+        "(() => { const s = getComputedStyle(document.activeElement);"
+        " return [s.outlineStyle, s.outlineWidth, s.boxShadow]; })()")
+    assert outline[0] != "none" or outline[2] != "none", f"no visible focus: {outline}"
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_text("Demo visitor Mia Jensen")).to_be_visible()
+    # Every control on the page has a name a screen reader can announce.
+    unnamed = await page.evaluate(
+        "[...document.querySelectorAll('button, input, select, a[href]')]"
+        ".filter(e => !(e.innerText || e.getAttribute('aria-label') || e.labels?.length"
+        " || e.getAttribute('title') || e.value)).map(e => e.outerHTML.slice(0, 80))")
+    assert unnamed == []
