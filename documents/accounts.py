@@ -76,24 +76,33 @@ async def create_account(store: Store, *, email: str, password_hash: str, displa
              "createdAt": now},
             session=session,
         )
-        try:
-            await store.collection("users").insert_one(
-                {"_id": user_id, "accountId": account_id, "email": normalise_email(email),
-                 "displayName": display_name, "passwordHash": password_hash, "createdAt": now,
-                 "knownLoginNetworks": []},
-                session=session,
-            )
-        except DuplicateKeyError:
-            raise Conflict("a user with this e-mail already exists",
-                           code="email_taken") from None
-        await store.collection("memberships").insert_one(
-            {"_id": new_id(), "userId": user_id, "organizationId": organization_id,
-             "role": "owner", "createdAt": now},
-            session=session,
-        )
+        await _insert_member(store, session, user_id=user_id, account_id=account_id,
+                             organization_id=organization_id, email=email,
+                             password_hash=password_hash, display_name=display_name,
+                             role="owner", now=now)
 
     await store.transaction(write)
     return {"accountId": account_id, "organizationId": organization_id, "userId": user_id}
+
+
+async def _insert_member(store: Store, session: Any, *, user_id: str, account_id: str,
+                         organization_id: str, email: str, password_hash: str,
+                         display_name: str, role: str, now: datetime) -> None:
+    """Insert a user and their membership inside the caller's transaction."""
+    try:
+        await store.collection("users").insert_one(
+            {"_id": user_id, "accountId": account_id, "email": normalise_email(email),
+             "displayName": display_name, "passwordHash": password_hash, "createdAt": now,
+             "knownLoginNetworks": []},
+            session=session,
+        )
+    except DuplicateKeyError:
+        raise Conflict("a user with this e-mail already exists", code="email_taken") from None
+    await store.collection("memberships").insert_one(
+        {"_id": new_id(), "userId": user_id, "organizationId": organization_id, "role": role,
+         "createdAt": now},
+        session=session,
+    )
 
 
 async def add_member(store: Store, *, organization_id: str, email: str, password_hash: str,
@@ -106,21 +115,11 @@ async def add_member(store: Store, *, organization_id: str, email: str, password
     now = datetime.now(UTC)
 
     async def write(session: Any) -> None:
-        try:
-            await store.collection("users").insert_one(
-                {"_id": user_id, "accountId": organization["accountId"],
-                 "email": normalise_email(email), "displayName": display_name,
-                 "passwordHash": password_hash, "createdAt": now, "knownLoginNetworks": []},
-                session=session,
-            )
-        except DuplicateKeyError:
-            raise Conflict("a user with this e-mail already exists",
-                           code="email_taken") from None
-        await store.collection("memberships").insert_one(
-            {"_id": new_id(), "userId": user_id, "organizationId": organization_id,
-             "role": role, "createdAt": now},
-            session=session,
-        )
+        await _insert_member(store, session, user_id=user_id,
+                             account_id=organization["accountId"],
+                             organization_id=organization_id, email=email,
+                             password_hash=password_hash, display_name=display_name, role=role,
+                             now=now)
 
     await store.transaction(write)
     return user_id

@@ -7,6 +7,7 @@ request (spec §1, data flow 5).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,6 +15,7 @@ from documents import activity, engagement, leads, visitors
 from documents.accounts import new_id
 from ingest.intake import Outcome, VisitorIntake, parse_time
 from ingest.recordings import RecordingLifecycle
+from privacy.gate import ItemKind
 from realtime.bus import EventBus
 
 
@@ -127,16 +129,26 @@ async def record_lead(intake: VisitorIntake, bus: EventBus, recordings: Recordin
     return Outcome(True, None, lead_id)
 
 
+async def _store_once(intake: VisitorIntake, site: dict[str, Any], payload: dict[str, Any], *,
+                      kind: ItemKind, collection: str, id_field: str,
+                      document: Callable[[], dict[str, Any]]) -> Outcome:
+    """Admit the item, then insert it under its client-given id (or a new one) at most once."""
+    decision = await intake.admit(site, kind, payload)
+    if not decision.allowed:
+        return Outcome.dropped(decision.reason or "unknown")
+    item_id = payload.get(id_field) or new_id()
+    stored = await engagement.insert_once(intake.store, collection,
+                                          {"_id": item_id, "siteId": site["_id"], **document()})
+    intake.count(kind, "stored" if stored else "duplicate")
+    return Outcome(True, None, item_id)
+
+
 async def record_survey(intake: VisitorIntake, site: dict[str, Any], payload: dict[str, Any]
                         ) -> Outcome:
     """Store a survey response, linked by visitor or only by session."""
-    decision = await intake.admit(site, "survey", payload)
-    if not decision.allowed:
-        return Outcome.dropped(decision.reason or "unknown")
-    response_id = payload.get("responseId") or new_id()
-    stored = await engagement.insert_once(intake.store, "survey_responses", {
-        "_id": response_id,
-        "siteId": site["_id"],
+    return await _store_once(intake, site, payload, kind="survey",
+                             collection="survey_responses", id_field="responseId",
+                             document=lambda: {
         "visitorId": payload.get("visitorId"),
         "sessionId": payload.get("sessionId"),
         "surveyId": payload["surveyId"],
@@ -144,44 +156,34 @@ async def record_survey(intake: VisitorIntake, site: dict[str, Any], payload: di
         "answeredAt": parse_time(payload.get("occurredAt")),
         "answers": payload["answers"],
     })
-    intake.count("survey", "stored" if stored else "duplicate")
-    return Outcome(True, None, response_id)
+
+
+def _transcript(payload: dict[str, Any]) -> dict[str, Any]:
+    messages = [
+        {"from": m["from"], "text": m["text"], "at": parse_time(m.get("at"))}
+        for m in payload["messages"]
+    ]
+    return {
+        "visitorId": payload.get("visitorId"),
+        "emails": sorted({e.strip().lower() for e in payload.get("emails", []) if e.strip()}),
+        "startedAt": messages[0]["at"] if messages else datetime.now(UTC),
+        "messages": messages,
+    }
 
 
 async def record_chat(intake: VisitorIntake, site: dict[str, Any], payload: dict[str, Any]
                       ) -> Outcome:
     """Store a chat transcript with its messages, found later by visitor id or e-mail."""
-    decision = await intake.admit(site, "chat", payload)
-    if not decision.allowed:
-        return Outcome.dropped(decision.reason or "unknown")
-    transcript_id = payload.get("transcriptId") or new_id()
-    emails = sorted({e.strip().lower() for e in payload.get("emails", []) if e.strip()})
-    messages = [
-        {"from": m["from"], "text": m["text"], "at": parse_time(m.get("at"))}
-        for m in payload["messages"]
-    ]
-    stored = await engagement.insert_once(intake.store, "chat_transcripts", {
-        "_id": transcript_id,
-        "siteId": site["_id"],
-        "visitorId": payload.get("visitorId"),
-        "emails": emails,
-        "startedAt": messages[0]["at"] if messages else datetime.now(UTC),
-        "messages": messages,
-    })
-    intake.count("chat", "stored" if stored else "duplicate")
-    return Outcome(True, None, transcript_id)
+    return await _store_once(intake, site, payload, kind="chat", collection="chat_transcripts",
+                             id_field="transcriptId", document=lambda: _transcript(payload))
 
 
 async def record_consent(intake: VisitorIntake, site: dict[str, Any], payload: dict[str, Any]
                          ) -> Outcome:
     """Store a consent decision: what, by which signal, when."""
-    decision = await intake.admit(site, "consent", payload)
-    if not decision.allowed:
-        return Outcome.dropped(decision.reason or "unknown")
-    decision_id = payload.get("decisionId") or new_id()
-    stored = await engagement.insert_once(intake.store, "consent_decisions", {
-        "_id": decision_id,
-        "siteId": site["_id"],
+    return await _store_once(intake, site, payload, kind="consent",
+                             collection="consent_decisions", id_field="decisionId",
+                             document=lambda: {
         "visitorId": payload["visitorId"],
         "decision": payload["decision"],
         "signal": payload["signal"],
@@ -189,5 +191,3 @@ async def record_consent(intake: VisitorIntake, site: dict[str, Any], payload: d
         "url": payload.get("url"),
         "decidedAt": parse_time(payload.get("occurredAt")),
     })
-    intake.count("consent", "stored" if stored else "duplicate")
-    return Outcome(True, None, decision_id)
