@@ -24,6 +24,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from realtime.events import EVENT_TYPES, validate_event
+from tasks.background import stop_task
 
 log = logging.getLogger(__name__)
 
@@ -177,13 +178,8 @@ class RedisBus:
 
     async def close(self) -> None:
         """Stop the subscription and close both connections."""
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        await stop_task(self._task)
+        self._task = None
         self._listeners.clear()
         await self._subscriber.aclose()
         await self._publisher.aclose()

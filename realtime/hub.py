@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from tornado.websocket import WebSocketClosedError
 
 from documents.accounts import AuthenticatedUser
+from tasks.background import stop_task
 
 log = logging.getLogger(__name__)
 
@@ -225,12 +226,7 @@ class LiveHub:
 
     async def close(self) -> None:
         """Stop the sweep and close every socket with 1001 (server going away)."""
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            try:
-                await self._sweeper
-            except asyncio.CancelledError:
-                pass
-            self._sweeper = None
+        await stop_task(self._sweeper)
+        self._sweeper = None
         for subscriber in list(self._subscribers):
             self.detach_and_close(subscriber, CLOSE_GOING_AWAY, "server_shutdown")

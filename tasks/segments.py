@@ -31,6 +31,7 @@ from config.metrics import Metrics
 from documents import recordings
 from documents.accounts import new_id
 from documents.store import Store
+from tasks.background import stop_task
 
 log = logging.getLogger(__name__)
 
@@ -160,13 +161,8 @@ class SegmentSweeper:
 
     async def close(self) -> None:
         """Stop the background sweep."""
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        await stop_task(self._task)
+        self._task = None
 
     async def _run(self) -> None:
         while True:
