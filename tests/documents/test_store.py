@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from bson import ObjectId
 
 from documents.store import (
     ASCENDING,
@@ -141,3 +143,24 @@ async def test_an_upload_colliding_on_a_metadata_index_leaves_no_chunks_behind(s
         await bucket.upload("f2", "one", b"again", {"part": 1})
     assert await store.collection("blobs.chunks").count_documents({"files_id": "f2"}) == 0
     assert await bucket.read("f1") == b"first"
+
+
+async def test_documents_read_back_are_copies_with_mongodb_datetimes(store: Store):
+    """The embedded engine's faster copies still hand out independent documents, and datetimes
+    still come back as MongoDB keeps them: UTC, tz-aware, to the millisecond."""
+    moment = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=timezone(timedelta(hours=2)))
+    events = store.collection("copies")
+    await events.insert_one({"_id": "a", "at": moment, "nested": {"list": [{"at": moment}]},
+                             "tags": ["x"], "id": ObjectId("0123456789abcdef01234567")})
+    await events.update_one({"_id": "a"}, {"$push": {"tags": "y"}, "$set": {"when": moment}})
+    first = await events.find_one({"_id": "a"})
+    first["nested"]["list"][0]["at"] = None
+    first["tags"].append("mutated")
+    second = await events.find_one({"_id": "a"})
+    expected = datetime(2026, 11, 22, 8, 0, 0, 123000, tzinfo=UTC)
+    assert second["at"] == expected and second["at"].utcoffset() == timedelta(0)
+    assert second["nested"]["list"][0]["at"] == expected and second["when"] == expected
+    assert second["tags"] == ["x", "y"]
+    assert second["id"] == ObjectId("0123456789abcdef01234567")
+    found = await events.find({"at": expected}).to_list(None)
+    assert [doc["_id"] for doc in found] == ["a"]
