@@ -29,18 +29,23 @@ def bucket_id(site_id: str, visitor_id: str, sequence: int) -> str:
 
 
 async def append_pageview(store: Store, site_id: str, visitor_id: str, event: dict[str, Any],
-                          *, ordinal: int, cap: int = BUCKET_CAP) -> bool:
+                          *, ordinal: int, cap: int = BUCKET_CAP, may_repeat: bool = True) -> bool:
     """Append the visitor's `ordinal`-th pageview (1-based) to its bucket.
 
     The ordinal comes from the profile's atomic pageview counter, so bucket n holds exactly
     pageviews n*cap+1 .. (n+1)*cap whatever the concurrency, and every write is by `_id`.
     Returns False when that bucket already holds the event id (a retried request).
+    `may_repeat=False` says the id was minted by the server for this request, so no earlier
+    request can have stored it and the bucket need not be searched for it.
     """
     at: datetime = event["at"]
     sequence = (ordinal - 1) // cap
+    target: dict[str, Any] = {"_id": bucket_id(site_id, visitor_id, sequence)}
+    if may_repeat:
+        target["events.id"] = {"$ne": event["id"]}
     try:
         await store.collection(COLLECTION).update_one(
-            {"_id": bucket_id(site_id, visitor_id, sequence), "events.id": {"$ne": event["id"]}},
+            target,
             {"$push": {"events": event}, "$inc": {"count": 1},
              "$min": {"firstAt": at}, "$max": {"lastAt": at},
              "$setOnInsert": {"siteId": site_id, "visitorId": visitor_id,

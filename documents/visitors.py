@@ -116,16 +116,21 @@ async def touch(store: Store, site_id: str, visitor_id: str, *, seen_at: datetim
         update["$addToSet"] = {"emails": email}
     key = {"_id": profile_id(site_id, visitor_id)}
     visitors = store.collection("visitors")
+    # The pre-image plus this update's increments is the post-image: the update is atomic, and
+    # asking for the pre-image spares the engine a second read of the whole profile.
     try:
-        updated = await visitors.find_one_and_update(
+        before = await visitors.find_one_and_update(
             key, update, upsert=True, projection={"counts": 1},
-            return_document=ReturnDocument.AFTER)
+            return_document=ReturnDocument.BEFORE)
     except DuplicateKeyError:
         # Two first requests raced to create the profile; the loser's update now matches.
-        updated = await visitors.find_one_and_update(
+        before = await visitors.find_one_and_update(
             key, update, upsert=True, projection={"counts": 1},
-            return_document=ReturnDocument.AFTER)
-    return updated.get("counts", {}) if updated else {}
+            return_document=ReturnDocument.BEFORE)
+    after = dict((before or {}).get("counts") or {})
+    for counter, amount in (counts or {}).items():
+        after[counter] = after.get(counter, 0) + amount
+    return after
 
 
 async def uncount(store: Store, site_id: str, visitor_id: str, counter: str) -> None:

@@ -54,7 +54,8 @@ async def record_pageview(intake: VisitorIntake, site: dict[str, Any], payload: 
         counts={"pageviews": 1},
     )
     if not await activity.append_pageview(intake.store, site["_id"], payload["visitorId"],
-                                          event, ordinal=int(counts.get("pageviews", 1))):
+                                          event, ordinal=int(counts.get("pageviews", 1)),
+                                          may_repeat="pageviewId" in payload):
         await visitors.uncount(intake.store, site["_id"], payload["visitorId"], "pageviews")
         intake.count("pageview", "duplicate")
         return Outcome(True, None, pageview_id)
