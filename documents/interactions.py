@@ -4,22 +4,30 @@ A visitor's interactions go to bucket documents of at most `BUCKET_CAP` events e
 (site, visitor), never to an unbounded array: an upsert matches a bucket with room left and
 otherwise starts a new one. Two concurrent writers may each start a bucket; that only leaves two
 part-filled buckets, which readers do not care about.
+
+A batch the client names with a `batchId` is stored at most once: it goes to buckets of its own
+whose `_id` derives from (site, visitor, batchId), each created by an upsert that a retry finds
+already done (decision "Interaction batches are idempotent on batchId" in docs/decisions.md).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from documents.accounts import new_id
-from documents.store import ASCENDING, Index, Store
+from documents.store import ASCENDING, DuplicateKeyError, Index, Store
 
 COLLECTION = "interaction_buckets"
 
 #: Events per bucket document: large enough that reads touch few documents, small enough that
 #: a bucket stays far below MongoDB's 16 MB document limit with long selectors.
 BUCKET_CAP = 200
+
+#: Namespace of batch bucket ids: uuid5 of (site, visitor, batchId, part) is the same on a retry.
+_BATCH_NAMESPACE = uuid.UUID("c3d5e1a0-6b2f-4f7e-8a49-0d1e2f3a4b5c")
 
 INDEXES = [
     Index(COLLECTION, (("siteId", ASCENDING), ("visitorId", ASCENDING), ("count", ASCENDING))),
@@ -49,6 +57,41 @@ async def append_interactions(store: Store, site_id: str, visitor_id: str,
             upsert=True,
         )
     return len(events)
+
+
+def batch_bucket_id(site_id: str, visitor_id: str, batch_id: str, part: int) -> str:
+    """The `_id` of part `part` of a client-named batch; the same on every retry."""
+    return str(uuid.uuid5(_BATCH_NAMESPACE, f"{site_id}\n{visitor_id}\n{batch_id}\n{part}"))
+
+
+async def append_batch(store: Store, site_id: str, visitor_id: str, batch_id: str,
+                       events: Sequence[dict[str, Any]], *, cap: int = BUCKET_CAP) -> int:
+    """Store a client-named batch once; returns how many events this call stored (0 on a retry).
+
+    Each part of the batch inserts its own bucket by an upsert on its derived `_id`, so a retry,
+    even one racing the first attempt, matches the bucket already there and writes nothing.
+    """
+    collection = store.collection(COLLECTION)
+    stored = 0
+    for part, start in enumerate(range(0, len(events), cap)):
+        group = list(events[start:start + cap])
+        times = [event["at"] for event in group]
+        try:
+            result = await collection.update_one(
+                {"_id": batch_bucket_id(site_id, visitor_id, batch_id, part),
+                 "siteId": site_id, "visitorId": visitor_id},
+                # The filter's equality fields are written on insert; repeating them conflicts.
+                {"$setOnInsert": {"batchId": batch_id, "createdAt": datetime.now(UTC),
+                                  "events": group, "count": len(group),
+                                  "firstAt": min(times), "lastAt": max(times)}},
+                upsert=True,
+            )
+        except DuplicateKeyError:
+            # A concurrent attempt at the same batch inserted this part first.
+            continue
+        if result.upserted_id is not None:
+            stored += len(group)
+    return stored
 
 
 async def list_interactions(store: Store, site_id: str, visitor_id: str) -> list[dict[str, Any]]:

@@ -43,6 +43,8 @@ INDEXES = [
                          ("startedAt", ASCENDING))),
     Index("recordings", (("siteId", ASCENDING), ("status", ASCENDING),
                          ("lastActivityAt", ASCENDING))),
+    # The idle sweep looks across sites (tasks/segments.py).
+    Index("recordings", (("status", ASCENDING), ("lastActivityAt", ASCENDING))),
     Index(f"{SEGMENTS_BUCKET}.files", (("metadata.sentFor", ASCENDING),
                                        ("metadata.seq", ASCENDING)),
           unique=True, name="segment_idempotency"),
@@ -135,6 +137,19 @@ async def end_recording(store: Store, site_id: str, recording_id: str, *, at: da
         {"$set": {"status": "ended", "endedAt": at, "endReason": reason}},
     )
     return result.modified_count == 1
+
+
+async def end_idle_recordings(store: Store, *, idle_since: datetime, reason: str) -> int:
+    """End every active recording last active before `idle_since`; returns how many.
+
+    One conditional update: a recording touched by new activity in the meantime no longer
+    matches, and the end time is the recording's own last activity, read in the same write.
+    """
+    result = await store.collection("recordings").update_many(
+        {"status": "active", "lastActivityAt": {"$lt": idle_since}},
+        [{"$set": {"status": "ended", "endedAt": "$lastActivityAt", "endReason": reason}}],
+    )
+    return result.modified_count
 
 
 async def end_active_recordings(store: Store, site_id: str, visitor_id: str, *, at: datetime,

@@ -3,7 +3,8 @@
 Every handler states how it authenticates in `authentication`; the default is a dashboard
 access token, so a new route is closed until it opts out explicitly (Jupyter Server's pattern).
 Errors raised anywhere below are mapped here, once, to a status and
-``{"error": {"code": ..., "message": ...}}``. API answers never carry a stack trace or HTML.
+``{"error": {"code": ..., "message": ...}}``; a temporary database failure becomes 503 with
+`Retry-After` on every route. API answers never carry a stack trace or HTML.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from tornado.web import HTTPError, RequestHandler
 
 from documents.accounts import AuthenticatedUser
+from documents.store import is_temporary_store_error
 from errors import (
     Conflict,
     Forbidden,
@@ -61,6 +63,10 @@ CODE_FOR_STATUS = {
     500: "internal_error", 503: "unavailable",
 }
 
+
+#: Retry-After of a temporary database failure (a dropped connection, an election): such
+#: failures pass quickly, and a longer wait would only hold back the caller's retry.
+STORE_RETRY_AFTER_SECONDS = 1
 
 #: The longest single header accepted. The longest legitimate one is X-Page-Url on a segment
 #: upload (4096 characters in the schema); a JWT or a cookie is far shorter.
@@ -200,6 +206,12 @@ class BaseHandler(RequestHandler):
         self.finish(json.dumps({"error": {"code": code, "message": message}}))
 
     def _handle_request_exception(self, e: BaseException) -> None:
+        if not isinstance(e, ServiceError) and is_temporary_store_error(e):
+            # A lost connection is neither the caller's fault nor a bug: tell it to come back.
+            log.warning("store unavailable", extra={"path": self.request.path,
+                                                    "error": repr(e)})
+            e = Unavailable("the database is briefly unavailable",
+                            retry_after=STORE_RETRY_AFTER_SECONDS)
         if isinstance(e, ServiceError):
             if self._finished:
                 return

@@ -4,24 +4,22 @@ A segment travels as the raw gzip bytes (`Content-Type: application/octet-stream
 metadata in `X-Recording-*` / `X-Segment-*` / `X-Visitor-*` headers: base64 inside JSON would
 cost a third more bytes, and headers, unlike a query string, stay out of the access log, so page
 URLs never land there. The API key stays in `X-Service-Key`. See docs/decisions.md, "Recording
-segments on the wire".
+segments on the wire". A database hiccup answers 503 with `Retry-After` (handlers.base), which
+callers may act on: every recording write is idempotent, and so is an interaction batch that
+carries a `batchId`.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from tornado.httputil import HTTPServerRequest
 
-from documents.store import is_temporary_store_error
-from errors import InvalidInput, ServiceError, Unavailable, UnsupportedMediaType
+from errors import InvalidInput, UnsupportedMediaType
 from handlers.ingest import IngestHandler
 from handlers.validation import SchemaValidator
-from ingest.interactions import record_interactions
+from ingest.interactions import BatchOutcome, record_interactions
 from ingest.recordings import SegmentOutcome, SegmentUpload
-
-log = logging.getLogger(__name__)
 
 #: Segment metadata header -> field of the RecordingSegmentHeaders schema.
 SEGMENT_HEADERS = {
@@ -42,18 +40,7 @@ _BOOLEAN_FIELDS = frozenset({"gpc", "orderCompleted"})
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 
 
-class RecordingIngestHandler(IngestHandler):
-    """Base of the recording endpoints: a database hiccup answers 503, so callers retry."""
-
-    def _handle_request_exception(self, e: BaseException) -> None:
-        if not isinstance(e, ServiceError) and is_temporary_store_error(e):
-            # Every recording write is idempotent, so telling the caller to retry is safe.
-            log.warning("store unavailable during recording ingest", extra={"error": repr(e)})
-            e = Unavailable("the database is briefly unavailable", retry_after=1)
-        super()._handle_request_exception(e)
-
-
-class RecordingStartHandler(RecordingIngestHandler):
+class RecordingStartHandler(IngestHandler):
     """POST /ingest/recordings/start: start a recording (idempotent on a client-given id)."""
 
     kind = "recording"
@@ -63,7 +50,7 @@ class RecordingStartHandler(RecordingIngestHandler):
         self.acknowledge(await self.deps.recordings.start(self.site, self.payload()))
 
 
-class RecordingEndHandler(RecordingIngestHandler):
+class RecordingEndHandler(IngestHandler):
     """POST /ingest/recordings/end: end a recording."""
 
     kind = "recording"
@@ -73,7 +60,7 @@ class RecordingEndHandler(RecordingIngestHandler):
         self.acknowledge(await self.deps.recordings.end(self.site, self.payload()))
 
 
-class RecordingSegmentHandler(RecordingIngestHandler):
+class RecordingSegmentHandler(IngestHandler):
     """POST /ingest/recordings/segment: one gzip-compressed rrweb segment, stored as received."""
 
     kind = "recording_segment"
@@ -126,7 +113,7 @@ def segment_upload(request: HTTPServerRequest, schemas: SchemaValidator,
     )
 
 
-class InteractionIngestHandler(RecordingIngestHandler):
+class InteractionIngestHandler(IngestHandler):
     """POST /ingest/recordings/interactions: a batch of clicks, rage/dead clicks, scroll depth."""
 
     kind = "interaction"
@@ -135,7 +122,16 @@ class InteractionIngestHandler(RecordingIngestHandler):
     async def post(self) -> None:
         result = await record_interactions(self.deps.store, self.deps.intake, self.site,
                                            self.payload())
-        self.write_json({"ok": True, "stored": result.stored, "droppedCount": result.dropped})
+        self.write_json(interaction_answer(result))
+
+
+def interaction_answer(result: BatchOutcome) -> dict[str, Any]:
+    """The answer to an interaction batch, the same on /ingest and /sdk/v1."""
+    answer: dict[str, Any] = {"ok": True, "stored": result.stored,
+                              "droppedCount": result.dropped}
+    if result.duplicate:
+        answer["duplicate"] = True
+    return answer
 
 
 def _header_value(field: str, raw: str) -> Any:

@@ -3,7 +3,9 @@
 The caller is the site's public key, which travels in the URL path because `sendBeacon` cannot
 set headers, plus the page's `Origin`, which must be one of the site's allowed origins. An
 unknown key answers 401 and a foreign origin 403, before the body is read; nothing is stored.
-CORS answers allowed origins only, echoing the exact origin (never `*`) with `Vary: Origin`.
+CORS answers allowed origins only, echoing the exact origin (never `*`) with `Vary: Origin`, on
+every answer to them, refusals before the key check included; an unknown key or a foreign origin
+gets none (decision "CORS on early browser errors" in docs/decisions.md).
 `Sec-GPC: 1` answers 204 and stores nothing (the drop is counted). The visitor's address and
 user agent come from the request, never from the body, and go through the same intake as
 /ingest. See docs/sdk.md and docs/decisions.md, "Browser collection".
@@ -26,7 +28,12 @@ from errors import (
 )
 from handlers.base import BaseHandler
 from handlers.ingest import acknowledgement
-from handlers.ingest_recordings import SEGMENT_HEADERS, segment_answer, segment_upload
+from handlers.ingest_recordings import (
+    SEGMENT_HEADERS,
+    interaction_answer,
+    segment_answer,
+    segment_upload,
+)
 from ingest import activity, browser
 from ingest.intake import Outcome
 from ingest.interactions import record_interactions
@@ -58,36 +65,53 @@ class SdkHandler(BaseHandler):
     cors_headers: ClassVar[str] = "Content-Type"
 
     site: dict[str, Any]
-    _allowed_origin: str | None = None
+    #: The site the path's public key names, once looked up; None for an unknown key.
+    _keyed_site: dict[str, Any] | None = None
+    #: The origin every answer to this request echoes in CORS headers, or None for none.
+    _cors_origin: str | None = None
 
     def set_default_headers(self) -> None:
         super().set_default_headers()
         # The answer differs by Origin, so shared caches must key on it.
         self.set_header("Vary", "Origin")
-        if self._allowed_origin:
+        if self._cors_origin:
             self._set_cors_headers()
 
     def _set_cors_headers(self) -> None:
-        self.set_header("Access-Control-Allow-Origin", self._allowed_origin or "")
+        self.set_header("Access-Control-Allow-Origin", self._cors_origin or "")
         self.set_header("Access-Control-Allow-Methods", self.cors_methods)
         self.set_header("Access-Control-Allow-Headers", self.cors_headers)
+        # Without this the page could read a 429 or 503 but not when to come back.
+        self.set_header("Access-Control-Expose-Headers", "Retry-After")
         self.set_header("Access-Control-Max-Age", str(PREFLIGHT_MAX_AGE_SECONDS))
+
+    async def prepare(self) -> None:
+        # The key and Origin are looked at before any check may refuse the request, so that an
+        # allowed origin can read those refusals (413, 431) too.
+        await self._identify_caller()
+        await super().prepare()
+
+    async def _identify_caller(self) -> None:
+        """Look up the key's site and, when the site allows the Origin, answer it with CORS."""
+        public_key = self.path_args[0] if self.path_args else ""
+        self._keyed_site = await self.deps.keyring.site_for_public_key(public_key)
+        origin = _normalised(self.request.headers.get("Origin", ""))
+        if self._keyed_site is not None and origin is not None \
+                and origin in self._keyed_site.get("allowedOrigins", []):
+            self._cors_origin = origin
+            self._set_cors_headers()
 
     def _authenticators(self) -> dict[str, Any]:
         return {**super()._authenticators(), "public_key": self._authenticate_public_key}
 
     async def _authenticate_public_key(self) -> None:
-        public_key = self.path_args[0] if self.path_args else ""
-        site = await self.deps.keyring.site_for_public_key(public_key)
+        site = self._keyed_site
         if site is None:
             raise Unauthenticated("the site public key is not valid", code="invalid_public_key")
-        origin = _normalised(self.request.headers.get("Origin", ""))
-        if origin is None or origin not in site.get("allowedOrigins", []):
+        if self._cors_origin is None:
             raise Forbidden("this Origin is not allowed for the site", code="origin_not_allowed")
         self.current_user = None
         self.site = site
-        self._allowed_origin = origin
-        self._set_cors_headers()
         if self.request.method == "OPTIONS":
             return
         # Browser traffic has a bucket of its own, so a public key (public by design) that is
@@ -181,7 +205,7 @@ class SdkInteractionHandler(SdkHandler):
     async def post(self, _: str) -> None:
         result = await record_interactions(self.deps.store, self.deps.intake, self.site,
                                            self.payload())
-        self.write_json({"ok": True, "stored": result.stored, "droppedCount": result.dropped})
+        self.write_json(interaction_answer(result))
 
 
 class SdkRecordingStartHandler(SdkHandler):

@@ -2,6 +2,8 @@
 
 Each event passes the privacy gate for its own page: one gate decision per distinct URL in the
 batch, so an event on a page excluded from all collection is dropped while the rest are kept.
+A batch with a `batchId` is stored at most once, so a caller may retry it after a 503 or a lost
+answer; one without is stored each time it is sent, as before.
 """
 
 from __future__ import annotations
@@ -19,10 +21,14 @@ from ingest.intake import VisitorIntake, parse_time
 
 @dataclass(frozen=True)
 class BatchOutcome:
-    """How many events of a batch were stored and how many were dropped by the privacy gate."""
+    """How many events of a batch are stored and how many the privacy gate dropped.
+
+    `duplicate` is set when an earlier attempt at the same `batchId` had already stored them.
+    """
 
     stored: int
     dropped: int
+    duplicate: bool = False
 
 
 #: Optional event fields copied as they are, after the schema has bounded them.
@@ -51,13 +57,22 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
     if not admitted:
         return BatchOutcome(0, dropped)
     admitted.sort(key=lambda event: event["at"])
-    await interactions.append_interactions(store, site["_id"], body["visitorId"], admitted,
-                                           cap=cap)
+    batch_id = body.get("batchId")
+    if batch_id is None:
+        newly = await interactions.append_interactions(store, site["_id"], body["visitorId"],
+                                                       admitted, cap=cap)
+    else:
+        newly = await interactions.append_batch(store, site["_id"], body["visitorId"],
+                                                batch_id, admitted, cap=cap)
+    # Counted only when stored by this call, so a retried batch is not counted twice.
     await visitors.touch(store, site["_id"], body["visitorId"], seen_at=now,
                          facts=intake.describe_visitor(body),
-                         counts={"interactions": len(admitted)})
-    intake.count("interaction", "stored", amount=len(admitted))
-    return BatchOutcome(len(admitted), dropped)
+                         counts={"interactions": newly} if newly else None)
+    if newly:
+        intake.count("interaction", "stored", amount=newly)
+    if newly < len(admitted):
+        intake.count("interaction", "duplicate", amount=len(admitted) - newly)
+    return BatchOutcome(len(admitted), dropped, duplicate=newly == 0)
 
 
 def _event(body: dict[str, Any], item: dict[str, Any], now: datetime) -> dict[str, Any]:

@@ -2,11 +2,15 @@
 
 A recording ends after RECORDING_INACTIVITY_SECONDS without activity, on a completed order, or
 by rotation after RECORDING_CAP_SECONDS of continuous activity, and the next activity starts a
-new recording that `continuesFrom` the old one. Segments are routed with atomic conditional
-updates only: a segment sent for a recording that is no longer live walks the chain of
-successors (each with a deterministic id, see documents.recordings.successor_id), ending and
-creating as it goes, so a caller that retries after any failure converges on the same state and
-two concurrent segments create one successor.
+new recording that `continuesFrom` the old one. The background sweeper ends idle recordings
+(`end_idle`, run by tasks/segments.py), so an abandoned one does not stay active waiting for a
+segment that may never come. Whichever notices first, the sweeper or a late segment, the end
+reason ("inactivity") and time (the last activity) are the same.
+
+Segments are routed with atomic conditional updates only: a segment sent for a recording that is
+no longer live walks the chain of successors (each with a deterministic id, see
+documents.recordings.successor_id), ending and creating as it goes, so a caller that retries
+after any failure converges on the same state and two concurrent segments create one successor.
 
 Segments are stored exactly as received (never decompressed here); tasks/segments.py checks them
 off the request path before they can be replayed.
@@ -33,6 +37,10 @@ MAX_HOPS = 500
 
 #: gzip's magic number: the only look at a segment's content the request path takes.
 GZIP_MAGIC = b"\x1f\x8b"
+
+#: The end reason of a recording that saw no activity for the inactivity threshold, whether a
+#: late segment or the background sweep notices first.
+INACTIVITY = "inactivity"
 
 
 @dataclass(frozen=True)
@@ -116,6 +124,11 @@ class RecordingLifecycle:
             await recordings.end_recording(self.store, site["_id"], body["recordingId"], at=now,
                                            reason="explicit")
         return Outcome(True, item_id=body["recordingId"])
+
+    async def end_idle(self) -> int:
+        """End every recording idle past the inactivity threshold (the sweeper calls this)."""
+        return await recordings.end_idle_recordings(
+            self.store, idle_since=self.clock() - self.inactivity, reason=INACTIVITY)
 
     async def end_for_order(self, site_id: str, visitor_id: str) -> int:
         """End the visitor's active recordings because an order completed (spec §3)."""
@@ -220,7 +233,7 @@ class RecordingLifecycle:
         """Why an active recording no longer takes activity, and when it really ended."""
         last = _aware(recording["lastActivityAt"])
         if last < now - self.inactivity:
-            return "inactivity", last
+            return INACTIVITY, last
         return "cap", now
 
     async def _create(self, site_id: str, document: dict[str, Any]) -> bool:

@@ -13,6 +13,10 @@ docs/decisions.md). For each unchecked segment it:
 4. or marks it checked as it is, or rejects it (content dropped, key kept) when it is too large
    inflated, not gzip, or not an rrweb event array.
 
+Each pass also ends the recordings idle past RECORDING_INACTIVITY_SECONDS
+(`RecordingLifecycle.end_idle`, one conditional update), so an abandoned recording does not
+stay active until a next segment that may never come.
+
 The server starts one sweeper per process (`SegmentSweeper.start`); a worker may run more.
 """
 
@@ -25,13 +29,16 @@ import logging
 import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from config.metrics import Metrics
 from documents import recordings
 from documents.accounts import new_id
 from documents.store import Store
 from tasks.background import stop_task
+
+if TYPE_CHECKING:
+    from ingest.recordings import RecordingLifecycle
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +48,8 @@ CONSOLE_PLUGIN = "rrweb/console@1"
 
 CHECKED_METRIC = "recording_segments_checked_total"
 CHECKED_HELP = "Recording segments checked by the sweeper, by result."
+IDLE_ENDED_METRIC = "recordings_ended_idle_total"
+IDLE_ENDED_HELP = "Recordings the sweeper ended for inactivity."
 
 
 class SegmentRejected(ValueError):
@@ -108,12 +117,14 @@ def check_segment(data: bytes, *, keep_console: bool, max_inflated_bytes: int) -
 
 
 class SegmentSweeper:
-    """Checks unchecked segments, in the background or on demand (`sweep`)."""
+    """Checks unchecked segments and ends idle recordings, in the background or on demand."""
 
-    def __init__(self, store: Store, metrics: Metrics, *, max_inflated_bytes: int,
-                 interval_seconds: float, lease_seconds: float = 120.0) -> None:
+    def __init__(self, store: Store, metrics: Metrics, lifecycle: RecordingLifecycle, *,
+                 max_inflated_bytes: int, interval_seconds: float,
+                 lease_seconds: float = 120.0) -> None:
         self.store = store
         self.metrics = metrics
+        self.lifecycle = lifecycle
         self.max_inflated_bytes = max_inflated_bytes
         self.interval = interval_seconds
         self.lease = timedelta(seconds=lease_seconds)
@@ -154,6 +165,13 @@ class SegmentSweeper:
         self.metrics.count(CHECKED_METRIC, CHECKED_HELP, result=result)
         return result
 
+    async def end_idle_recordings(self) -> int:
+        """End the recordings idle past the inactivity threshold now; returns how many."""
+        ended = await self.lifecycle.end_idle()
+        if ended:
+            self.metrics.count(IDLE_ENDED_METRIC, IDLE_ENDED_HELP, amount=ended)
+        return ended
+
     def start(self) -> None:
         """Sweep in the background until `close`."""
         if self._task is None:
@@ -165,9 +183,11 @@ class SegmentSweeper:
         self._task = None
 
     async def _run(self) -> None:
+        steps = (("segment sweep", self.sweep), ("idle recording sweep", self.end_idle_recordings))
         while True:
-            try:
-                await self.sweep()
-            except Exception:  # noqa: BLE001 - the loop outlives one bad pass; the lease expires
-                log.exception("segment sweep failed")
+            for name, step in steps:
+                try:
+                    await step()
+                except Exception:  # noqa: BLE001 - the loop outlives one bad pass; leases expire
+                    log.exception("%s failed", name)
             await asyncio.sleep(self.interval)

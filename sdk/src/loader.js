@@ -145,7 +145,8 @@ function start(script) {
       maxDepth = -maxDepth; // sent; a deeper scroll later is sent again
     }
     if (!interactions.length) return;
-    const batch = context({ interactions: interactions.splice(0, 200) });
+    // A fresh id per batch: should it arrive twice (a retried request), it is stored once.
+    const batch = context({ batchId: uuid(), interactions: interactions.splice(0, 200) });
     if (recorder && recorder.recordingId()) batch.recordingId = recorder.recordingId();
     (viaBeacon ? beacon : send)('interactions', batch);
   }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -122,4 +123,100 @@ async def test_a_malformed_batch_is_refused_naming_the_field(fetch: Fetch, tenan
 
     assert answer.code == 422
     assert answer.json()["error"]["field"] == field
+    assert await deps.store.collection("interaction_buckets").count_documents({}) == 0
+
+
+# Retried batches: idempotent on (site, visitor, batchId) ------------------------------------
+
+BATCH = "3b1f6c0e-2d4a-4e8b-9f10-5a6b7c8d9e0f"
+CLICKS = [{"kind": "click", "at": "2026-01-05T10:00:00Z", "selector": "#buy"},
+          {"kind": "dead_click", "at": "2026-01-05T10:00:01Z", "selector": "span.price"}]
+
+
+async def _events(deps, site_id: str, visitor: str = VISITOR) -> list[dict]:
+    return await interactions.list_interactions(deps.store, site_id, visitor)
+
+
+async def _interaction_count(deps, visitor: str = VISITOR) -> int:
+    profile = await deps.store.collection("visitors").find_one({"visitorId": visitor})
+    return profile["counts"]["interactions"]
+
+
+async def test_a_batch_sent_again_with_its_batch_id_is_stored_and_counted_once(
+        fetch: Fetch, tenant: Tenant, deps):
+    first = await _send(fetch, tenant.api_key, CLICKS, batchId=BATCH)
+    again = await _send(fetch, tenant.api_key, CLICKS, batchId=BATCH)
+
+    assert first.json() == {"ok": True, "stored": 2, "droppedCount": 0}
+    assert again.json() == {"ok": True, "stored": 2, "droppedCount": 0, "duplicate": True}
+    assert [event["kind"] for event in await _events(deps, tenant.site_id)] == [
+        "click", "dead_click"]
+    assert await _interaction_count(deps) == 2
+
+
+async def test_a_batch_without_a_batch_id_is_stored_every_time_it_is_sent(
+        fetch: Fetch, tenant: Tenant, deps):
+    for _ in range(2):
+        answer = await _send(fetch, tenant.api_key, CLICKS)
+        assert answer.json() == {"ok": True, "stored": 2, "droppedCount": 0}
+
+    assert len(await _events(deps, tenant.site_id)) == 4
+    assert await _interaction_count(deps) == 4
+
+
+async def test_the_same_batch_id_from_another_visitor_or_site_is_another_batch(
+        fetch: Fetch, tenant: Tenant, make_tenant, deps):
+    other_site = await make_tenant("other")
+
+    await _send(fetch, tenant.api_key, CLICKS, batchId=BATCH)
+    other_visitor = await _send(fetch, tenant.api_key, CLICKS, batchId=BATCH,
+                                visitorId="visitor-2")
+    other_shop = await _send(fetch, other_site.api_key, CLICKS, batchId=BATCH)
+
+    assert other_visitor.json()["stored"] == other_shop.json()["stored"] == 2
+    assert "duplicate" not in other_visitor.json() and "duplicate" not in other_shop.json()
+    assert len(await _events(deps, tenant.site_id)) == 2
+    assert len(await _events(deps, tenant.site_id, "visitor-2")) == 2
+    assert len(await _events(deps, other_site.site_id)) == 2
+
+
+async def test_a_batch_whose_answer_was_lost_to_a_database_hiccup_is_stored_once_on_retry(
+        fetch: Fetch, tenant: Tenant, deps):
+    # The events are written; the profile update after them fails, so the caller sees a 503.
+    deps.store.faults.fail("visitors", "find_one_and_update")
+
+    failed = await _send(fetch, tenant.api_key, CLICKS, batchId=BATCH)
+    retried = await _send(fetch, tenant.api_key, CLICKS, batchId=BATCH)
+
+    assert failed.code == 503, failed
+    assert failed.json()["error"]["code"] == "unavailable"
+    assert failed.headers["Retry-After"] == "1"
+    assert retried.code == 200 and retried.json()["duplicate"] is True
+    assert len(await _events(deps, tenant.site_id)) == 2
+
+
+async def test_a_batch_over_the_bucket_cap_is_stored_once_even_when_attempts_race(
+        deps, tenant: Tenant):
+    start = datetime(2026, 1, 5, tzinfo=UTC)
+    events = [{"id": str(n), "kind": "click", "at": start + timedelta(seconds=n)}
+              for n in range(7)]
+
+    stored = await asyncio.gather(*(
+        interactions.append_batch(deps.store, tenant.site_id, VISITOR, BATCH, events, cap=3)
+        for _ in range(3)))
+
+    assert sum(stored) == 7
+    buckets = [doc async for doc in deps.store.collection("interaction_buckets").find({})]
+    assert sorted(bucket["count"] for bucket in buckets) == [1, 3, 3]
+    listed = await interactions.list_interactions(deps.store, tenant.site_id, VISITOR)
+    assert [event["id"] for event in listed] == [str(n) for n in range(7)]
+
+
+@pytest.mark.parametrize("batch_id", ["", "has space", "x" * 65, 7])
+async def test_a_malformed_batch_id_is_refused_naming_the_field(
+        fetch: Fetch, tenant: Tenant, deps, batch_id):
+    answer = await _send(fetch, tenant.api_key, CLICKS, batchId=batch_id)
+
+    assert answer.code == 422
+    assert answer.json()["error"]["field"] == "batchId"
     assert await deps.store.collection("interaction_buckets").count_documents({}) == 0

@@ -143,6 +143,63 @@ async def test_two_segments_racing_after_inactivity_create_one_successor(
         [(recording_id, 0)] + [(new["_id"], seq) for seq in range(1, 6)])
 
 
+async def test_the_sweeper_ends_a_recording_idle_past_the_threshold_without_a_next_segment(
+        deps, clock: FakeClock, send_segment: SendSegment):
+    idle, busy = new_recording_id(), new_recording_id()
+    await send_segment(idle, 0)
+    last_activity = clock.now
+    await send_segment(busy, 0, visitor="visitor-2")
+    clock.advance(INACTIVITY)
+    assert await deps.segment_sweeper.end_idle_recordings() == 0, "not idle past it yet"
+
+    await send_segment(busy, 1, visitor="visitor-2")
+    clock.advance(1)
+    ended = await deps.segment_sweeper.end_idle_recordings()
+
+    assert ended == 1
+    [recording] = [doc for doc in await _all_recordings(deps) if doc["_id"] == idle]
+    assert recording["status"] == "ended" and recording["endReason"] == "inactivity"
+    assert recording["endedAt"] == last_activity
+    assert (await recordings.find_recording(deps.store, recording["siteId"], busy))[
+        "status"] == "active"
+    assert await deps.segment_sweeper.end_idle_recordings() == 0
+    assert deps.metrics.total("recordings_ended_idle_total") == 1
+
+
+async def test_a_segment_after_the_sweeper_ended_its_recording_starts_the_continuation(
+        deps, clock: FakeClock, send_segment: SendSegment):
+    recording_id = new_recording_id()
+    await send_segment(recording_id, 0)
+    last_activity = clock.now
+    clock.advance(INACTIVITY + 1)
+    await deps.segment_sweeper.end_idle_recordings()
+
+    late = await send_segment(recording_id, 1)
+
+    old, new = await _all_recordings(deps)
+    assert old["endReason"] == "inactivity" and old["endedAt"] == last_activity
+    assert new["continuesFrom"] == recording_id and new["status"] == "active"
+    assert late.json()["recordingId"] == new["_id"]
+
+
+async def test_the_background_sweeper_ends_idle_recordings_by_itself(
+        deps, clock: FakeClock, send_segment: SendSegment):
+    recording_id = new_recording_id()
+    await send_segment(recording_id, 0)
+    clock.advance(INACTIVITY + 1)
+    deps.segment_sweeper.interval = 0.05
+    deps.segment_sweeper.start()
+
+    for _ in range(100):
+        [recording] = await _all_recordings(deps)
+        if recording["status"] == "ended":
+            break
+        await asyncio.sleep(0.05)
+    await deps.segment_sweeper.close()
+
+    assert recording["status"] == "ended" and recording["endReason"] == "inactivity"
+
+
 #: Every store operation a rotation performs, failing once each.
 ROTATION_FAULTS = [
     ("segments.files", "find_one", 0),            # the duplicate fast path

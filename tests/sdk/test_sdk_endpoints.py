@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from documents.store import InjectedFault
 from privacy.statements import derive_statement_key, sign_statement
 from tests.support.app import Fetch, Tenant, all_documents_text
 
@@ -359,3 +360,97 @@ async def test_a_segment_preflight_allows_exactly_the_metadata_headers_and_the_u
     assert answer.code == 200, answer
     assert answer.json()["recordingId"] == recording_id and answer.json()["id"]
     assert answer.headers["Access-Control-Allow-Origin"] == SHOP
+
+
+# Refusals the page can read: CORS on early errors, 503 on a database hiccup ------------------
+
+
+async def test_refusals_before_the_key_is_checked_carry_cors_for_an_allowed_origin_only(
+        fetch: Fetch, tenant: Tenant, settings):
+    oversized = _pageview(title="x" * settings.max_event_body_bytes)
+    long_header = {"X-Filler": "x" * 9000}
+    for refused, code in (
+            (await _send(fetch, tenant, "pageview", oversized), 413),
+            (await _send(fetch, tenant, "pageview", _pageview(), headers=long_header), 431),
+            (await fetch(f"/sdk/v1/{tenant.public_key}/pageview", "POST", body="{not json",
+                         headers={"Origin": SHOP, "Content-Type": "text/plain"}), 400)):
+        assert refused.code == code, refused
+        assert refused.headers["Access-Control-Allow-Origin"] == SHOP, code
+        assert "Origin" in refused.headers["Vary"]
+        assert set(refused.json()) == {"error"}
+    foreign = await _send(fetch, tenant, "pageview", oversized, origin="https://evil.example")
+    assert foreign.code == 413
+    assert "Access-Control-Allow-Origin" not in foreign.headers
+
+
+SDK_WRITES = [
+    ("pageview", _pageview()),
+    ("time-on-page", {"visitorId": "v-1", "pageviewId": "pv-1", "duration": 3}),
+    ("consents", {"visitorId": "v-1", "decision": "granted", "signal": "banner"}),
+    ("interactions", {"visitorId": "v-1", "url": PAGE, "interactions": [{"kind": "click"}]}),
+    ("recordings/start", {"visitorId": "v-1", "url": PAGE}),
+    ("recordings/end", {"visitorId": "v-1",
+                        "recordingId": "0f0e0d0c-0b0a-4909-8807-060504030201"}),
+]
+
+
+@pytest.mark.parametrize(("path", "body"), SDK_WRITES, ids=[path for path, _ in SDK_WRITES])
+async def test_a_database_hiccup_after_the_key_check_answers_503_with_retry_after_and_cors(
+        fetch: Fetch, tenant: Tenant, deps, path: str, body: dict[str, Any]):
+    deps.store.faults.fail(skip=1)  # the key lookup passes; the next operation fails
+
+    answer = await _send(fetch, tenant, path, body)
+
+    assert answer.code == 503, answer
+    assert answer.json() == {"error": {"code": "unavailable",
+                                       "message": "the database is briefly unavailable"}}
+    assert answer.headers["Retry-After"] == "1"
+    assert answer.headers["Access-Control-Allow-Origin"] == SHOP
+    assert "Retry-After" in answer.headers["Access-Control-Expose-Headers"]
+    assert (await _send(fetch, tenant, path, body)).code == 200
+
+
+async def test_a_segment_upload_during_a_database_hiccup_answers_503_and_its_retry_stores_it(
+        fetch: Fetch, tenant: Tenant, deps):
+    segment = gzip.compress(json.dumps([{"type": 4, "data": {}, "timestamp": 1}]).encode())
+    headers = {"Origin": SHOP, "Content-Type": "application/octet-stream",
+               "X-Recording-Id": "0f0e0d0c-0b0a-4909-8807-060504030201", "X-Segment-Seq": "0",
+               "X-Visitor-Id": "v-1", "X-Page-Url": PAGE}
+    path = f"/sdk/v1/{tenant.public_key}/recordings/segment"
+    deps.store.faults.fail("segments.files", "insert_one")
+
+    failed = await fetch(path, "POST", body=segment, headers=headers)
+    retried = await fetch(path, "POST", body=segment, headers=headers)
+
+    assert failed.code == 503 and failed.headers["Retry-After"] == "1"
+    assert failed.headers["Access-Control-Allow-Origin"] == SHOP
+    assert retried.code == 200 and "id" in retried.json()
+    assert await deps.store.bucket("segments").files.count_documents({}) == 1
+
+
+async def test_a_database_hiccup_in_the_key_lookup_answers_503_without_cors(
+        fetch: Fetch, tenant: Tenant, deps):
+    deps.store.faults.fail("sites", "find_one", error=lambda: InjectedFault("lookup"))
+
+    answer = await fetch(f"/sdk/v1/{tenant.public_key}/config", headers={"Origin": SHOP})
+
+    assert answer.code == 503, answer
+    assert answer.error_code == "unavailable"
+    assert answer.headers["Retry-After"] == "1"
+    # Whether the site allows this origin is not known, so the answer does not allow it.
+    assert "Access-Control-Allow-Origin" not in answer.headers
+
+
+async def test_a_retried_interaction_batch_from_the_browser_is_stored_once(
+        fetch: Fetch, tenant: Tenant, deps):
+    batch = {"visitorId": "v-1", "url": PAGE, "batchId": "0f0e0d0c-0b0a-4909-8807-060504030201",
+             "interactions": [{"kind": "click", "selector": "#buy"}, {"kind": "dead_click"}]}
+
+    first = await _send(fetch, tenant, "interactions", batch)
+    again = await _send(fetch, tenant, "interactions", batch)
+
+    assert first.json() == {"ok": True, "stored": 2, "droppedCount": 0}
+    assert again.json() == {"ok": True, "stored": 2, "droppedCount": 0, "duplicate": True}
+    assert again.headers["Access-Control-Allow-Origin"] == SHOP
+    buckets = [doc async for doc in deps.store.collection("interaction_buckets").find({})]
+    assert sum(len(bucket["events"]) for bucket in buckets) == 2
