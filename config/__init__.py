@@ -244,7 +244,8 @@ class Settings:
     segment_sweep_interval_seconds: float = _setting(
         "SEGMENT_SWEEP_INTERVAL_SECONDS",
         2.0,
-        "Pause between passes of the sweeper that strips console events from new segments.",
+        "Pause between passes of the sweeper that strips console events from new segments "
+        "and ends recordings idle past RECORDING_INACTIVITY_SECONDS.",
         _positive_float,
     )
     error_retry_base_seconds: float = _setting(
@@ -259,6 +260,19 @@ class Settings:
         10_000,
         "Embedded default only: errors waiting in the in-process queue before ingest answers 503.",
         _positive_int,
+    )
+    outbox_relay_after_seconds: float = _setting(
+        "OUTBOX_RELAY_AFTER_SECONDS",
+        30.0,
+        "REDIS_URL only: an accepted error job not finished this long after it was kept is sent "
+        "to Celery again from the MongoDB outbox; the wait doubles per relay, up to an hour.",
+        _positive_float,
+    )
+    outbox_scan_seconds: float = _setting(
+        "OUTBOX_SCAN_SECONDS",
+        5.0,
+        "REDIS_URL only: pause between passes of the relay that re-sends overdue error jobs.",
+        _positive_float,
     )
     statement_max_age_seconds: int = _setting(
         "STATEMENT_MAX_AGE_SECONDS",

@@ -7,6 +7,7 @@ from documents import (
     activity,
     audit,
     engagement,
+    error_outbox,
     error_records,
     heatmaps,
     interactions,
@@ -26,7 +27,7 @@ def declared_indexes() -> list[Index]:
     """Every index every collection family declares."""
     return [
         *accounts.INDEXES, *activity.INDEXES, *audit.INDEXES, *engagement.INDEXES,
-        *error_records.INDEXES, *heatmaps.INDEXES, *interactions.INDEXES, *leads.INDEXES,
-        *notifications.INDEXES, *queries.INDEXES, *recordings.INDEXES, *requests.INDEXES,
-        *sites.INDEXES, *statement_nonces.INDEXES, *visitors.INDEXES,
+        *error_outbox.INDEXES, *error_records.INDEXES, *heatmaps.INDEXES, *interactions.INDEXES,
+        *leads.INDEXES, *notifications.INDEXES, *queries.INDEXES, *recordings.INDEXES,
+        *requests.INDEXES, *sites.INDEXES, *statement_nonces.INDEXES, *visitors.INDEXES,
     ]

@@ -1,9 +1,11 @@
 """`POST /ingest/errors` (spec §4.1): the one asynchronous ingest endpoint.
 
-The handler validates, applies the privacy gate and puts a job on `errors-ingest`; a worker does
-the rest (tasks/errors.py). It answers exactly `{"ok": true}`, for a queued error and for one the
-privacy rules drop alike. When the queue cannot take the job it answers 503 with Retry-After
-rather than acknowledge an error that would be lost.
+The handler validates, applies the privacy gate and hands the job to the queue
+(`tasks.queue.submit_error`); a worker does the rest (tasks/errors.py). It answers exactly
+`{"ok": true}`, for a kept error and for one the privacy rules drop alike. When the job cannot be
+kept it answers 503 with Retry-After rather than acknowledge an error that would be lost: on the
+embedded default when the in-process queue is full, with REDIS_URL when MongoDB cannot take the
+job into the outbox (a Redis that is down only delays it; see tasks/outbox.py).
 """
 
 from __future__ import annotations

@@ -1,17 +1,21 @@
 """The Celery back-end of the errors-ingest queue (REDIS_URL set).
 
 `make_celery_app` builds the app; nothing Celery-related exists at import time. The server only
-sends tasks (`CeleryErrorQueue`); the worker registers the task with a `TaskConsumer` whose
-`run` executes the async pipeline on an event loop that owns the store. In `visitor-service
-worker` that loop lives in a `LoopThread`; in tests it is the test's own loop, so every store
-call stays on one thread. The task is idempotent (see tasks/errors.py), which is why it may use
-`acks_late`: a job redelivered after a worker died is counted once.
+sends tasks (`CeleryErrorQueue`): it keeps each job in the MongoDB outbox first, which is the
+acceptance, then sends it, and its `OutboxRelay` sends again what a worker has not finished in
+time (tasks/outbox.py). The worker registers the task with a `TaskConsumer` whose `run` executes
+the async pipeline on an event loop that owns the store. In `visitor-service worker` that loop
+lives in a `LoopThread`; in tests it is the test's own loop, so every store call stays on one
+thread. The task is idempotent (see tasks/errors.py), which is why it may use `acks_late`: a job
+redelivered after a worker died, or relayed from the outbox, is counted once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import re
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -22,6 +26,9 @@ from kombu import Queue
 from kombu.exceptions import KombuError, OperationalError
 from redis.exceptions import RedisError
 
+from config.metrics import Metrics
+from documents.store import is_temporary_store_error
+from tasks.outbox import SENDS_HELP, SENDS_METRIC, ErrorOutbox, OutboxRelay
 from tasks.queue import (
     QUEUE_NAME,
     WORKER_CONCURRENCY,
@@ -66,8 +73,12 @@ def make_celery_app(broker_url: str, *, consumer: TaskConsumer | None = None) ->
         worker_hijack_root_logger=False,
         worker_redirect_stdouts=False,
         task_reject_on_worker_lost=True,
-        # The endpoint answers 503 when Redis is down; it must find out at once, not after
-        # kombu's default retries.
+        # A job running when the broker connection drops cannot be acknowledged any more and
+        # is delivered again; cancelling it at once (Celery 6's default) is safe because the
+        # job is idempotent, and it is what this worker would otherwise warn about.
+        worker_cancel_long_running_tasks_on_connection_loss=True,
+        # With Redis down the job waits in the outbox for the relay; a request must not wait
+        # through kombu's default retries first.
         task_publish_retry=False,
         broker_connection_retry_on_startup=True,
         broker_connection_timeout=2,
@@ -94,23 +105,52 @@ def _register_task(app: Celery, consumer: TaskConsumer) -> None:
 
 
 class CeleryErrorQueue:
-    """The server's side of the Celery back-end: sends jobs to `errors-ingest` on Redis."""
+    """The server's side of the Celery back-end: keeps jobs in the outbox, sends them to Redis.
 
-    def __init__(self, app: Celery) -> None:
+    Without an `outbox` nothing is kept, so an unreachable Redis is a refusal (503); the server
+    always builds it with one (tasks/worker.py `open_error_queue`).
+    """
+
+    def __init__(self, app: Celery, *, outbox: ErrorOutbox | None = None,
+                 metrics: Metrics | None = None, relay_interval_seconds: float = 5.0) -> None:
         self.app = app
+        self.outbox = outbox
+        self.metrics = metrics or Metrics()
+        self.relay = (OutboxRelay(outbox, functools.partial(self.send, via="relay"), self.metrics,
+                                  interval_seconds=relay_interval_seconds)
+                      if outbox is not None else None)
 
     def start(self) -> None:
-        """Nothing to start: the broker connection is made on first send."""
+        """Start relaying kept jobs; the broker connection is made on first send."""
+        if self.relay is not None:
+            self.relay.start()
 
     async def enqueue(self, job: dict[str, Any]) -> None:
-        """Send the job; an unreachable Redis raises QueueUnavailable (the caller answers 503)."""
+        """Keep the job in the outbox, then send it; QueueUnavailable if it cannot be kept."""
+        if self.outbox is not None:
+            try:
+                job = await self.outbox.keep(job)
+            except Exception as exc:
+                if not is_temporary_store_error(exc):
+                    raise
+                log.warning("error outbox unreachable", extra={"jobId": job.get("jobId"),
+                                                               "error": _redacted(exc)})
+                raise QueueUnavailable("the error store is unreachable; retry later") from exc
+        if not await self.send(job, via="ingest") and self.outbox is None:
+            raise QueueUnavailable("the error queue is unreachable; retry later")
+
+    async def send(self, job: dict[str, Any], *, via: str) -> bool:
+        """Publish the job to `errors-ingest`; False (logged, counted) when Redis cannot take it."""
         try:
             # kombu publishes synchronously; off the loop so a slow Redis stalls no request.
             await asyncio.to_thread(self._send, job)
         except (OperationalError, KombuError, RedisError, OSError) as exc:
-            log.warning("error queue unreachable", extra={"jobId": job.get("jobId"),
-                                                          "error": repr(exc)})
-            raise QueueUnavailable("the error queue is unreachable; retry later") from exc
+            log.warning("error queue unreachable; the job waits in the outbox",
+                        extra={"jobId": job.get("jobId"), "via": via, "error": _redacted(exc)})
+            self.metrics.count(SENDS_METRIC, SENDS_HELP, via=via, outcome="broker_unavailable")
+            return False
+        self.metrics.count(SENDS_METRIC, SENDS_HELP, via=via, outcome="sent")
+        return True
 
     def _send(self, job: dict[str, Any]) -> None:
         self.app.send_task(TASK_NAME, args=[job], queue=QUEUE_NAME, retry=False)
@@ -124,8 +164,15 @@ class CeleryErrorQueue:
             connection.ensure_connection(max_retries=1)
 
     async def close(self) -> None:
-        """Release the broker connections."""
+        """Stop the relay and release the broker connections."""
+        if self.relay is not None:
+            await self.relay.close()
         await asyncio.to_thread(self.app.close)
+
+
+def _redacted(exc: BaseException) -> str:
+    """`repr(exc)` without a password a broker or database URL in it may carry."""
+    return re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", repr(exc))
 
 
 class LoopThread:

@@ -6,8 +6,11 @@ store errors only), how long to wait (exponential backoff with jitter), how many
 `InProcessErrorQueue` runs it on the embedded default with 5 worker tasks;
 `tasks.celery_app.CeleryErrorQueue` runs the same pipeline in a Celery worker over Redis.
 
-An unreachable or full queue raises `QueueUnavailable` (503 with Retry-After): the endpoint never
-answers `ok: true` for an error it could not keep.
+The endpoint never answers `ok: true` for an error it could not keep. On the embedded default
+the queue is in memory like the store itself, and a full or stopped queue raises
+`QueueUnavailable` (503 with Retry-After). On the Celery back-end a job is accepted once it is in
+the MongoDB outbox (tasks/outbox.py): only a failure to write it there is a 503; a Redis that is
+down only delays the job, which the relay sends once Redis is back.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from tasks.notify_port import Notifier
 
 if TYPE_CHECKING:
     from ingest.intake import VisitorIntake
+    from tasks.outbox import ErrorOutbox
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +41,8 @@ QUEUE_NAME = "errors-ingest"
 WORKER_CONCURRENCY = 5
 
 JOBS_METRIC = "error_jobs_total"
-JOBS_HELP = "Error-ingest job attempts, by outcome (processed, retried, failed, lost)."
+JOBS_HELP = ("Error-ingest job attempts, by outcome (processed, retried, failed, lost, "
+             "left_in_outbox, already_finished).")
 DEPTH_METRIC = "error_queue_depth"
 DEPTH_HELP = "Error jobs waiting in the in-process queue (embedded default only)."
 
@@ -108,19 +113,29 @@ DONE = Attempt()
 
 
 class ErrorPipeline:
-    """Runs `process_error` for one job attempt and decides retry or failed-jobs."""
+    """Runs `process_error` for one job attempt and decides retry or failed-jobs.
+
+    With an `outbox` (the Celery back-end) a job is skipped once it is no longer kept there, and
+    its entry is released when the job is finished: processed, or stored in `failed_jobs`.
+    """
 
     def __init__(self, store: Store, *, notifier: Notifier, bus: EventBus, metrics: Metrics,
-                 policy: RetryPolicy | None = None) -> None:
+                 policy: RetryPolicy | None = None, outbox: ErrorOutbox | None = None) -> None:
         self.store = store
         self.notifier = notifier
         self.bus = bus
         self.metrics = metrics
         self.policy = policy or RetryPolicy()
+        self.outbox = outbox
 
     async def attempt(self, job: dict[str, Any], number: int) -> Attempt:
         """Attempt number `number` (1-based) of `job`."""
         try:
+            if self.outbox is not None and await self.outbox.finished(job):
+                # Skipping a copy here holds however many other jobs the aggregate has counted
+                # since, which its bounded `recentJobIds` alone would not.
+                self._count("already_finished")
+                return DONE
             await process_error(self.store, job, notifier=self.notifier, bus=self.bus,
                                 metrics=self.metrics)
         except Exception as exc:  # noqa: BLE001 - job boundary: every failure is kept or retried
@@ -131,9 +146,13 @@ class ErrorPipeline:
                             extra={"jobId": job.get("jobId"), "attempt": number,
                                    "retryInSeconds": round(delay, 3), "error": repr(exc)})
                 return Attempt(retry_in=delay)
-            await self.fail(job, reason=_reason(exc), attempts=number)
-            return DONE
-        self._count("processed")
+            if not await self.fail(job, reason=_reason(exc), attempts=number):
+                return DONE
+        else:
+            self._count("processed")
+        # The one place both outcomes end, so an outbox entry never outlives a finished job.
+        if self.outbox is not None:
+            await self.outbox.release(job)
         return DONE
 
     async def run(self, job: dict[str, Any]) -> None:
@@ -146,18 +165,25 @@ class ErrorPipeline:
             await asyncio.sleep(outcome.retry_in)
             number += 1
 
-    async def fail(self, job: dict[str, Any], *, reason: str, attempts: int) -> None:
-        """Keep a job that will not succeed in `failed_jobs`; if even that fails, say so loudly."""
+    async def fail(self, job: dict[str, Any], *, reason: str, attempts: int) -> bool:
+        """Keep a job that will not succeed in `failed_jobs`; False (said loudly) if that fails."""
         log.error("error job failed", extra={"jobId": job.get("jobId"), "reason": reason,
                                              "attempts": attempts})
         try:
             await error_records.store_failed_job(self.store, job, queue=QUEUE_NAME, reason=reason,
                                                  attempts=attempts, now=datetime.now(UTC))
-        except Exception:  # noqa: BLE001 - last resort: the job is logged in full and counted
-            self._count("lost")
-            log.exception("failed error job could not be stored", extra={"job": job})
-            return
+        except Exception:  # noqa: BLE001 - last resort: the job is kept elsewhere and counted
+            if self.outbox is not None:
+                # Not finished, so its outbox entry stays and the relay sends it again later.
+                self._count("left_in_outbox")
+                log.exception("failed error job could not be stored; it stays in the outbox",
+                              extra={"jobId": job.get("jobId")})
+            else:
+                self._count("lost")
+                log.exception("failed error job could not be stored", extra={"job": job})
+            return False
         self._count("failed")
+        return True
 
     def _count(self, outcome: str) -> None:
         self.metrics.count(JOBS_METRIC, JOBS_HELP, outcome=outcome)

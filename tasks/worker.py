@@ -1,11 +1,12 @@
 """Composition of the errors-ingest queue: which back-end the settings ask for, and the worker.
 
-`open_error_queue` is what the server builds (in-process on the embedded default, Celery when
-REDIS_URL is set). `run_worker` is `visitor-service worker`: a Celery worker with 5 threads whose
-tasks run the async pipeline on one event loop thread that owns the Motor client, the bus and
-the real notifier (e-mail and webhooks), which is drained before that loop stops.
-Threads rather than prefork, because the work is waiting on MongoDB and a Motor client must not
-be created before a fork.
+`open_error_queue` is what the server builds (in-process on the embedded default, Celery behind
+the MongoDB outbox when REDIS_URL is set; the queue's `start` starts the outbox relay).
+`run_worker` is `visitor-service worker`: a Celery worker with 5 threads whose tasks run the
+async pipeline on one event loop thread that owns the Motor client, the bus and the real
+notifier (e-mail and webhooks), which is drained before that loop stops; the pipeline releases
+each finished job's outbox entry. Threads rather than prefork, because the work is waiting on
+MongoDB and a Motor client must not be created before a fork.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tasks.celery_app import (
 )
 from tasks.notifications import Notifier
 from tasks.notify_port import Notifier as NotifierPort
+from tasks.outbox import ErrorOutbox
 from tasks.queue import (
     QUEUE_NAME,
     WORKER_CONCURRENCY,
@@ -41,11 +43,18 @@ def retry_policy(settings: Settings) -> RetryPolicy:
     return RetryPolicy(base_delay=settings.error_retry_base_seconds)
 
 
+def error_outbox(settings: Settings, store: Store) -> ErrorOutbox:
+    """The outbox of the Celery back-end, with the relay delay these settings ask for."""
+    return ErrorOutbox(store, relay_after_seconds=settings.outbox_relay_after_seconds)
+
+
 def open_error_queue(settings: Settings, *, store: Store, bus: EventBus, metrics: Metrics,
                      notifier: NotifierPort) -> ErrorQueue:
-    """Celery over Redis when REDIS_URL is set, otherwise the in-process queue."""
+    """Celery over Redis (behind the MongoDB outbox) when REDIS_URL is set, else in-process."""
     if settings.redis_url:
-        return CeleryErrorQueue(make_celery_app(settings.redis_url))
+        return CeleryErrorQueue(make_celery_app(settings.redis_url),
+                                outbox=error_outbox(settings, store), metrics=metrics,
+                                relay_interval_seconds=settings.outbox_scan_seconds)
     pipeline = ErrorPipeline(store, notifier=notifier, bus=bus, metrics=metrics,
                              policy=retry_policy(settings))
     return InProcessErrorQueue(pipeline, capacity=settings.error_queue_capacity)
@@ -89,7 +98,8 @@ def run_worker(settings: Settings) -> None:
     runtime.start()
     clients = runtime.run(open_worker_clients(settings))
     pipeline = ErrorPipeline(clients.store, notifier=clients.notifier, bus=clients.bus,
-                             metrics=Metrics(), policy=retry_policy(settings))
+                             metrics=Metrics(), policy=retry_policy(settings),
+                             outbox=error_outbox(settings, clients.store))
     app = make_celery_app(settings.redis_url, consumer=TaskConsumer(pipeline, runtime.run))
     try:
         app.Worker(pool="threads", concurrency=WORKER_CONCURRENCY, queues=[QUEUE_NAME],

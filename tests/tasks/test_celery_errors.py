@@ -1,7 +1,9 @@
 """The Celery back-end for real: a redis-server, a Celery worker, and the test's own store.
 
 The worker's task threads hand each job's coroutine to the test's event loop, which owns the
-embedded store, so every store call stays on one thread (see tasks/celery_app.py).
+embedded store, so every store call stays on one thread (see tasks/celery_app.py). Every job
+goes through the MongoDB outbox first (tasks/outbox.py); Redis faults proper are in
+tests/hardening/test_redis_faults.py.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -18,6 +21,7 @@ from celery.contrib.testing.worker import start_worker
 
 from tasks.celery_app import TASK_NAME, CeleryErrorQueue, TaskConsumer, make_celery_app
 from tasks.errors import error_job
+from tasks.outbox import KEPT_MARK
 from tasks.queue import QUEUE_NAME, ErrorPipeline, RetryPolicy
 from tests.conftest import free_port
 from tests.support.app import Fetch, Tenant, all_documents_text
@@ -31,6 +35,8 @@ from tests.tasks.support import (
 )
 
 pytestmark = pytest.mark.slow
+
+BROKER_PASSWORD = "broker-s3cret"
 
 
 @pytest.fixture
@@ -56,7 +62,7 @@ async def celery_worker(deps, redis_url: str, notifier: RecordingNotifier
         return asyncio.run_coroutine_threadsafe(coroutine, loop).result(timeout=30)
 
     pipeline = ErrorPipeline(deps.store, notifier=notifier, bus=deps.bus, metrics=deps.metrics,
-                             policy=RetryPolicy(base_delay=0.01))
+                             policy=RetryPolicy(base_delay=0.01), outbox=deps.queue.outbox)
     app = make_celery_app(redis_url, consumer=TaskConsumer(pipeline, run_on_test_loop))
     running = start_worker(app, pool="threads", concurrency=5, perform_ping_check=False,
                            shutdown_timeout=20)
@@ -71,8 +77,9 @@ async def _count(deps, collection: str, filter_: dict[str, Any] | None = None) -
     return await deps.store.collection(collection).count_documents(filter_ or {})
 
 
-async def test_the_server_uses_celery_when_redis_url_is_set(deps):
+async def test_the_server_uses_celery_behind_the_outbox_when_redis_url_is_set(deps):
     assert isinstance(deps.queue, CeleryErrorQueue)
+    assert deps.queue.outbox is not None and deps.queue.relay is not None
     task_options = make_celery_app("redis://127.0.0.1:1/0", consumer=TaskConsumer(
         ErrorPipeline(deps.store, notifier=RecordingNotifier(), bus=deps.bus,
                       metrics=deps.metrics), lambda coroutine: coroutine.close())).tasks[TASK_NAME]
@@ -94,10 +101,18 @@ async def test_a_real_celery_worker_processes_an_ingested_error(
     assert await _count(deps, "error_occurrences", {"visitorId": "v-1"}) == 1
     await eventually(lambda: _true(len(notifier.calls) == 1))
     assert notifier.calls[0][2] is False
+    await eventually(_outbox_empty(deps))
 
 
 async def _true(value: bool) -> bool:
     return value
+
+
+def _outbox_empty(deps) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return await _count(deps, "error_outbox") == 0
+
+    return check
 
 
 async def test_identical_errors_on_the_celery_worker_make_one_record(
@@ -143,6 +158,7 @@ async def test_celery_puts_a_job_in_failed_jobs_after_exactly_four_attempts(
     stored = await deps.store.collection("failed_jobs").find_one({"_id": job["jobId"]})
     assert stored["attempts"] == 4
     assert store.faults.calls.count(("errors", "find_one_and_update")) == 4
+    await eventually(_outbox_empty(deps))
 
 
 async def test_the_queued_message_in_redis_carries_no_full_ip_address(
@@ -168,20 +184,65 @@ async def test_the_queued_message_in_redis_carries_no_full_ip_address(
     assert FULL_IP not in await all_documents_text(deps.store)
 
 
-@pytest.fixture
-def unreachable_redis_env(settings_env: dict[str, str]) -> dict[str, str]:
-    """REDIS_URL pointing at a port nobody listens on."""
-    settings_env["REDIS_URL"] = f"redis://127.0.0.1:{free_port()}/0"
-    return settings_env
+async def test_a_job_sent_twice_counts_once_whether_the_copies_overlap_or_not(
+        tenant: Tenant, deps, celery_worker, notifier):
+    overlapping = error_job(tenant.site_id, js_error())
+    await deps.queue.enqueue(overlapping)
+    # The job as the relay sends it (marked as kept), at once: the copies may overlap.
+    assert await deps.queue.send({**overlapping, KEPT_MARK: True}, via="relay")
+    await eventually(_outbox_empty(deps))
+    later = error_job(tenant.site_id, js_error())
+    await deps.queue.enqueue(later)
+    await eventually(_outbox_empty(deps))
+    # A relay of a job already finished (its worker deleted the entry after the relay's claim).
+    assert await deps.queue.send({**later, KEPT_MARK: True}, via="relay")
+
+    async def copies_done() -> bool:
+        return deps.metrics.total("error_jobs_total") >= 4
+
+    await eventually(copies_done)
+    record = await deps.store.collection("errors").find_one({})
+    assert record["occurrenceCount"] == 2
+    assert await _count(deps, "error_occurrences") == 2
+    assert deps.metrics.value("error_jobs_total", outcome="processed") + deps.metrics.value(
+        "error_jobs_total", outcome="already_finished") == 4
+    assert deps.metrics.value("error_jobs_total", outcome="already_finished") >= 1
 
 
-async def test_an_unreachable_queue_answers_503_with_retry_after_and_stores_nothing(
-        unreachable_redis_env, fetch: Fetch, tenant: Tenant, deps):
+async def test_an_outbox_that_cannot_take_the_job_answers_503_and_nothing_is_queued(
+        fetch: Fetch, tenant: Tenant, deps, store, redis_url: str):
+    store.faults.fail("error_outbox", "insert_one")
     answer = await post_error(fetch, tenant)
     assert answer.code == 503, answer
     assert int(answer.headers["Retry-After"]) > 0
     assert answer.error_code == "queue_unavailable"
-    assert await _count(deps, "errors") == 0
-    assert await _count(deps, "error_occurrences") == 0
+    assert redis.Redis.from_url(redis_url).llen(QUEUE_NAME) == 0
+    for collection in ("error_outbox", "errors", "error_occurrences"):
+        assert await _count(deps, collection) == 0, collection
     assert deps.metrics.value("ingest_items_total", kind="error", outcome="dropped",
                               reason="queue_unavailable") == 1
+    assert (await post_error(fetch, tenant)).json() == {"ok": True}  # the fault was one write
+
+
+@pytest.fixture
+def unreachable_redis_env(settings_env: dict[str, str]) -> dict[str, str]:
+    """REDIS_URL, with a password, pointing at a port nobody listens on."""
+    settings_env["REDIS_URL"] = f"redis://:{BROKER_PASSWORD}@127.0.0.1:{free_port()}/0"
+    return settings_env
+
+
+async def test_an_unreachable_redis_still_answers_ok_and_keeps_the_job_in_the_outbox(
+        unreachable_redis_env, fetch: Fetch, tenant: Tenant, deps, caplog):
+    caplog.set_level(logging.WARNING)
+    answer = await post_error(fetch, tenant)
+    assert answer.code == 200 and answer.json() == {"ok": True}, answer
+    kept = await deps.store.collection("error_outbox").find({}).to_list(None)
+    assert len(kept) == 1 and kept[0]["job"]["ipAddress"] == ANONYMISED_IP
+    assert await _count(deps, "errors") == 0
+    assert deps.metrics.value("error_outbox_sends_total", via="ingest",
+                              outcome="broker_unavailable") == 1
+    assert deps.metrics.value("ingest_items_total", kind="error", outcome="queued",
+                              reason="") == 1
+    warnings = [r for r in caplog.records if "the job waits in the outbox" in r.getMessage()]
+    assert len(warnings) == 1
+    assert BROKER_PASSWORD not in repr(vars(warnings[0]))
