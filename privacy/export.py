@@ -140,6 +140,7 @@ class VisitorExport:
             "notExported": {
                 "errors": "aggregate error records are not handed over; the faults you hit are "
                           "listed under 'faults'",
+                "error_outbox": "operational queue of error reports waiting to be processed",
                 "failed_jobs": "operational queue of unprocessed error reports",
                 "heatmaps.files": "images rendered across many visitors' recordings",
             },

@@ -64,7 +64,8 @@ def _heatmaps(keys: SubjectKeys) -> dict[str, Any]:
             "metadata.sourceRecordingIds": {"$in": list(keys.recording_ids)}}
 
 
-def _failed_jobs(keys: SubjectKeys) -> dict[str, Any]:
+def _error_jobs(keys: SubjectKeys) -> dict[str, Any]:
+    """Error jobs (waiting in the outbox or failed) by the visitor or its sessions."""
     return {"siteId": keys.site_id, "$or": [
         {"job.error.visitorId": keys.visitor_id},
         {"job.visitorId": keys.visitor_id},
@@ -89,7 +90,10 @@ VISITOR_DATA: tuple[VisitorDataSource, ...] = (
     VisitorDataSource("consent_decisions", "consentDecisions", "delete", _by_visitor),
     VisitorDataSource("error_occurrences", "errorOccurrences", "delete", _by_visitor),
     VisitorDataSource("error_sessions", "errorSessionLinks", "delete", _by_visitor_or_session),
-    VisitorDataSource("failed_jobs", "failedErrorJobs", "delete", _failed_jobs),
+    # A job still waiting in the outbox holds the error as sent; erasing it also makes the
+    # worker skip the job (tasks/outbox.py), so it cannot write the visitor back afterwards.
+    VisitorDataSource("error_outbox", "pendingErrorJobs", "delete", _error_jobs),
+    VisitorDataSource("failed_jobs", "failedErrorJobs", "delete", _error_jobs),
     VisitorDataSource("errors", "errorRecordsAnonymised", "anonymise", _by_visitor_or_session),
     VisitorDataSource("visitors", "visitorProfile", "delete", _profile),
 )
@@ -97,8 +101,9 @@ VISITOR_DATA: tuple[VisitorDataSource, ...] = (
 #: Collections whose documents are the visitor's own data, exported item by item.
 EXPORTED_COLLECTIONS = frozenset(s.collection for s in VISITOR_DATA) - {
     # The aggregate error record is never handed over (spec §2 rule 2); the visitor's
-    # occurrences are. Failed jobs are an operational queue, not a record about the visitor.
-    "errors", "failed_jobs", "heatmaps.files",
+    # occurrences are. Pending and failed jobs are an operational queue, not a record about
+    # the visitor.
+    "errors", "error_outbox", "failed_jobs", "heatmaps.files",
 }
 
 

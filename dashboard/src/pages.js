@@ -11,7 +11,8 @@ const RECEIPT_LABELS = {
   pageviews: 'Pageview buckets', interactions: 'Interaction buckets', recordingSegments: 'Recording segments',
   recordings: 'Recordings', heatmapImages: 'Heatmap images', leads: 'Leads', chatTranscripts: 'Chat transcripts',
   surveyResponses: 'Survey responses', consentDecisions: 'Consent decisions', errorOccurrences: 'Error occurrences',
-  errorSessionLinks: 'Error session links', failedErrorJobs: 'Unprocessed error reports',
+  errorSessionLinks: 'Error session links', pendingErrorJobs: 'Error reports waiting to be processed',
+  failedErrorJobs: 'Unprocessed error reports',
   errorRecordsAnonymised: 'Error records anonymised', visitorProfile: 'Visitor profile',
 };
 

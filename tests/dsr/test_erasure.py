@@ -132,7 +132,7 @@ async def test_a_fault_at_any_erasure_step_leaves_every_collection_as_it_was(
         answer = await fetch(_erase_path(tenant, seeded.visitor_id), "DELETE",
                              token=tenant.token)
         deps.store.faults.clear()
-        assert answer.code == 500, (index, collection, operation, answer)
+        assert answer.code == 503, (index, collection, operation, answer)
         after = await _snapshot(deps.store)
         after.pop("dsr_requests", None)
         assert after == before, f"step {index}: {operation} on {collection} left changes"
@@ -151,3 +151,27 @@ async def test_another_organization_cannot_erase_or_even_see_the_visitor(
     assert answer.code == 404
     assert await deps.store.collection("visitors").count_documents(
         {"visitorId": seeded.visitor_id}) == 1
+
+
+async def test_erasure_deletes_the_visitors_error_jobs_still_waiting_in_the_outbox(
+        fetch: Fetch, tenant: Tenant, deps):
+    """On the Celery back-end an accepted error waits in `error_outbox` until a worker finishes
+    it; the job holds what the shop sent, so erasure must not leave it behind."""
+    from datetime import UTC, datetime
+
+    from documents import error_outbox
+    from tasks.errors import error_job
+
+    seeded = await seed_visitor(fetch, tenant, deps)
+    now = datetime.now(UTC)
+    for visitor_id, session_id in ((seeded.visitor_id, "s-other"), ("v-else", seeded.session_id),
+                                   ("bob-2", "s-bob")):
+        job = error_job(tenant.site_id, {
+            "visitorId": visitor_id, "sessionId": session_id, "source": "javascript",
+            "type": "TypeError", "message": "still queued", "url": "https://shop.example/"})
+        await error_outbox.keep_job(deps.store, job, now=now, relay_after=now)
+    answer = await fetch(_erase_path(tenant, seeded.visitor_id), "DELETE", token=tenant.token)
+    assert answer.code == 200, answer
+    assert answer.json()["counts"]["pendingErrorJobs"] == 2
+    left = await deps.store.collection("error_outbox").find({}).to_list(None)
+    assert [entry["job"]["error"]["visitorId"] for entry in left] == ["bob-2"]
