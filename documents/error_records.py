@@ -1,9 +1,11 @@
 """Error aggregates, per-session error links, per-visitor occurrences and failed jobs.
 
-* `errors`: one aggregate per (siteId, fingerprint), created or incremented by one atomic upsert.
+* `errors`: one aggregate per (siteId, fingerprint), created or incremented by one atomic upsert
+  on its `_id`, which is derived from the pair (so the `_id` index is the unique index).
   It keeps a bounded list of the job ids it has counted, so a job retried after its write
   succeeded is not counted twice.
-* `error_sessions`: one link per (errorId, sessionId, visitorId, siteId).
+* `error_sessions`: one link per (errorId, sessionId, visitorId, siteId), its `_id` a hash of
+  the four.
 * `error_occurrences`: one entry per job (`_id` is the job id): what a visitor hit and when, for
   the data-subject export, which must not hand over the aggregate.
 * `failed_jobs`: jobs that exhausted their retries or failed for good, with reason and attempts;
@@ -15,6 +17,7 @@ before the aggregate, and the aggregate's upsert is the last write a job makes.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,11 +33,10 @@ OCCURRENCES = "error_occurrences"
 FAILED_JOBS = "failed_jobs"
 
 INDEXES = [
-    Index(ERRORS, (("siteId", ASCENDING), ("fingerprint", ASCENDING)), unique=True),
+    # Uniqueness of (site, fingerprint) is the `_id` index: `_id` is derived from the pair.
+    Index(ERRORS, (("siteId", ASCENDING), ("fingerprint", ASCENDING))),
     Index(ERRORS, (("siteId", ASCENDING), ("lastSeen", DESCENDING))),
     Index(ERRORS, (("siteId", ASCENDING), ("status", ASCENDING), ("lastSeen", DESCENDING))),
-    Index(SESSION_LINKS, (("errorId", ASCENDING), ("sessionId", ASCENDING),
-                          ("visitorId", ASCENDING), ("siteId", ASCENDING)), unique=True),
     Index(SESSION_LINKS, (("siteId", ASCENDING), ("sessionId", ASCENDING))),
     Index(SESSION_LINKS, (("siteId", ASCENDING), ("visitorId", ASCENDING))),
     Index(OCCURRENCES, (("siteId", ASCENDING), ("visitorId", ASCENDING),
@@ -45,8 +47,15 @@ INDEXES = [
 ]
 
 #: How many counted job ids an aggregate remembers. Retries of one job arrive within seconds,
-#: while thousands of other jobs would have to land in between to push its id out.
+#: while thousands of other jobs would have to land in between to push its id out. A copy
+#: relayed from the outbox comes OUTBOX_RELAY_AFTER_SECONDS or more later, but a copy of a
+#: finished job is skipped before counting (its outbox entry is gone); only a job counted whose
+#: entry was left behind (its worker died between the two) leans on this window then, and is
+#: counted twice if more than this many other jobs of one aggregate were counted in between.
 RECENT_JOBS = 2000
+#: The aggregate as the pipeline needs it back: the job-id window is bookkeeping, and copying
+#: its thousands of ids out with every count would cost more than the count.
+WITHOUT_JOB_IDS = {"recentJobIds": 0}
 
 _ERROR_ID_NAMESPACE = uuid.UUID("0d5a3b52-6a3f-4d1e-9a51-4f0c1d7e2b90")
 
@@ -111,17 +120,27 @@ async def record_occurrence(store: Store, occurrence: Occurrence) -> None:
     )
 
 
+def session_link_id(occurrence: Occurrence) -> str:
+    """The `_id` of the link between an error and the session (and visitor) it happened in."""
+    key = "\x1f".join((occurrence.site_id, occurrence.error_id, occurrence.session_id or "",
+                       occurrence.visitor_id or ""))
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
 async def link_session(store: Store, occurrence: Occurrence) -> None:
     """Link the error to the browser session it happened in; idempotent by its unique key."""
     if not occurrence.session_id:
         return
-    key = {"errorId": occurrence.error_id, "sessionId": occurrence.session_id,
-           "visitorId": occurrence.visitor_id, "siteId": occurrence.site_id}
+    fields = {"errorId": occurrence.error_id, "sessionId": occurrence.session_id,
+              "visitorId": occurrence.visitor_id, "siteId": occurrence.site_id}
+    # The link's identity is its `_id`, derived from the four fields: the `_id` index makes it
+    # unique, and the write is a lookup by key rather than a search over every link.
+    key = {"_id": session_link_id(occurrence)}
     links = store.collection(SESSION_LINKS)
     try:
         await links.update_one(
             key,
-            {"$setOnInsert": {"firstSeen": occurrence.occurred_at},
+            {"$setOnInsert": {**fields, "firstSeen": occurrence.occurred_at},
              "$max": {"lastSeen": occurrence.occurred_at}},
             upsert=True,
         )
@@ -150,6 +169,8 @@ async def count_occurrence(store: Store, occurrence: Occurrence, now: datetime) 
     }
     on_insert = {
         "_id": occurrence.error_id,
+        "siteId": occurrence.site_id,
+        "fingerprint": occurrence.fingerprint,
         "type": occurrence.type,
         "message": occurrence.message,
         "source": occurrence.source,
@@ -158,24 +179,23 @@ async def count_occurrence(store: Store, occurrence: Occurrence, now: datetime) 
         "firstJobId": occurrence.job_id,
     }
     # The `$ne` makes a second application of the same job match nothing.
-    unapplied = {"siteId": occurrence.site_id, "fingerprint": occurrence.fingerprint,
-                 "recentJobIds": {"$ne": occurrence.job_id}}
+    unapplied = {"_id": occurrence.error_id, "recentJobIds": {"$ne": occurrence.job_id}}
     try:
         after = await errors.find_one_and_update(
             unapplied, {**increment, "$setOnInsert": on_insert}, upsert=True,
-            return_document=ReturnDocument.AFTER,
+            projection=WITHOUT_JOB_IDS, return_document=ReturnDocument.AFTER,
         )
     except DuplicateKeyError:
         # Either a concurrent job inserted the aggregate first, or this job was already counted
         # (then the filter matched nothing and the upsert collided); without upsert, the first
         # case counts and the second matches nothing.
         after = await errors.find_one_and_update(unapplied, increment,
+                                                 projection=WITHOUT_JOB_IDS,
                                                  return_document=ReturnDocument.AFTER)
     if after is not None:
         return Counted(after, created=after.get("firstJobId") == occurrence.job_id,
                        applied=True)
-    existing = await errors.find_one({"siteId": occurrence.site_id,
-                                      "fingerprint": occurrence.fingerprint})
+    existing = await errors.find_one({"_id": occurrence.error_id}, WITHOUT_JOB_IDS)
     if existing is None:
         raise LookupError(f"error {occurrence.error_id} vanished while being counted")
     # Counted by an earlier attempt of this job, whose announcement may not have gone out.
@@ -194,7 +214,7 @@ async def reopen_if_resolved(store: Store, error: dict[str, Any], job_id: str,
         {"_id": error["_id"], "status": "resolved"},
         {"$set": {"status": "open", "reopenedAt": now, "reopenedByJobId": job_id},
          "$inc": {"reopenCount": 1}},
-        return_document=ReturnDocument.AFTER,
+        projection=WITHOUT_JOB_IDS, return_document=ReturnDocument.AFTER,
     )
 
 
