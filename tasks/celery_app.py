@@ -2,9 +2,10 @@
 
 `make_celery_app` builds the app; nothing Celery-related exists at import time. The server only
 sends tasks (`CeleryErrorQueue`): it keeps each job in the MongoDB outbox first, which is the
-acceptance, then sends it, and its `OutboxRelay` sends again what a worker has not finished in
-time (tasks/outbox.py). The worker registers the task with a `TaskConsumer` whose `run` executes
-the async pipeline on an event loop that owns the store. In `visitor-service worker` that loop
+acceptance and when the request is answered, then a sender task publishes it, and its
+`OutboxRelay` sends again what a worker has not finished in time (tasks/outbox.py). The worker
+registers the task with a `TaskConsumer` whose `run` executes the async pipeline on an event
+loop that owns the store. In `visitor-service worker` that loop
 lives in a `LoopThread`; in tests it is the test's own loop, so every store call stays on one
 thread. The task is idempotent (see tasks/errors.py), which is why it may use `acks_late`: a job
 redelivered after a worker died, or relayed from the outbox, is counted once.
@@ -13,6 +14,7 @@ redelivered after a worker died, or relayed from the outbox, is counted once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import re
@@ -28,6 +30,7 @@ from redis.exceptions import RedisError
 
 from config.metrics import Metrics
 from documents.store import is_temporary_store_error
+from tasks.background import stop_task
 from tasks.outbox import SENDS_HELP, SENDS_METRIC, ErrorOutbox, OutboxRelay
 from tasks.queue import (
     QUEUE_NAME,
@@ -107,9 +110,17 @@ def _register_task(app: Celery, consumer: TaskConsumer) -> None:
 class CeleryErrorQueue:
     """The server's side of the Celery back-end: keeps jobs in the outbox, sends them to Redis.
 
-    Without an `outbox` nothing is kept, so an unreachable Redis is a refusal (503); the server
+    With an `outbox`, a job is accepted once it is kept there, and the request is answered then;
+    a sender task publishes accepted jobs to Redis in batches, off the request path, and the
+    relay sends again whatever that could not deliver. Without an `outbox` nothing is kept, so
+    each job is sent during the request and an unreachable Redis is a refusal (503); the server
     always builds it with one (tasks/worker.py `open_error_queue`).
     """
+
+    #: Jobs accepted and waiting for the sender; beyond this they wait for the relay instead.
+    SEND_BACKLOG = 10_000
+    #: Jobs published per trip to the sender's thread.
+    SEND_BATCH = 200
 
     def __init__(self, app: Celery, *, outbox: ErrorOutbox | None = None,
                  metrics: Metrics | None = None, relay_interval_seconds: float = 5.0) -> None:
@@ -119,14 +130,19 @@ class CeleryErrorQueue:
         self.relay = (OutboxRelay(outbox, functools.partial(self.send, via="relay"), self.metrics,
                                   interval_seconds=relay_interval_seconds)
                       if outbox is not None else None)
+        self._unsent: asyncio.Queue[dict[str, Any]] | None = None
+        self._sender: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        """Start relaying kept jobs; the broker connection is made on first send."""
+        """Start sending and relaying kept jobs; the broker connection is made on first send."""
         if self.relay is not None:
             self.relay.start()
+            if self._sender is None:
+                self._unsent = asyncio.Queue(self.SEND_BACKLOG)
+                self._sender = asyncio.create_task(self._send_accepted(), name="error-sender")
 
     async def enqueue(self, job: dict[str, Any]) -> None:
-        """Keep the job in the outbox, then send it; QueueUnavailable if it cannot be kept."""
+        """Keep the job in the outbox and hand it to the sender; QueueUnavailable if not kept."""
         if self.outbox is not None:
             try:
                 job = await self.outbox.keep(job)
@@ -136,24 +152,64 @@ class CeleryErrorQueue:
                 log.warning("error outbox unreachable", extra={"jobId": job.get("jobId"),
                                                                "error": _redacted(exc)})
                 raise QueueUnavailable("the error store is unreachable; retry later") from exc
+            if self._unsent is not None:
+                try:
+                    self._unsent.put_nowait(job)
+                except asyncio.QueueFull:
+                    # Kept all the same: the relay sends it once it is due.
+                    self.metrics.count(SENDS_METRIC, SENDS_HELP, via="ingest",
+                                       outcome="left_for_relay")
+                return
         if not await self.send(job, via="ingest") and self.outbox is None:
             raise QueueUnavailable("the error queue is unreachable; retry later")
 
     async def send(self, job: dict[str, Any], *, via: str) -> bool:
         """Publish the job to `errors-ingest`; False (logged, counted) when Redis cannot take it."""
+        return await self._send_batch([job], via=via) == 1
+
+    async def _send_batch(self, jobs: list[dict[str, Any]], *, via: str) -> int:
+        """Publish `jobs` in order over one producer; how many went out before any failure."""
+        sent = [0]
         try:
             # kombu publishes synchronously; off the loop so a slow Redis stalls no request.
-            await asyncio.to_thread(self._send, job)
+            await asyncio.to_thread(self._publish, jobs, sent)
         except (OperationalError, KombuError, RedisError, OSError) as exc:
-            log.warning("error queue unreachable; the job waits in the outbox",
-                        extra={"jobId": job.get("jobId"), "via": via, "error": _redacted(exc)})
-            self.metrics.count(SENDS_METRIC, SENDS_HELP, via=via, outcome="broker_unavailable")
-            return False
-        self.metrics.count(SENDS_METRIC, SENDS_HELP, via=via, outcome="sent")
-        return True
+            log.warning("error queue unreachable; the jobs wait in the outbox",
+                        extra={"jobs": len(jobs) - sent[0], "via": via,
+                               "error": _redacted(exc)})
+            self.metrics.count(SENDS_METRIC, SENDS_HELP, len(jobs) - sent[0], via=via,
+                               outcome="broker_unavailable")
+        if sent[0]:
+            self.metrics.count(SENDS_METRIC, SENDS_HELP, sent[0], via=via, outcome="sent")
+        return sent[0]
 
-    def _send(self, job: dict[str, Any]) -> None:
-        self.app.send_task(TASK_NAME, args=[job], queue=QUEUE_NAME, retry=False)
+    def _publish(self, jobs: list[dict[str, Any]], sent: list[int]) -> None:
+        with self.app.producer_or_acquire() as producer:
+            for job in jobs:
+                self.app.send_task(TASK_NAME, args=[job], queue=QUEUE_NAME, retry=False,
+                                   producer=producer)
+                sent[0] += 1
+
+    async def _send_accepted(self) -> None:
+        assert self._unsent is not None
+        unsent = self._unsent
+        while True:
+            batch = [await unsent.get()]
+            while len(batch) < self.SEND_BATCH and not unsent.empty():
+                batch.append(unsent.get_nowait())
+            try:
+                await self._send_batch(batch, via="ingest")
+            except Exception:  # noqa: BLE001 - the jobs are kept; the relay sends them later
+                log.exception("sending accepted error jobs failed; the relay will send them")
+            finally:
+                for _ in batch:
+                    unsent.task_done()
+
+    async def flush(self, within_seconds: float = 5.0) -> None:
+        """Wait (bounded) until every accepted job has been handed to Redis or left for relay."""
+        if self._unsent is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._unsent.join(), timeout=within_seconds)
 
     async def ping(self) -> None:
         """Readiness: the broker answers."""
@@ -164,7 +220,10 @@ class CeleryErrorQueue:
             connection.ensure_connection(max_retries=1)
 
     async def close(self) -> None:
-        """Stop the relay and release the broker connections."""
+        """Send what is waiting (bounded), stop the relay, release the broker connections."""
+        await self.flush()
+        await stop_task(self._sender)
+        self._sender = self._unsent = None
         if self.relay is not None:
             await self.relay.close()
         await asyncio.to_thread(self.app.close)

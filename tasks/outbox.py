@@ -35,8 +35,8 @@ DEPTH_METRIC = "error_outbox_depth"
 DEPTH_HELP = ("Error jobs accepted and not yet finished (Celery back-end), as of the relay's "
               "last pass; the same for every process.")
 SENDS_METRIC = "error_outbox_sends_total"
-SENDS_HELP = ("Error jobs sent to Celery, by path (ingest, relay) and outcome (sent, "
-              "broker_unavailable: kept in the outbox for the relay).")
+SENDS_HELP = ("Error jobs sent to Celery, by path (ingest, relay) and outcome (sent; "
+              "broker_unavailable or left_for_relay: kept in the outbox for the relay).")
 
 #: Set on a job kept in the outbox, so a worker knows that a missing entry means "finished".
 KEPT_MARK = "inOutbox"
