@@ -4,7 +4,8 @@ The hub knows nothing about WebSockets (Zulip keeps its client registry apart fr
 transport the same way): a socket hands the hub a `Transport`, the bus hands it events. Each
 event is serialised once per process, into one finished WebSocket frame, and that same frame
 is written to every watching socket without waiting, so a slow or dead socket can never hold
-up the others. A socket with LIVE_QUEUE_LIMIT frames still unwritten is closed with
+up the others; a socket that keeps up costs no allocation per event (docs/events.md,
+"Fan-out cost"). A socket with LIVE_QUEUE_LIMIT frames still unwritten is closed with
 CLOSE_SLOW_CONSUMER. A periodic sweep closes sockets whose session was revoked (logout) since
 they authenticated. Close codes are documented in docs/events.md.
 """
@@ -57,10 +58,11 @@ def json_frame(message: dict[str, Any]) -> bytes:
 class Transport(Protocol):
     """What the hub needs from a socket."""
 
-    def write_frame(self, frame: bytes) -> asyncio.Future[None]:
-        """Write a finished frame now; the future resolves once it has reached the kernel.
+    def write_frame(self, frame: bytes) -> asyncio.Future[None] | None:
+        """Write a finished frame now, behind any frame still queued for this socket.
 
-        Raises WebSocketClosedError when the socket is already closed.
+        Returns None when the kernel took the whole frame at once, else a future that resolves
+        once the rest has reached it. Raises WebSocketClosedError when the socket is closed.
         """
 
     def close_with(self, code: int, reason: str) -> None:
@@ -79,7 +81,8 @@ class Subscriber:
         self._limit = queue_limit
         # Futures of frames not yet handed to the kernel, oldest first. The stream resolves
         # them in order, so the backlog is what is left after popping the finished ones; no
-        # task or callback per socket is needed to keep count.
+        # task or callback per socket is needed to keep count. A frame the kernel took at
+        # once has no future.
         self._unwritten: deque[asyncio.Future[None]] = deque()
 
     def offer(self, frame: bytes) -> bool:
@@ -92,10 +95,12 @@ class Subscriber:
         if len(unwritten) >= self._limit:
             return False
         try:
-            unwritten.append(self.transport.write_frame(frame))
+            pending = self.transport.write_frame(frame)
         except WebSocketClosedError:
             self.stop()  # already gone; its on_close detaches it
             return False
+        if pending is not None:
+            unwritten.append(pending)
         return True
 
     @property
