@@ -101,6 +101,8 @@ async function visitorProfile(app, site, visitorId) {
     app.session.json(base),
     app.session.json(`/dashboard/visitors/${site.id}:${encodeURIComponent(visitorId)}/sessions`)]);
   const admin = app.isAdmin(site);
+  // Kept as a node so the objection buttons can show the new state without a reload.
+  const objected = h('span', {}, visitor.objected ? 'yes' : 'no');
   const device = visitor.device || {};
   const location = visitor.location || {};
   const sections = [
@@ -108,7 +110,7 @@ async function visitorProfile(app, site, visitorId) {
       ['Name', visitorName(visitor)], ['E-mail', (visitor.emails || []).join(', ') || null],
       ['Visitor id', visitor.visitorId], ['Shop user id', visitor.wpUserId],
       ['First seen', when(visitor.firstSeen)], ['Last seen', when(visitor.lastSeen)],
-      ['Objected', visitor.objected ? 'yes' : 'no']])),
+      ['Objected', objected]])),
     h('section', { class: 'panel' }, h('h2', {}, 'Location and device'), facts([
       ['Country', location.country || visitor.country], ['Time zone', location.timeZone],
       ['Browser', device.browser], ['System', device.os], ['Device', device.deviceType || device.type],
@@ -138,7 +140,7 @@ async function visitorProfile(app, site, visitorId) {
       h('section', { class: 'panel' }, h('h2', {}, 'Linked profiles'), list(linked, 'No linked profiles', 'Profiles of the same shop user appear here.'))),
     h('section', { class: 'panel' }, h('h2', {}, 'Data-subject requests'),
       h('p', { class: 'hint' }, 'Each action is logged with its due date under Privacy & exports.'),
-      admin ? subjectActions(app, site, visitor) : h('p', { class: 'hint', id: 'viewer-note' },
+      admin ? subjectActions(app, site, visitor, objected) : h('p', { class: 'hint', id: 'viewer-note' },
         'Your role (viewer) can read this profile; exports, erasure, restriction and objection need an owner or admin.')));
 }
 
@@ -175,10 +177,11 @@ function sessionTimeline(app, site, sessions) {
   return h('ol', { class: 'timeline', id: 'sessions' }, items);
 }
 
-function subjectActions(app, site, visitor) {
+function subjectActions(app, site, visitor, objected) {
   const base = `${api(site)}/visitors/${encodeURIComponent(visitor.visitorId)}`;
   const toggle = (kind, label, on) => actionButton(label, async () => {
     await app.session.json(`${base}/${kind}`, { method: 'PUT', json: { on } });
+    if (kind === 'objection') objected.textContent = on ? 'yes' : 'no';
     return kind === 'restriction' && on ? 'Processing is restricted; the visitor is now hidden from lists.'
       : `${label}: done.`;
   }, { kind: 'secondary' });

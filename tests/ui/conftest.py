@@ -7,19 +7,29 @@ uses, so these tests also show that a fresh dashboard has data to show.
 
 from __future__ import annotations
 
+import gzip
+import json
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 import tornado.netutil
 from playwright.async_api import Browser, Page
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 import server
 from config import Settings
-from documents.demo import seed_demo, seed_demo_activity
+from documents.demo import demo_recording_events, seed_demo, seed_demo_activity
+from tests.support.app import Answer
 from tests.support.browser import artifacts, browser, chromium_path, eventually  # noqa: F401
 
 DEMO_PASSWORD = "demo password for the browser"
+#: Demo visitors seeded by documents.demo: Mia has two recordings and a lead, Jonas a lead.
+MIA = "demo-visitor-mia"
+JONAS = "demo-visitor-jonas"
 
 
 @dataclass(frozen=True)
@@ -89,3 +99,27 @@ async def sign_in(page: Page, dashboard: Dashboard, email: str | None = None,
     await page.get_by_label("Password").fill(password or dashboard.password)
     await page.get_by_role("button", name="Sign in").click()
     await page.wait_for_selector("#site-switcher")
+
+
+async def ingest(dashboard: Dashboard, path: str, body: dict[str, Any] | bytes,
+                 headers: dict[str, str] | None = None) -> Answer:
+    """POST to an /ingest endpoint with the demo site's API key, as the shop's server would."""
+    sent = {"X-Service-Key": dashboard.api_key, "Content-Type": "application/json",
+            **(headers or {})}
+    request = HTTPRequest(dashboard.url + path, "POST", headers=sent,
+                          body=body if isinstance(body, bytes) else json.dumps(body))
+    return Answer(await AsyncHTTPClient().fetch(request, raise_error=False))
+
+
+async def record_page(dashboard: Dashboard, visitor_id: str, url: str) -> list[Answer]:
+    """Start a recording of `url` and upload one replayable segment: the two ingest answers."""
+    recording_id = str(uuid.uuid4())
+    started = await ingest(dashboard, "/ingest/recordings/start", {
+        "visitorId": visitor_id, "recordingId": recording_id, "url": url})
+    events = demo_recording_events(url, int(datetime.now(UTC).timestamp() * 1000))
+    segment = await ingest(dashboard, "/ingest/recordings/segment",
+                           gzip.compress(json.dumps(events).encode()), {
+                               "Content-Type": "application/octet-stream",
+                               "X-Recording-Id": recording_id, "X-Segment-Seq": "0",
+                               "X-Visitor-Id": visitor_id, "X-Page-Url": url})
+    return [started, segment]

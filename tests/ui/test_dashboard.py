@@ -13,16 +13,7 @@ from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 from documents import accounts
 from tests.support.app import TEST_PASSWORD
-from tests.ui.conftest import Dashboard, sign_in
-
-MIA = "demo-visitor-mia"
-JONAS = "demo-visitor-jonas"
-
-
-async def _post(url: str, body: dict, headers: dict[str, str]) -> int:
-    request = HTTPRequest(url, "POST", body=json.dumps(body), headers={
-        "Content-Type": "application/json", **headers})
-    return (await AsyncHTTPClient().fetch(request, raise_error=False)).code
+from tests.ui.conftest import JONAS, MIA, Dashboard, ingest, sign_in
 
 
 async def test_a_user_signs_in_and_every_main_page_shows_the_demo_data(
@@ -71,11 +62,10 @@ async def test_an_error_ingested_through_the_api_appears_in_the_live_feed_within
     await sign_in(page, dashboard)
     await expect(page.locator("#live-state")).to_have_text("Live")
     await page.evaluate("window.notReloaded = true")
-    code = await _post(dashboard.url + "/ingest/errors", {
+    answer = await ingest(dashboard, "/ingest/errors", {
         "visitorId": MIA, "source": "javascript", "type": "RangeError",
-        "message": "the basket overflowed", "url": "https://demo-shop.example/cart",
-    }, {"X-Service-Key": dashboard.api_key})
-    assert code == 200
+        "message": "the basket overflowed", "url": "https://demo-shop.example/cart"})
+    assert answer.code == 200
     entry = page.locator("#live-feed li", has_text="RangeError: the basket overflowed")
     await expect(entry).to_be_visible(timeout=2000)
     assert await page.evaluate("window.notReloaded === true")
