@@ -1,19 +1,46 @@
 /**
  * The session recorder, loaded by the loader only when recordings are on, the page is not
  * excluded from replay and (where required) consent was given. rrweb with every input masked;
- * the console plugin only when the site captures console output. Events are batched (about 5 s
- * or 64 KB), gzip-compressed with CompressionStream and uploaded as raw bytes with their
- * metadata in headers, one segment at a time, in order.
+ * the console plugin only when the site captures console output.
+ *
+ * Segments are gzip-compressed JSON arrays of events, uploaded as raw bytes with their metadata
+ * in headers. While the page is open, events are batched (about 5 s or 64 KB), compressed with
+ * CompressionStream and uploaded one at a time, in order. When the page is hidden or left, the
+ * loader calls flush(true): a page being left runs no more tasks after its handlers, so what is
+ * still unsent is compressed at once (fflate's synchronous gzip) and sent in parts small enough
+ * for keepalive requests, each part a segment with its own number. See docs/sdk.md, "Recording
+ * segments".
  */
 import { record } from 'rrweb';
 import { getRecordConsolePlugin } from '@rrweb/rrweb-plugin-console-record';
+import { gzipSync as gzipBytes } from 'fflate';
 
 const SEGMENT_MS = 5000;
+// Small enough that what is left when the page goes usually fits in one keepalive part.
 const SEGMENT_BYTES = 64 * 1024;
-// keepalive requests may carry at most 64 KiB in all; a larger final segment goes without it.
-const KEEPALIVE_LIMIT = 60 * 1024;
+// Browsers refuse keepalive requests beyond 64 KiB of bodies in flight per page; the loader's
+// own beacons on pagehide (time on page, interactions) take the rest of that quota.
+const KEEPALIVE_BUDGET = 48 * 1024;
+// Parts this small pack well into what is left of the budget.
+const PART_BYTES = 16 * 1024;
+// rrweb's JSON compresses five to ten times: a part is tried at this size, halved until it fits.
+const PART_RAW = 8 * PART_BYTES;
 const RECORDING_KEY = 'wpelRecordingId';
 const SEQ_KEY = 'wpelRecordingSeq';
+
+const utf8 = new TextEncoder();
+
+/** gzip, synchronously: the only way to compress inside a pagehide handler. */
+const gzipSync = (text) => gzipBytes(utf8.encode(text));
+
+function gzipAsync(text) {
+  if (typeof CompressionStream !== 'function') return gzipSync(text);
+  return new Response(new Blob([text]).stream().pipeThrough(new CompressionStream('gzip')))
+    .arrayBuffer();
+}
+
+// A batch is a list of [timestamp, event JSON]; the JSON is taken when rrweb emits the event.
+const encode = (batch) => `[${batch.map((entry) => entry[1]).join(',')}]`;
 
 function createRecorder(ctx) {
   const session = ctx.storage;
@@ -21,9 +48,13 @@ function createRecorder(ctx) {
   let seq = Number((session && session.getItem(SEQ_KEY)) || 0);
   let events = [];
   let bytes = 0;
-  let firstAt = null;
   let stopped = false;
   let queue = Promise.resolve();
+  // Batches waiting for the live upload, not yet numbered; the segment it is uploading; and the
+  // keepalive bytes this page still has in flight.
+  let pending = [];
+  let sending = null;
+  let keptAlive = 0;
 
   function remember() {
     if (!session) return;
@@ -53,11 +84,8 @@ function createRecorder(ctx) {
       .catch(() => stop());
   }
 
-  async function upload(batch, keepalive) {
-    if (stopped) return;
-    const json = new Blob([JSON.stringify(batch.events)]);
-    const gzip = await new Response(json.stream().pipeThrough(new CompressionStream('gzip')))
-      .arrayBuffer();
+  /** The batch as the next segment: its number is taken (and remembered) only now. */
+  function segment(batch, body) {
     const headers = {
       'Content-Type': 'application/octet-stream',
       'X-Recording-Id': recordingId,
@@ -65,16 +93,21 @@ function createRecorder(ctx) {
       'X-Visitor-Id': ctx.visitorId,
       'X-Session-Id': ctx.sessionId,
       'X-Page-Url': location.href,
-      'X-Segment-Started-At': new Date(batch.firstAt).toISOString(),
-      'X-Segment-Ended-At': new Date(batch.lastAt).toISOString(),
+      'X-Segment-Started-At': new Date(batch[0][0]).toISOString(),
+      'X-Segment-Ended-At': new Date(batch[batch.length - 1][0]).toISOString(),
     };
     if (ctx.consent()) headers['X-Visitor-Consent'] = ctx.consent();
     seq += 1;
     remember();
+    return { headers, body };
+  }
+
+  async function post({ headers, body }, keepalive) {
+    const size = body.byteLength;
+    if (keepalive) keptAlive += size;
     try {
-      const answer = await fetch(`${ctx.api}/recordings/segment`, { method: 'POST',
-        body: gzip, headers, credentials: 'omit',
-        keepalive: keepalive && gzip.byteLength < KEEPALIVE_LIMIT });
+      const answer = await fetch(`${ctx.api}/recordings/segment`, { method: 'POST', body,
+        headers, credentials: 'omit', keepalive });
       const ack = answer.ok ? await answer.json() : null;
       // The server files a segment of an ended recording under the one continuing it.
       if (ack && ack.recordingId && ack.recordingId !== recordingId) {
@@ -84,24 +117,79 @@ function createRecorder(ctx) {
       if (ack && ack.dropped) stop();
     } catch (e) {
       // The network failed: this segment is lost, the recording goes on.
+    } finally {
+      if (keepalive) keptAlive -= size;
     }
   }
 
-  function flush(keepalive) {
-    if (!events.length || stopped) return;
-    const batch = { events, firstAt, lastAt: Date.now() };
+  async function drain() {
+    while (pending.length && !stopped) {
+      const batch = pending[0];
+      const body = await gzipAsync(encode(batch));
+      if (pending[0] !== batch) continue; // the page was hidden meanwhile and sent it
+      pending.shift();
+      const current = segment(batch, body);
+      sending = current;
+      await post(current, false);
+      if (sending === current) sending = null;
+    }
+  }
+
+  /** Send what is unsent now, within the keepalive budget; what does not fit waits. */
+  function leave() {
+    let budget = KEEPALIVE_BUDGET - keptAlive;
+    // The live upload in flight dies with the page; sent again, the server keeps one copy.
+    if (sending && sending.body.byteLength <= budget) {
+      budget -= sending.body.byteLength;
+      post(sending, true);
+    }
+    sending = null;
+    let rest = pending.flat().concat(events);
+    pending = [];
     events = [];
     bytes = 0;
-    firstAt = null;
-    queue = queue.then(() => upload(batch, keepalive));
+    while (rest.length) {
+      let count = 1;
+      for (let raw = rest[0][1].length; count < rest.length
+        && (raw += rest[count][1].length) <= PART_RAW;) count++;
+      const limit = Math.min(PART_BYTES, budget);
+      let body = gzipSync(encode(rest.slice(0, count)));
+      while (body.byteLength > limit && count > 1) {
+        count = Math.ceil(count / 2);
+        body = gzipSync(encode(rest.slice(0, count)));
+      }
+      if (body.byteLength > budget) break;
+      budget -= body.byteLength;
+      post(segment(rest.slice(0, count), body), true);
+      rest = rest.slice(count);
+    }
+    // Sent by the live upload should the page stay (a hidden tab, the back-forward cache).
+    if (rest.length) wait(rest);
+  }
+
+  function wait(batch) {
+    pending.push(batch);
+    queue = queue.then(drain);
+  }
+
+  /** Queue the events for the live upload or, when the page is hidden or left, send them now. */
+  function flush(leaving) {
+    if (stopped) return;
+    if (leaving) {
+      leave();
+    } else if (events.length) {
+      wait(events);
+      events = [];
+      bytes = 0;
+    }
   }
 
   const stopRecording = record({
     emit(event) {
       if (stopped) return;
-      if (firstAt === null) firstAt = Date.now();
-      events.push(event);
-      bytes += JSON.stringify(event).length;
+      const json = JSON.stringify(event);
+      events.push([event.timestamp, json]);
+      bytes += json.length;
       if (bytes >= SEGMENT_BYTES) flush(false);
     },
     maskAllInputs: true,
@@ -117,6 +205,7 @@ function createRecorder(ctx) {
     clearInterval(timer);
     if (stopRecording) stopRecording();
     events = [];
+    pending = [];
   }
 
   return { flush, stop, recordingId: () => (stopped ? null : recordingId) };
