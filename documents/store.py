@@ -622,36 +622,27 @@ def _enable_embedded_fast_copies() -> None:
         return copy.copy(value)
 
     mongomock_collection._copy_field = copy_field
-    to_naive = mongomock_helpers.patch_datetime_awareness_in_document
-    to_aware = mongomock_helpers.make_datetime_timezone_aware_in_document
+    mongomock_helpers.patch_datetime_awareness_in_document = _walk_documents(
+        mongomock_helpers.patch_datetime_awareness_in_document)
+    mongomock_helpers.make_datetime_timezone_aware_in_document = _walk_documents(
+        mongomock_helpers.make_datetime_timezone_aware_in_document)
 
-    def patch_datetime_awareness_in_document(value: Any) -> Any:
+
+def _walk_documents(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`original` (one of mongomock's datetime walks), with plain dicts, lists and leaves
+    walked here and every other value (datetimes, Timestamps, OrderedDicts) left to it."""
+
+    def walk(value: Any) -> Any:
         kind = type(value)
         if kind is dict:
-            return {k: v if type(v) in _PLAIN_TYPES else patch_datetime_awareness_in_document(v)
-                    for k, v in value.items()}
+            return {k: v if type(v) in _PLAIN_TYPES else walk(v) for k, v in value.items()}
         if kind in _PLAIN_TYPES:
             return value
         if kind is list or kind is tuple:
-            return [v if type(v) in _PLAIN_TYPES else patch_datetime_awareness_in_document(v)
-                    for v in value]
-        return to_naive(value)
+            return [v if type(v) in _PLAIN_TYPES else walk(v) for v in value]
+        return original(value)
 
-    def make_datetime_timezone_aware_in_document(value: Any) -> Any:
-        kind = type(value)
-        if kind is dict:
-            return {k: v if type(v) in _PLAIN_TYPES
-                    else make_datetime_timezone_aware_in_document(v) for k, v in value.items()}
-        if kind in _PLAIN_TYPES:
-            return value
-        if kind is list or kind is tuple:
-            return [v if type(v) in _PLAIN_TYPES else make_datetime_timezone_aware_in_document(v)
-                    for v in value]
-        return to_aware(value)
-
-    mongomock_helpers.patch_datetime_awareness_in_document = patch_datetime_awareness_in_document
-    mongomock_helpers.make_datetime_timezone_aware_in_document = (
-        make_datetime_timezone_aware_in_document)
+    return walk
 
 
 #: Leaves that neither datetime walk changes (datetimes, Timestamps and the rest take the
