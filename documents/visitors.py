@@ -8,7 +8,7 @@ Profiles sharing a `wpUserId` are linked by that field and never merged.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pymongo import ReturnDocument
@@ -65,6 +65,31 @@ class PrivacyFlags:
     objected: bool = False
 
 
+#: The two privacy flags a profile can carry; each has a `<flag>At` field for when it was set.
+PRIVACY_FLAG_FIELDS = ("restricted", "objected")
+
+
+@dataclass(frozen=True)
+class PrivacyHold:
+    """A visitor under restriction or objection: the id, the flags and when each was set.
+
+    Only these, because the list is shown while the visitor is hidden from every other read.
+    A time is None for a flag set before times were recorded.
+    """
+
+    visitor_id: str
+    restricted: bool
+    restricted_at: datetime | None
+    objected: bool
+    objected_at: datetime | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON shape of one hold."""
+        return {"visitorId": self.visitor_id,
+                "restricted": self.restricted, "restrictedAt": self.restricted_at,
+                "objected": self.objected, "objectedAt": self.objected_at}
+
+
 def profile_id(site_id: str, visitor_id: str) -> str:
     """The profile's `_id`: the natural key, so every lookup and upsert is by `_id`."""
     return f"{site_id}:{visitor_id}"
@@ -85,6 +110,51 @@ async def privacy_flags(store: Store, site_id: str, visitor_id: str | None) -> P
     if doc is None:
         return PrivacyFlags()
     return PrivacyFlags(bool(doc.get("restricted")), bool(doc.get("objected")))
+
+
+async def set_privacy_flag(store: Store, site_id: str, visitor_id: str, flag: str, on: bool,
+                           *, now: datetime) -> bool:
+    """Switch `restricted` or `objected` on or off; False when there is no profile.
+
+    Switching on keeps the time of the first switch while the flag stays on (`$min`), so
+    pressing the button twice does not make a restriction look newer than it is; switching off
+    drops the time, so a later switch starts afresh.
+    """
+    if flag not in PRIVACY_FLAG_FIELDS:
+        raise ValueError(f"not a privacy flag: {flag!r}")
+    update: dict[str, Any] = (
+        {"$set": {flag: True}, "$min": {f"{flag}At": now}} if on
+        else {"$set": {flag: False}, "$unset": {f"{flag}At": ""}})
+    result = await store.collection("visitors").update_one(
+        {"_id": profile_id(site_id, visitor_id)}, update)
+    return bool(result.matched_count)
+
+
+async def privacy_holds(store: Store, site_id: str) -> list[PrivacyHold]:
+    """The site's restricted or objecting visitors, the most recently held first.
+
+    Not paged: each hold is set by hand through a data-subject request, so the list stays as
+    short as the one `documents.queries.restricted_visitor_ids` reads on every dashboard list.
+    """
+    found = store.collection("visitors").find(
+        {"siteId": site_id, "$or": [{flag: True} for flag in PRIVACY_FLAG_FIELDS]},
+        {"visitorId": 1, "restricted": 1, "restrictedAt": 1, "objected": 1, "objectedAt": 1})
+    holds = [PrivacyHold(
+        visitor_id=doc["visitorId"],
+        restricted=bool(doc.get("restricted")),
+        restricted_at=doc.get("restrictedAt") if doc.get("restricted") else None,
+        objected=bool(doc.get("objected")),
+        objected_at=doc.get("objectedAt") if doc.get("objected") else None,
+    ) async for doc in found]
+    # Two stable sorts: newest hold first, unknown times last, ties in visitor id order.
+    holds.sort(key=lambda hold: hold.visitor_id)
+    holds.sort(key=_latest_hold_time, reverse=True)
+    return holds
+
+
+def _latest_hold_time(hold: PrivacyHold) -> datetime:
+    times = [at for at in (hold.restricted_at, hold.objected_at) if at is not None]
+    return max(times) if times else datetime.min.replace(tzinfo=UTC)
 
 
 async def touch(store: Store, site_id: str, visitor_id: str, *, seen_at: datetime,

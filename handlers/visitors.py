@@ -1,20 +1,22 @@
-"""Data-subject requests in the dashboard API: export, erasure, restriction, objection,
-the session timeline, and the request log.
+"""Data-subject requests in the dashboard API: export, erasure, restriction, objection (and the
+list of visitors under either), the session timeline, and the request log.
 
-Every operation is logged as a request (received, due in one month, completed) and in the audit
-trail. Only owners and admins may carry them out; a user of another organization gets 404.
+Every data-subject operation is logged as a request (received, due in one month, completed) and
+in the audit trail. Only owners and admins may carry them out or list who is under a hold; a
+user of another organization gets 404.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 from documents import audit, recordings, sites, visitors
 from documents import requests as request_log
-from documents.store import Store
 from errors import NotFound
 from handlers.base import BaseHandler
+from handlers.data_api import json_ready
 from privacy.erasure import erase_visitor
 from privacy.export import VisitorExport
 
@@ -132,8 +134,8 @@ class PrivacySwitchHandler(SubjectHandler):
         kind: request_log.RequestType = "restriction" if switch == "restriction" else "objection"
         request = await self.open_request(kind, site, visitor_id, {"on": body["on"]})
         field = "restricted" if kind == "restriction" else "objected"
-        changed = await set_privacy_flag(self.deps.store, site["_id"], visitor_id, field,
-                                         body["on"])
+        changed = await visitors.set_privacy_flag(self.deps.store, site["_id"], visitor_id,
+                                                  field, body["on"], now=datetime.now(UTC))
         if not changed:
             await request_log.fail_request(self.deps.store, request["_id"], "no data held")
             raise NotFound("visitor not found")
@@ -145,12 +147,17 @@ class PrivacySwitchHandler(SubjectHandler):
                          "requestId": request["_id"]})
 
 
-async def set_privacy_flag(store: Store, site_id: str, visitor_id: str, field: str,
-                           on: bool) -> bool:
-    """Set the flag on the profile; False when there is no profile."""
-    result = await store.collection("visitors").update_one(
-        {"_id": visitors.profile_id(site_id, visitor_id)}, {"$set": {field: on}})
-    return bool(result.matched_count)
+class PrivacyHoldsHandler(SubjectHandler):
+    """GET /api/v1/sites/{siteId}/privacy-holds: restricted or objecting visitors, to lift.
+
+    A restricted visitor is hidden from every other dashboard read, so this is the only way
+    back to the switch once the profile is closed. It answers ids, flags and times only.
+    """
+
+    async def get(self, site_id: str) -> None:
+        site = await self.admin_site(site_id)
+        holds = await visitors.privacy_holds(self.deps.store, site["_id"])
+        self.write_json(json_ready({"items": [hold.as_dict() for hold in holds]}))
 
 
 class RequestLogHandler(BaseHandler):
@@ -172,6 +179,7 @@ default_handlers = [
     (rf"/api/v1/sites/{SITE_ID}/visitors/{VISITOR_ID}/data", VisitorErasureHandler),
     (rf"/api/v1/sites/{SITE_ID}/visitors/{VISITOR_ID}/(restriction|objection)",
      PrivacySwitchHandler),
+    (rf"/api/v1/sites/{SITE_ID}/privacy-holds", PrivacyHoldsHandler),
     (rf"/dashboard/visitors/{PROFILE_ID}/data", DashboardErasureHandler),
     (rf"/dashboard/visitors/{PROFILE_ID}/sessions", DashboardSessionsHandler),
     (r"/api/v1/requests", RequestLogHandler),

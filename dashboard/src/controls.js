@@ -2,10 +2,13 @@
 import { describeError } from './api.js';
 import { alertBox, h, saveResponse } from './dom.js';
 
-/** A button that runs `action`, shows progress while it runs and the outcome in words. */
-export function actionButton(label, action, { busy = 'Working…', kind = '', id } = {}) {
+/**
+ * A button that runs `action`, shows progress while it runs and the outcome in words.
+ * `ariaLabel` names the button fully where several share a visible label (one per table row).
+ */
+export function actionButton(label, action, { busy = 'Working…', kind = '', id, ariaLabel } = {}) {
   const status = h('span', { role: 'status', class: 'hint' });
-  const button = h('button', { class: kind, id, type: 'button', onclick: async () => {
+  const button = h('button', { class: kind, id, type: 'button', 'aria-label': ariaLabel, onclick: async () => {
     button.disabled = true;
     const before = button.textContent;
     button.textContent = busy;
@@ -23,10 +26,36 @@ export function actionButton(label, action, { busy = 'Working…', kind = '', id
   return h('span', { class: 'row' }, button, status);
 }
 
+/** The first cell of the row that ends a CSV export cut at the server's row cap. */
+const TRUNCATION_MARKER = '\n#truncated,';
+
+/**
+ * Whether the server cut the export short. The header is decided before the body streams; the
+ * marker row at the end of the file is written after, so it also catches rows that arrived in
+ * between, and either one is enough.
+ */
+async function wasTruncated(response, blob) {
+  if (response.headers.get('X-Export-Truncated') === 'true') return true;
+  if (!(response.headers.get('Content-Type') || '').startsWith('text/csv')) return false;
+  return (await blob.slice(-200).text()).includes(TRUNCATION_MARKER);
+}
+
 export function download(app, path, name, label, id) {
   return actionButton(label, async () => {
-    const saved = await saveResponse(await app.session.send(path), name);
-    return `Saved ${saved}.`;
+    const response = await app.session.send(path);
+    const { saved, blob } = await saveResponse(response, name);
+    if (!(await wasTruncated(response, blob))) return `Saved ${saved}.`;
+    const cap = Number(response.headers.get('X-Export-Row-Cap'));
+    const rows = cap > 0 ? `the newest ${cap.toLocaleString()} ${cap === 1 ? 'row' : 'rows'}` : 'the newest rows';
+    return h('span', { class: 'warning', dataset: { truncated: 'true' } },
+      `Saved ${saved}, but it is incomplete: it holds only ${rows}, and more exist. `
+      + 'Its last row, “#truncated”, marks the cut.');
   }, { busy: 'Preparing download…', kind: 'secondary', id });
+}
+
+/** The CSV export of the site's errors, leads or recordings (owners and admins only). */
+export function csvDownload(app, site, kind) {
+  return download(app, `/api/v1/sites/${site.id}/${kind}.csv`, `${kind}.csv`, `Download ${kind}.csv`,
+    `download-${kind}-csv`);
 }
 

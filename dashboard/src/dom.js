@@ -59,15 +59,19 @@ export function seconds(value) {
   return minutes ? `${minutes} min ${total % 60} s` : `${total} s`;
 }
 
-/** Save a Response's body as a file (exports and CSVs) through a temporary object URL. */
+/**
+ * Save a Response's body as a file (exports and CSVs) through a temporary object URL; the
+ * saved name and the body, for callers that look inside it.
+ */
 export async function saveResponse(response, fallbackName) {
   const disposition = response.headers.get('Content-Disposition') || '';
   const name = /filename="?([^";]+)"?/.exec(disposition)?.[1] || fallbackName;
-  const url = URL.createObjectURL(await response.blob());
+  const blob = await response.blob();
+  const url = URL.createObjectURL(blob);
   const link = h('a', { href: url, download: name });
   document.body.append(link);
   link.click();
   link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10000);
-  return name;
+  return { saved: name, blob };
 }

@@ -3,12 +3,12 @@ import './styles.css';
 import { createSession, describeError } from './api.js';
 import { openLive } from './live.js';
 import { alertBox, h } from './dom.js';
-import { errorsPage, leadsPage, overview, visitorsPage } from './pages.js';
+import { errorsPage, leadsPage, overview, recordingsPage, visitorsPage } from './pages.js';
 import { privacyPage, settingsPage } from './settings.js';
 
 const PAGES = {
   '': overview, visitors: visitorsPage, errors: errorsPage, leads: leadsPage,
-  settings: settingsPage, privacy: privacyPage,
+  recordings: recordingsPage, settings: settingsPage, privacy: privacyPage,
 };
 
 const root = document.getElementById('app');
@@ -107,7 +107,7 @@ async function start() {
 
 const TABS = [
   ['', 'Overview'], ['visitors', 'Visitors'], ['errors', 'Errors'], ['leads', 'Leads'],
-  ['settings', 'Settings'], ['privacy', 'Privacy & exports'],
+  ['recordings', 'Recordings'], ['settings', 'Settings'], ['privacy', 'Privacy & exports'],
 ];
 
 function shell(site, section, content) {

@@ -2,7 +2,7 @@
 // JSON API; admin actions are left out for viewers (the server refuses them anyway).
 import { describeError } from './api.js';
 import { dailyChart } from './chart.js';
-import { actionButton, download } from './controls.js';
+import { actionButton, csvDownload, download } from './controls.js';
 import { alertBox, empty, h, progress, seconds, when } from './dom.js';
 import { loadEvents, mountPlayer } from './replay.js';
 
@@ -152,23 +152,7 @@ function sessionTimeline(app, site, sessions) {
     const day = new Date(session.startedAt).toDateString();
     if (day !== lastDay) items.push(h('li', { class: 'day' }, day));
     lastDay = day;
-    const holder = h('div', { class: 'player' });
-    const play = h('button', { type: 'button', class: 'secondary', onclick: async () => {
-      play.disabled = true;
-      holder.replaceChildren(progress('Downloading the recording…'));
-      try {
-        const events = await loadEvents(app.session, site.id, session.id, (done, total) => {
-          holder.replaceChildren(progress(`Downloading segment ${done} of ${total}…`));
-        });
-        holder.replaceChildren();
-        if (events.length < 2) holder.append(empty('Nothing to replay', 'This recording has no replayable page yet.'));
-        else mountPlayer(holder, events);
-      } catch (failure) {
-        holder.replaceChildren(alertBox(describeError(failure)));
-      } finally {
-        play.disabled = false;
-      }
-    } }, 'Play');
+    const { play, holder } = replayControl(app, site, session.id);
     items.push(h('li', { class: 'session', dataset: { sessionId: session.id, startedAt: session.startedAt } },
       h('div', { class: 'row' }, h('strong', {}, new Date(session.startedAt).toLocaleTimeString()),
         h('span', {}, session.pageUrl || 'unknown page'), h('span', { class: 'hint' }, seconds(session.duration)), play),
@@ -177,18 +161,43 @@ function sessionTimeline(app, site, sessions) {
   return h('ol', { class: 'timeline', id: 'sessions' }, items);
 }
 
+/** A Play button and the box it fills with the recording's player (or what went wrong). */
+function replayControl(app, site, recordingId) {
+  const holder = h('div', { class: 'player' });
+  const play = h('button', { type: 'button', class: 'secondary', onclick: async () => {
+    play.disabled = true;
+    holder.replaceChildren(progress('Downloading the recording…'));
+    try {
+      const events = await loadEvents(app.session, site.id, recordingId, (done, total) => {
+        holder.replaceChildren(progress(`Downloading segment ${done} of ${total}…`));
+      });
+      holder.replaceChildren();
+      if (events.length < 2) holder.append(empty('Nothing to replay', 'This recording has no replayable page yet.'));
+      else mountPlayer(holder, events);
+    } catch (failure) {
+      holder.replaceChildren(alertBox(describeError(failure)));
+    } finally {
+      play.disabled = false;
+    }
+  } }, 'Play');
+  return { play, holder };
+}
+
 function subjectActions(app, site, visitor, objected) {
   const base = `${api(site)}/visitors/${encodeURIComponent(visitor.visitorId)}`;
   const toggle = (kind, label, on) => actionButton(label, async () => {
     await app.session.json(`${base}/${kind}`, { method: 'PUT', json: { on } });
     if (kind === 'objection') objected.textContent = on ? 'yes' : 'no';
-    return kind === 'restriction' && on ? 'Processing is restricted; the visitor is now hidden from lists.'
+    // Once this page is left the profile answers 404, so say where the switch can be found again.
+    return kind === 'restriction' && on ? h('span', {},
+      'Processing is restricted; the visitor is now hidden from lists. Lift it later under ',
+      h('a', { href: `/app/sites/${site.id}/privacy` }, 'Privacy & exports'), '.')
       : `${label}: done.`;
   }, { kind: 'secondary' });
   return h('div', { class: 'row' },
     download(app, `${base}/export.json`, `visitor-${visitor.visitorId}.json`, 'Download export.json', 'export-visitor'),
     toggle('restriction', 'Restrict processing', true), toggle('restriction', 'Lift restriction', false),
-    toggle('objection', 'Record objection', true), toggle('objection', 'Lift objection', false),
+    toggle('objection', 'Record objection', true), toggle('objection', 'Withdraw objection', false),
     h('button', { type: 'button', class: 'danger', id: 'erase', onclick: () => eraseDialog(app, site, visitor) }, 'Erase data…'));
 }
 
@@ -254,7 +263,8 @@ async function errorsPage(app, site, item, query) {
   const filter = h('select', { id: 'error-status', onchange: (event) => app.go(`/app/sites/${site.id}/errors?status=${event.target.value}`) },
     ['open', 'resolved', 'ignored'].map((value) => h('option', { value, selected: value === status }, value)));
   return h('div', {}, h('h1', {}, 'Errors'),
-    h('div', { class: 'panel row' }, h('label', { for: 'error-status' }, 'Status'), filter),
+    h('div', { class: 'panel row toolbar' }, h('label', { for: 'error-status' }, 'Status'), filter,
+      exportTools(app, site, 'errors', 'The file lists every error, whatever the status chosen here.')),
     h('div', { class: 'panel' }, container));
 }
 
@@ -313,6 +323,7 @@ async function leadsPage(app, site, item, query) {
     return row;
   });
   return h('div', {}, h('h1', {}, 'Leads'),
+    exportPanel(app, site, 'leads', 'Every lead of the site, newest first; those of restricted visitors are left out.'),
     h('div', { class: 'panel' }, rows.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'leads' },
       h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'E-mail'), h('th', { class: 'optional' }, 'Phone'),
         h('th', { class: 'optional' }, 'Received'), h('th', {}, ''))), h('tbody', {}, rows)))
@@ -320,4 +331,43 @@ async function leadsPage(app, site, item, query) {
     page.nextCursor ? h('a', { class: 'button secondary', href: `/app/sites/${site.id}/leads?cursor=${encodeURIComponent(page.nextCursor)}` }, 'Next page') : null));
 }
 
-export { errorsPage, leadsPage, overview, visitorsPage };
+/**
+ * The CSV download of a list page, with what the file holds, for owners and admins; nothing for
+ * viewers. The CSV endpoints take no filters, so the hint says the file is the whole list.
+ */
+function exportTools(app, site, kind, contents) {
+  if (!app.isAdmin(site)) return null;
+  return h('span', { class: 'row export' }, csvDownload(app, site, kind), h('span', { class: 'hint' }, contents));
+}
+
+function exportPanel(app, site, kind, contents) {
+  const tools = exportTools(app, site, kind, contents);
+  return tools ? h('div', { class: 'panel row toolbar' }, tools) : null;
+}
+
+async function recordingsPage(app, site, item, query) {
+  const cursor = query.get('cursor');
+  const params = new URLSearchParams({ limit: '25' });
+  if (cursor) params.set('cursor', cursor);
+  const page = await app.session.json(`${api(site)}/recordings?${params}`);
+  const items = page.items.map((recording) => {
+    const { play, holder } = recording.legacy ? { play: h('span', { class: 'hint' }, 'Footage on your own server'), holder: null }
+      : replayControl(app, site, recording.id);
+    return h('li', { class: 'recording', dataset: { recordingId: recording.id } },
+      h('div', { class: 'row' }, h('strong', {}, when(recording.startedAt)),
+        recording.visitorId ? h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(recording.visitorId)}` }, 'Visitor') : null,
+        h('span', {}, recording.pageUrl || 'unknown page'),
+        h('span', { class: 'hint' }, `${seconds(recording.duration)} · ${recording.pageCount} ${recording.pageCount === 1 ? 'page' : 'pages'}`),
+        play),
+      holder);
+  });
+  return h('div', {}, h('h1', {}, 'Recordings'),
+    exportPanel(app, site, 'recordings', 'What was recorded, when and for how long, newest first; never the footage, and nothing of restricted visitors.'),
+    h('div', { class: 'panel' }, items.length ? h('ul', { class: 'recordings', id: 'recordings' }, items)
+      : empty('No recordings yet', 'Recordings appear when they are switched on in Settings and visitors consented.'),
+    h('div', { class: 'row' },
+      cursor ? h('a', { class: 'button secondary', href: `/app/sites/${site.id}/recordings` }, 'First page') : null,
+      page.nextCursor ? h('a', { class: 'button secondary', href: `/app/sites/${site.id}/recordings?cursor=${encodeURIComponent(page.nextCursor)}` }, 'Next page') : null)));
+}
+
+export { errorsPage, leadsPage, overview, recordingsPage, visitorsPage };

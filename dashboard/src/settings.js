@@ -1,7 +1,8 @@
 // Site settings (collection, privacy, origins, notifications, API key) and the privacy and
-// exports page (CSV, account export, audit trail, data-subject request log with due dates).
+// exports page (CSV, account export, audit trail, restricted and objecting visitors,
+// data-subject request log with due dates).
 import { describeError } from './api.js';
-import { actionButton, download } from './controls.js';
+import { actionButton, csvDownload, download } from './controls.js';
 import { alertBox, empty, h, when } from './dom.js';
 
 const api = (site) => `/api/v1/sites/${site.id}`;
@@ -151,9 +152,52 @@ function keysPanel(app, site, admin) {
     shown);
 }
 
+/** When a hold was set: its time, or just that it is on (set before times were recorded). */
+function heldSince(on, at) {
+  if (!on) return '—';
+  return at ? when(at) : 'yes';
+}
+
+/**
+ * Restricted and objecting visitors, each with the switch that lifts its hold. A restricted
+ * visitor is hidden from every other page, so this is the way back to the switch.
+ */
+function holdsPanel(app, site, holds) {
+  const outcome = h('div', { role: 'status' });
+  const holder = h('div');
+  const switchPath = (hold, kind) => `${api(site)}/visitors/${encodeURIComponent(hold.visitorId)}/${kind}`;
+  const lift = (hold, kind, label, done) => actionButton(label, async () => {
+    await app.session.json(switchPath(hold, kind), { method: 'PUT', json: { on: false } });
+    outcome.replaceChildren(h('div', { class: 'notice' }, done));
+    show(await app.session.json(`${api(site)}/privacy-holds`));
+    return null;
+  }, { kind: 'secondary', busy: 'Lifting…', ariaLabel: `${label} of visitor ${hold.visitorId}` });
+  const show = (current) => holder.replaceChildren(current.items.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'privacy-holds' },
+    h('thead', {}, h('tr', {}, h('th', {}, 'Visitor id'), h('th', {}, 'Restricted since'), h('th', {}, 'Objecting since'), h('th', {}, ''))),
+    h('tbody', {}, current.items.map((hold) => h('tr', { dataset: { visitorId: hold.visitorId } },
+      // A restricted profile answers 404, so only an objecting visitor's id links to it.
+      h('td', {}, hold.restricted ? hold.visitorId
+        : h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(hold.visitorId)}` }, hold.visitorId)),
+      h('td', {}, heldSince(hold.restricted, hold.restrictedAt)),
+      h('td', {}, heldSince(hold.objected, hold.objectedAt)),
+      h('td', {}, h('div', { class: 'row' },
+        hold.restricted ? lift(hold, 'restriction', 'Lift restriction',
+          `Restriction of ${hold.visitorId} lifted; the visitor is listed again.`) : null,
+        hold.objected ? lift(hold, 'objection', 'Withdraw objection',
+          `Objection of ${hold.visitorId} withdrawn; new data from this visitor is stored again.`) : null)))))))
+    : empty('No restricted or objecting visitors', 'Restrict processing or record an objection from a visitor’s page.'));
+  show(holds);
+  return h('section', { class: 'panel', 'aria-labelledby': 'holds-title' },
+    h('h2', { id: 'holds-title' }, 'Restricted and objecting visitors'),
+    h('p', { class: 'hint' }, 'A restricted visitor is hidden everywhere else in the dashboard, and nothing new is stored for a '
+      + 'restricted or objecting visitor. Tell the visitor before you lift a restriction (GDPR Art. 18(3)).'),
+    outcome, holder);
+}
+
 export async function privacyPage(app, site) {
   const admin = app.isAdmin(site);
-  const requests = admin ? await app.session.json('/api/v1/requests') : [];
+  const [requests, holds] = admin ? await Promise.all([
+    app.session.json('/api/v1/requests'), app.session.json(`${api(site)}/privacy-holds`)]) : [[], null];
   const auditHolder = h('div', {}, h('p', { class: 'hint' }, 'The audit trail is part of the account export.'));
   const showAudit = actionButton('Show the audit trail', async () => {
     const exported = await (await app.session.send('/auth/me/export.json')).json();
@@ -173,9 +217,9 @@ export async function privacyPage(app, site) {
   });
   return h('div', {}, h('h1', {}, 'Privacy & exports'),
     h('section', { class: 'panel' }, h('h2', {}, 'CSV exports'),
-      admin ? h('div', { class: 'row' }, ['errors', 'leads', 'recordings'].map((kind) =>
-        download(app, `${api(site)}/${kind}.csv`, `${kind}.csv`, `Download ${kind}.csv`)))
+      admin ? h('div', { class: 'row' }, ['errors', 'leads', 'recordings'].map((kind) => csvDownload(app, site, kind)))
         : h('p', { class: 'hint' }, 'CSV exports need an owner or admin.')),
+    admin ? holdsPanel(app, site, holds) : null,
     h('section', { class: 'panel' }, h('h2', {}, 'Your account'),
       download(app, '/auth/me/export.json', 'account-export.json', 'Download account export'), showAudit, auditHolder),
     h('section', { class: 'panel' }, h('h2', {}, 'Data-subject requests'),

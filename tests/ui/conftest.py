@@ -7,17 +7,19 @@ uses, so these tests also show that a fresh dashboard has data to show.
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 import tornado.netutil
-from playwright.async_api import Browser, Page
+from playwright.async_api import Browser, Download, Page
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 import server
@@ -123,3 +125,9 @@ async def record_page(dashboard: Dashboard, visitor_id: str, url: str) -> list[A
                                "X-Recording-Id": recording_id, "X-Segment-Seq": "0",
                                "X-Visitor-Id": visitor_id, "X-Page-Url": url})
     return [started, segment]
+
+
+async def downloaded_text(download: Download) -> str:
+    """The text of a file the page downloaded."""
+    path = Path(await download.path())
+    return await asyncio.to_thread(path.read_text, encoding="utf-8")

@@ -27,12 +27,14 @@ async def test_a_user_signs_in_and_every_main_page_shows_the_demo_data(
         "visitors": "Demo visitor Mia Jensen",
         "errors": "wc_cart_fragments_params is not defined",
         "leads": "demo-visitor-jonas@example.com",
+        "recordings": "demo-shop.example/product/blue-mug",
         "settings": "Session recordings",
         "privacy": "Data-subject requests",
     }
     for section, visible in pages.items():
         await page.get_by_role("link", name={"visitors": "Visitors", "errors": "Errors",
-                                             "leads": "Leads", "settings": "Settings",
+                                             "leads": "Leads", "recordings": "Recordings",
+                                             "settings": "Settings",
                                              "privacy": "Privacy & exports"}[section]).click()
         await expect(page.get_by_text(visible).first).to_be_visible()
         await page.screenshot(path=artifacts(f"{section}.png"), full_page=True)
@@ -55,6 +57,9 @@ async def test_the_shell_is_served_with_a_strict_content_security_policy(
     assert f"connect-src 'self' ws://{dashboard.url.removeprefix('http://')}" in policy
     assert headers["x-frame-options"] == "DENY"
     assert headers["referrer-policy"] == "no-referrer"
+    # The shell first tries a silent sign-in; the form shows once that request has settled, so
+    # the server is not stopped under it (a refused request would fail the console check).
+    await expect(page.get_by_role("button", name="Sign in")).to_be_visible()
 
 
 async def test_an_error_ingested_through_the_api_appears_in_the_live_feed_within_two_seconds(

@@ -8,17 +8,15 @@ site's API key. Screenshots of the changed states go to tests/artifacts/.
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 import json
-from pathlib import Path
 from typing import Any
 
-from playwright.async_api import Browser, Download, Locator, Page, WebSocket, expect
+from playwright.async_api import Browser, Locator, Page, WebSocket, expect
 
 from tests.support.browser import eventually
-from tests.ui.conftest import JONAS, MIA, Dashboard, ingest, record_page, sign_in
+from tests.ui.conftest import JONAS, MIA, Dashboard, downloaded_text, ingest, record_page, sign_in
 
 SHOP = "https://demo-shop.example"
 #: A demo error (documents.demo) and the stack it was seeded with, which its fingerprint covers.
@@ -52,11 +50,6 @@ async def _pageviews_listed(page: Page, dashboard: Dashboard, name: str) -> str:
     row = page.locator("#visitors tbody tr", has_text=name)
     await expect(row).to_have_count(1)
     return await row.locator("td").nth(3).text_content() or ""
-
-
-async def _downloaded_text(download: Download) -> str:
-    path = Path(await download.path())
-    return await asyncio.to_thread(path.read_text, encoding="utf-8")
 
 
 def _recent_activity(page: Page) -> Locator:
@@ -201,6 +194,46 @@ async def test_restricting_a_visitor_hides_them_and_their_next_pageview_is_not_s
     assert await _pageviews_listed(page, dashboard, name) == pageviews
 
 
+async def test_a_restricted_visitor_left_behind_is_lifted_from_the_privacy_page(
+        page: Page, dashboard: Dashboard, artifacts):
+    await sign_in(page, dashboard)
+    await page.goto(dashboard.page_url(f"/visitors/{MIA}"))
+    await page.get_by_role("button", name="Record objection").click()
+    await expect(page.get_by_text("Record objection: done.")).to_be_visible()
+    await page.goto(dashboard.page_url(f"/visitors/{JONAS}"))
+    await page.get_by_role("button", name="Restrict processing").click()
+    await expect(page.get_by_text("Lift it later under Privacy & exports")).to_be_visible()
+
+    # Once the profile is left, nothing else in the dashboard leads back to Jonas.
+    await page.get_by_role("link", name="Visitors", exact=True).click()
+    await expect(page.locator("#visitors")).to_contain_text("Demo visitor Mia Jensen")
+    await expect(page.locator("#visitors")).not_to_contain_text("Jonas")
+    await page.get_by_role("link", name="Privacy & exports").click()
+    holds = page.locator("#privacy-holds tbody tr")
+    await expect(holds).to_have_count(2)
+    jonas = page.locator("#privacy-holds tbody tr", has_text=JONAS)
+    mia = page.locator("#privacy-holds tbody tr", has_text=MIA)
+    await expect(jonas.locator("td").nth(1)).not_to_have_text("—")
+    await expect(jonas.locator("td").nth(2)).to_have_text("—")
+    await expect(mia.locator("td").nth(1)).to_have_text("—")
+    await expect(mia.locator("td").nth(2)).not_to_have_text("—")
+    await expect(jonas.get_by_role("button", name="Withdraw objection")).to_have_count(0)
+    await page.screenshot(path=artifacts("privacy-holds.png"), full_page=True)
+
+    await jonas.get_by_role("button", name="Lift restriction").click()
+    await expect(page.get_by_text(f"Restriction of {JONAS} lifted")).to_be_visible()
+    await expect(holds).to_have_count(1)
+    await mia.get_by_role("button", name="Withdraw objection").click()
+    await expect(page.get_by_text(f"Objection of {MIA} withdrawn")).to_be_visible()
+    await expect(page.get_by_text("No restricted or objecting visitors")).to_be_visible()
+
+    await page.get_by_role("link", name="Visitors", exact=True).click()
+    await expect(page.locator("#visitors")).to_contain_text("Demo visitor Jonas Weber")
+    answer = await ingest(dashboard, "/ingest/pageviews",
+                          {"visitorId": JONAS, "url": f"{SHOP}/product/teapot"})
+    assert answer.code == 200 and "dropped" not in answer.json(), answer
+
+
 async def test_an_objection_shows_on_the_profile_and_the_next_pageview_is_not_stored(
         page: Page, dashboard: Dashboard, artifacts):
     name = "Demo visitor Mia Jensen"
@@ -236,7 +269,7 @@ async def test_the_visitor_export_and_the_leads_csv_download_with_formulas_neutr
     download = await started.value
     assert download.suggested_filename.startswith("visitor-export-")
     await expect(page.get_by_text(f"Saved {download.suggested_filename}.")).to_be_visible()
-    exported = json.loads(await _downloaded_text(download))
+    exported = json.loads(await downloaded_text(download))
     assert exported["visitor"]["visitorId"] == MIA
     assert exported["visitor"]["displayName"] == "Demo visitor Mia Jensen"
     assert exported["pageviews"] and all(view["url"].startswith(SHOP)
@@ -250,7 +283,7 @@ async def test_the_visitor_export_and_the_leads_csv_download_with_formulas_neutr
     download = await started.value
     assert download.suggested_filename == f"leads-{dashboard.site_id}.csv"
     rows = {row["email"]: row for row in csv.DictReader(io.StringIO(
-        await _downloaded_text(download)))}
+        await downloaded_text(download)))}
     assert set(rows) == {"demo-visitor-mia@example.com", "demo-visitor-jonas@example.com",
                          "formula@example.com"}
     assert rows["demo-visitor-mia@example.com"]["name"] == "Demo visitor Mia Jensen"
