@@ -524,24 +524,32 @@ def open_store(mongodb_uri: str, database_name: str) -> Store:
         return Store(client, database_name, embedded=False)
     from mongomock_motor import AsyncMongoMockClient
 
-    _enable_embedded_id_lookups()
+    _speed_up_embedded_engine()
     return Store(AsyncMongoMockClient(tz_aware=True), database_name, embedded=True)
 
 
-def _enable_embedded_id_lookups() -> None:
+def _speed_up_embedded_engine() -> None:
+    """Apply the embedded engine's speed-ups once per process (each keeps results identical)."""
+    from mongomock import collection as mongomock_collection
+
+    cls = mongomock_collection.Collection
+    if getattr(cls, "_visitor_service_speed_ups", False):
+        return
+    _enable_embedded_id_lookups(cls)
+    _enable_embedded_fast_copies()
+    cls._visitor_service_speed_ups = True
+
+
+def _enable_embedded_id_lookups(cls: Any) -> None:
     """Let the embedded engine find a document by `_id` without scanning the collection.
 
     mongomock evaluates every filter against every document, so an `_id` lookup costs as much
     as a full scan. Its documents are already kept in a dict keyed by `_id`; this routes filters
     that pin `_id` to one value through that dict and applies the rest of the filter to the one
-    document found. Results are identical; only the cost changes. Applied once per process.
+    document found. Results are identical; only the cost changes.
     """
-    from mongomock import collection as mongomock_collection
     from mongomock.filtering import filter_applies
 
-    cls = mongomock_collection.Collection
-    if getattr(cls, "_visitor_service_id_lookups", False):
-        return
     scan = cls._iter_documents
 
     def iter_documents(self: Any, filter_: Any) -> Any:
@@ -558,8 +566,6 @@ def _enable_embedded_id_lookups() -> None:
         return scan(self, filter_)
 
     cls._iter_documents = iter_documents
-    cls._visitor_service_id_lookups = True
-    _enable_embedded_fast_copies()
 
 
 #: Values the embedded engine may share instead of copying: immutable, and never nested.
