@@ -4,6 +4,11 @@ The API key is shown once (creation, rotation) and stored only as an HMAC under 
 pepper; lookups go by that digest and compare in constant time. The public key is public by
 design. The product-statement signing key is derived from the API key and must stay
 recoverable after the key itself is gone, so it is sealed with AES-256-GCM.
+
+Every write to a site increments its `revision`. Key lookups keep the sites they found in a
+small per-process cache and, on each request, re-read only the `_id`, key and `revision` of the
+cached site: a rotated key or a changed setting takes effect at once in every process, and the
+request is spared a search and a copy of the whole site document.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -147,10 +153,15 @@ def _statement_purpose(site_id: str) -> str:
 class SiteKeyring:
     """Creates, rotates and resolves site keys."""
 
+    #: Sites kept per process for key lookups; beyond this the least recently used is dropped.
+    CACHED_SITES = 4096
+
     def __init__(self, store: Store, hasher: KeyHasher, sealer: SecretSealer) -> None:
         self._store = store
         self._hasher = hasher
         self._sealer = sealer
+        # Lookup key ("api:<digest>" or "public:<key>") -> the site document found for it.
+        self._sites_by_key: OrderedDict[str, dict[str, Any]] = OrderedDict()
 
     def _key_fields(self, site_id: str, api_key: str) -> dict[str, Any]:
         statement_key = derive_statement_key(api_key)
@@ -179,6 +190,7 @@ class SiteKeyring:
             "createdAt": now,
             "updatedAt": now,
             "apiKeyRotatedAt": None,
+            "revision": 1,
             **self._key_fields(site_id, api_key),
         }
         await self._store.collection("sites").insert_one(site)
@@ -197,7 +209,7 @@ class SiteKeyring:
                 "previousStatementKeyUntil": now + timedelta(seconds=grace_seconds),
                 "apiKeyRotatedAt": now,
                 "updatedAt": now,
-            }},
+            }, "$inc": {"revision": 1}},
             return_document=ReturnDocument.AFTER,
         )
         if updated is None:
@@ -205,18 +217,44 @@ class SiteKeyring:
         return updated, api_key
 
     async def site_for_api_key(self, api_key: str) -> dict[str, Any] | None:
-        """The site owning this API key, or None; the digest comparison is constant-time."""
+        """The site owning this API key, or None; the digest comparison is constant-time.
+
+        The site returned may be shared with other requests: read it, never change it.
+        """
         digest = self._hasher.digest(api_key)
-        site = await self._store.collection("sites").find_one({"apiKeyHash": digest})
+        site = await self._current_site(f"api:{digest}", "apiKeyHash", digest)
         if site is None or not hmac.compare_digest(site["apiKeyHash"], digest):
             return None
         return site
 
     async def site_for_public_key(self, public_key: str) -> dict[str, Any] | None:
-        """The site with this public browser key, or None."""
+        """The site with this public browser key, or None (shared: read it, never change it)."""
         if not public_key.startswith(PUBLIC_KEY_PREFIX):
             return None
-        return await self._store.collection("sites").find_one({"publicKey": public_key})
+        return await self._current_site(f"public:{public_key}", "publicKey", public_key)
+
+    async def _current_site(self, cache_key: str, field: str, value: str
+                            ) -> dict[str, Any] | None:
+        """The site whose `field` is `value` now: the cached copy while its revision is current.
+
+        The check reads three fields of one site by `_id`; only a site seen for the first time,
+        or changed since, is searched for by key and read whole.
+        """
+        sites = self._store.collection("sites")
+        cached = self._sites_by_key.get(cache_key)
+        if cached is not None:
+            current = await sites.find_one({"_id": cached["_id"]}, {field: 1, "revision": 1})
+            if (current is not None and hmac.compare_digest(str(current.get(field)), value)
+                    and current.get("revision") == cached.get("revision")):
+                self._sites_by_key.move_to_end(cache_key)
+                return cached
+            del self._sites_by_key[cache_key]
+        site = await sites.find_one({field: value})
+        if site is not None:
+            self._sites_by_key[cache_key] = site
+            if len(self._sites_by_key) > self.CACHED_SITES:
+                self._sites_by_key.popitem(last=False)
+        return site
 
     def statement_keys(self, site: dict[str, Any], now: datetime) -> list[bytes]:
         """The keys product statements may be signed with now: current, then previous in grace."""
@@ -274,7 +312,8 @@ async def update_site(store: Store, user: AuthenticatedUser, site: dict[str, Any
         return site, []
     update["updatedAt"] = datetime.now(UTC)
     updated = await store.collection("sites").find_one_and_update(
-        {"_id": site["_id"]}, {"$set": update}, return_document=ReturnDocument.AFTER
+        {"_id": site["_id"]}, {"$set": update, "$inc": {"revision": 1}},
+        return_document=ReturnDocument.AFTER
     )
     if updated is None:
         raise NotFound("site not found")
