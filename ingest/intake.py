@@ -19,7 +19,7 @@ from documents import visitors
 from documents.store import Store
 from privacy.gate import CollectionContext, GateDecision, ItemKind, decide
 from privacy.geo import CountryResolver, NullCountryResolver
-from privacy.ipaddr import anonymise_ip, parse_client_ip
+from privacy.ipaddr import anonymise_address, parse_client_ip
 from privacy.useragent import UserAgentParser
 
 ITEMS_METRIC = "ingest_items_total"
@@ -103,7 +103,7 @@ class VisitorIntake:
         return visitors.VisitorFacts(
             country=geo.country,
             time_zone=payload.get("timeZone") or geo.time_zone,
-            ip_address=anonymise_ip(str(address)) if address is not None else None,
+            ip_address=anonymise_address(address) if address is not None else None,
             browser=device.browser,
             os=device.os,
             device_type=device.device_type,

@@ -43,11 +43,18 @@ def parse_client_ip(raw: str | None) -> ClientAddress | None:
 def anonymise_ip(raw: str | None) -> str | None:
     """Return the anonymised form of a client address, or None when it is not a valid address."""
     address = parse_client_ip(raw)
-    if address is None:
-        return None
+    return anonymise_address(address) if address is not None else None
+
+
+#: The bits each family keeps, as masks over the address as an integer.
+_IPV4_KEPT_MASK = ((1 << IPV4_KEPT_PREFIX_BITS) - 1) << (32 - IPV4_KEPT_PREFIX_BITS)
+_IPV6_KEPT_MASK = ((1 << IPV6_KEPT_PREFIX_BITS) - 1) << (128 - IPV6_KEPT_PREFIX_BITS)
+
+
+def anonymise_address(address: ClientAddress) -> str:
+    """The anonymised form of an address already parsed by parse_client_ip."""
+    # Masking the integer gives the network address of the kept prefix, like ip_network(...,
+    # strict=False).network_address, without building a network object per request.
     if isinstance(address, ipaddress.IPv4Address):
-        prefix_bits = IPV4_KEPT_PREFIX_BITS
-    else:
-        prefix_bits = IPV6_KEPT_PREFIX_BITS
-    network = ipaddress.ip_network((address, prefix_bits), strict=False)
-    return network.network_address.compressed
+        return str(ipaddress.IPv4Address(int(address) & _IPV4_KEPT_MASK))
+    return ipaddress.IPv6Address(int(address) & _IPV6_KEPT_MASK).compressed

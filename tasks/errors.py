@@ -24,7 +24,7 @@ from documents import error_records
 from documents.store import Store
 from errors import InvalidInput
 from ingest.intake import parse_time
-from privacy.ipaddr import anonymise_ip, parse_client_ip
+from privacy.ipaddr import anonymise_address, anonymise_ip, parse_client_ip
 from realtime.bus import EventBus
 from realtime.events import new_error_event_from_record
 from tasks.notify_port import Notifier
@@ -119,16 +119,18 @@ def _scrubbed(value: Any, replace: Callable[[str], str]) -> Any:
 def _address_scrubber(full_ip: str | None) -> Callable[[str], str]:
     """Replace the visitor's own address and every IPv4 literal with its anonymised form."""
     exact: list[tuple[str, str]] = []
-    if full_ip:
-        anonymised = anonymise_ip(full_ip)
-        if anonymised is not None:
-            exact.append((full_ip.strip(), anonymised))
-            parsed = parse_client_ip(full_ip)
-            if parsed is not None:
-                exact.append((parsed.exploded, anonymised))
-                exact.append((parsed.compressed, anonymised))
+    parsed = parse_client_ip(full_ip) if full_ip else None
+    if full_ip and parsed is not None:
+        anonymised = anonymise_address(parsed)
+        exact.append((full_ip.strip(), anonymised))
+        exact.append((parsed.exploded, anonymised))
+        exact.append((parsed.compressed, anonymised))
 
     def replace(text: str) -> str:
+        # Every address, IPv4 or IPv6, written out holds a dot or a colon; most strings of an
+        # error (its type, source, ids) hold neither and need no search.
+        if "." not in text and ":" not in text:
+            return text
         for full, anonymised in exact:
             text = text.replace(full, anonymised)
         return _IPV4.sub(lambda m: anonymise_ip(m.group(0)) or m.group(0), text)
