@@ -537,6 +537,7 @@ def _speed_up_embedded_engine() -> None:
         return
     _enable_embedded_id_lookups(cls)
     _enable_embedded_fast_copies()
+    _enable_embedded_fast_updates(cls)
     cls._visitor_service_speed_ups = True
 
 
@@ -566,6 +567,21 @@ def _enable_embedded_id_lookups(cls: Any) -> None:
         return scan(self, filter_)
 
     cls._iter_documents = iter_documents
+
+
+def _enable_embedded_fast_updates(cls: Any) -> None:
+    """Let the embedded engine read and update one existing document by `_id` directly.
+
+    On every ingest request mongomock's generic machinery (a cursor for each read, a deep-copied
+    snapshot to detect a change, projection specs, two or three lookups per
+    `find_one_and_update`) cost several times the work the update itself needs. The fast
+    paths in `documents.embedded_engine` do only that work, and only for inputs whose result
+    they reproduce exactly; every other call runs mongomock's own code.
+    """
+    from documents import embedded_engine
+
+    if not embedded_engine.enable_fast_id_operations(cls):
+        log.warning("embedded engine: mongomock version not covered by the fast paths")
 
 
 #: Values the embedded engine may share instead of copying: immutable, and never nested.
