@@ -9,6 +9,11 @@ loop that owns the store. In `visitor-service worker` that loop
 lives in a `LoopThread`; in tests it is the test's own loop, so every store call stays on one
 thread. The task is idempotent (see tasks/errors.py), which is why it may use `acks_late`: a job
 redelivered after a worker died, or relayed from the outbox, is counted once.
+
+Publishing runs in the server's own process, so it is kept cheap: each job's message is built
+once by Celery's own builder and sender (`create_task_message`, `send_task_message`, the two
+halves of `send_task`), and a whole batch goes to Redis in one pipeline through kombu's
+`Producer.batch` (`CeleryErrorQueue._publish`).
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from celery import Celery
-from kombu import Queue
+from kombu import Producer, Queue
 from kombu.exceptions import KombuError, OperationalError
+from kombu.utils.uuid import uuid
 from redis.exceptions import RedisError
 
 from config.metrics import Metrics
@@ -119,7 +125,7 @@ class CeleryErrorQueue:
 
     #: Jobs accepted and waiting for the sender; beyond this they wait for the relay instead.
     SEND_BACKLOG = 10_000
-    #: Jobs published per trip to the sender's thread.
+    #: Jobs published per trip to the sender's thread, and per Redis round trip.
     SEND_BATCH = 200
 
     def __init__(self, app: Celery, *, outbox: ErrorOutbox | None = None,
@@ -171,12 +177,15 @@ class CeleryErrorQueue:
         """Publish `jobs` in order over one producer; how many went out before any failure."""
         sent = [0]
         try:
-            # kombu publishes synchronously; off the loop so a slow Redis stalls no request.
+            # Off the loop: a full batch is ~30 ms of CPU (mostly Celery's argsrepr of each job)
+            # and a slow or unreachable Redis blocks for seconds (connect and socket timeouts,
+            # redis-py's retries); either would stall every request. The hop itself costs too
+            # little per batch to show in the CPU per job (measured on a 200-job batch).
             await asyncio.to_thread(self._publish, jobs, sent)
         except (OperationalError, KombuError, RedisError, OSError) as exc:
             log.warning("error queue unreachable; the jobs wait in the outbox",
                         extra={"jobs": len(jobs) - sent[0], "via": via,
-                               "error": _redacted(exc)})
+                               "error": _described(exc)})
             self.metrics.count(SENDS_METRIC, SENDS_HELP, len(jobs) - sent[0], via=via,
                                outcome="broker_unavailable")
         if sent[0]:
@@ -184,11 +193,56 @@ class CeleryErrorQueue:
         return sent[0]
 
     def _publish(self, jobs: list[dict[str, Any]], sent: list[int]) -> None:
+        """Publish `jobs` as `send_task` would, in one Redis round trip where kombu can batch.
+
+        `send_task` per job routed the task, built its message, serialised it and pushed it
+        with one LPUSH round trip each. Here the route is worked out once per batch, each
+        message is built once by Celery's own `create_task_message` and handed to Celery's own
+        `send_task_message` (which serialises it and sets delivery mode, exchange and routing
+        key, and fires the publish signals, as for `send_task`), and kombu's `Producer.batch`
+        buffers the LPUSHes its Redis transport would have sent in one pipeline, executed on
+        leaving the block. So the stored envelope, the key and the priority list are kombu's
+        own, whatever the transport options (tests/tasks/test_celery_publish.py compares it
+        with `send_task`'s).
+
+        `sent` counts the jobs that went out before a failure. A batch is flushed as a whole
+        and a failed flush may have stored some of its messages, so a failed batch counts 0:
+        the jobs stay in the outbox and the relay sends them again, and a copy is harmless
+        (the task is idempotent) where a job counted as sent and lost would not be.
+        """
+        amqp = self.app.amqp
+        # What send_task passes besides the routed options: its reply_to and sent-event
+        # setting, and ignore_result None (it is not among the options).
+        reply_to = self.app.thread_oid
+        sent_event = self.app.conf.task_send_sent_event
         with self.app.producer_or_acquire() as producer:
-            for job in jobs:
-                self.app.send_task(TASK_NAME, args=[job], queue=QUEUE_NAME, retry=False,
-                                   producer=producer)
-                sent[0] += 1
+            options = self._route(producer)
+            batched = _batches(producer)
+            # kombu's default batch size (1,000 Redis commands) holds a SEND_BATCH of LPUSHes.
+            with producer.batch() if batched else contextlib.nullcontext():
+                for job in jobs:
+                    message = amqp.create_task_message(
+                        uuid(), TASK_NAME, [job], None, reply_to=reply_to,
+                        create_sent_event=sent_event, ignore_result=None,
+                        argsrepr=job_argsrepr(job), **options)
+                    amqp.send_task_message(producer, TASK_NAME, message, **options)
+                    if not batched:
+                        sent[0] += 1
+            sent[0] = len(jobs)
+
+    def _route(self, producer: Producer) -> dict[str, Any]:
+        """`send_task`'s publish options for the task (queue, routes, retry=False), per batch.
+
+        The routes are static (`task_routes`), so one lookup serves a whole batch. The queue is
+        bound to the producer's channel here: kombu declares it before each publish (a cache
+        lookup once declared), and an unbound queue would be copied and bound again for every
+        message, about 25 µs each.
+        """
+        options = self.app.amqp.router.route({"queue": QUEUE_NAME, "retry": False}, TASK_NAME)
+        queue = options.get("queue")
+        if isinstance(queue, Queue):
+            options["queue"] = queue.bind(producer.channel)
+        return options
 
     async def _send_accepted(self) -> None:
         assert self._unsent is not None
@@ -229,9 +283,43 @@ class CeleryErrorQueue:
         await asyncio.to_thread(self.app.close)
 
 
+def job_argsrepr(job: dict[str, Any]) -> str:
+    """What the message's `argsrepr` header shows of a job: its id, never its error.
+
+    Celery would put the repr of the whole job there, which worker logs, Flower and `celery
+    inspect` display: the error's message, stack and context, kept outside the store's erasure
+    and retention. Building that repr was also half of the CPU a publish costs.
+    """
+    return f"[<error job {job.get('jobId')}>]"
+
+
+def _batches(producer: Producer) -> bool:
+    """Whether `producer.batch()` defers publishes to one pipeline (kombu 5.7+ on Redis).
+
+    kombu publishes one by one, even inside a batch, on transports without batching or with
+    `retry_on_timeout` (a replayed pipeline could store a message twice); the caller then
+    counts each job as it goes out, as before.
+    """
+    return bool(getattr(producer, "supports_batch_publish", False))
+
+
+def _described(exc: BaseException) -> str:
+    """`_redacted(exc)` and its cause: a failed kombu batch wraps the Redis error it met."""
+    cause = exc.__cause__
+    if cause is None:
+        return _redacted(exc)
+    # The message in full: redis-py's repr of its errors is only their kind and class.
+    return _without_password(f"{exc!r} from {type(cause).__name__}: {cause}")
+
+
 def _redacted(exc: BaseException) -> str:
     """`repr(exc)` without a password a broker or database URL in it may carry."""
-    return re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", repr(exc))
+    return _without_password(repr(exc))
+
+
+def _without_password(text: str) -> str:
+    """`text` with the password of any URL in it masked."""
+    return re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
 
 
 class LoopThread:

@@ -165,6 +165,8 @@ async def test_the_queued_message_in_redis_carries_no_full_ip_address(
         fetch: Fetch, tenant: Tenant, deps, redis_url: str):
     answer = await post_error(fetch, tenant)
     assert answer.json() == {"ok": True}
+    # The answer follows the outbox insert; the sender publishes to Redis just after it.
+    await deps.queue.flush()
     client = redis.Redis.from_url(redis_url)
     messages = client.lrange(QUEUE_NAME, 0, -1)
     assert len(messages) == 1

@@ -1,0 +1,278 @@
+"""Publishing error jobs in batches: what a real Celery worker gets, and what a failure leaves.
+
+`CeleryErrorQueue` builds each message with Celery's own builder and sender and pushes a whole
+batch to Redis in one kombu pipeline instead of calling `send_task` per job (see
+tasks/celery_app.py `_publish`). These tests hold it to `send_task`: the envelope stored in Redis,
+a real worker running every job once with `acks_late`, and a batch Redis did not (fully) take
+left in the outbox and counted as not sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import copy
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import redis
+from celery import Celery, current_task
+from celery.contrib.testing.worker import start_worker
+
+from config.metrics import Metrics
+from tasks.celery_app import (
+    TASK_NAME,
+    CeleryErrorQueue,
+    TaskConsumer,
+    job_argsrepr,
+    make_celery_app,
+)
+from tasks.errors import error_job
+from tasks.outbox import SENDS_METRIC, ErrorOutbox
+from tasks.queue import QUEUE_NAME, ErrorPipeline, RetryPolicy
+from tests.support.app import Tenant
+from tests.support.redis_server import running_redis
+from tests.tasks.support import RecordingNotifier, eventually, js_error
+
+pytestmark = pytest.mark.slow
+
+#: kombu's Redis transport keeps each delivered, unacknowledged message in this hash.
+UNACKED_KEY = "unacked"
+
+#: What differs between any two messages, even of one job: ids, the delivery tag, and
+#: `reply_to`, which Celery derives from the publishing thread.
+PER_MESSAGE_FIELDS = {"headers": ("id", "root_id"),
+                      "properties": ("correlation_id", "delivery_tag", "reply_to")}
+
+
+def _numbered_jobs(tenant: Tenant, count: int) -> list[dict[str, Any]]:
+    # The type is part of the fingerprint, so each job makes its own error record.
+    return [error_job(tenant.site_id, js_error(type=f"Publish{n}Error")) for n in range(count)]
+
+
+def _stored_lists(client: redis.Redis) -> dict[str, list[dict[str, Any]]]:
+    """Every list in Redis (the queue and any priority list), its messages decoded."""
+    return {key.decode(): [json.loads(message) for message in client.lrange(key, 0, -1)]
+            for key in client.keys("*") if client.type(key) == b"list"}
+
+
+def _without_per_message_fields(envelope: dict[str, Any]) -> dict[str, Any]:
+    """The envelope without what differs per message; the body decoded, for a readable diff."""
+    envelope = copy.deepcopy(envelope)
+    for part, fields in PER_MESSAGE_FIELDS.items():
+        for field in fields:
+            assert envelope[part].pop(field), (part, field)
+    envelope["body"] = json.loads(base64.b64decode(envelope["body"]))
+    return envelope
+
+
+def _prefixed_app(broker_url: str) -> Celery:
+    """The app with a global key prefix, its own separator and priorities, and a routed one."""
+    app = make_celery_app(broker_url)
+    app.conf.broker_transport_options = {
+        **app.conf.broker_transport_options, "global_keyprefix": "visitor:", "sep": ":",
+        "priority_steps": [0, 3, 6, 9]}
+    app.conf.task_routes = {TASK_NAME: {"queue": QUEUE_NAME, "priority": 7}}
+    return app
+
+
+@pytest.mark.parametrize("make_app", [make_celery_app, _prefixed_app],
+                         ids=["as-configured", "keyprefix-and-priority"])
+async def test_a_published_job_is_stored_exactly_as_send_task_stores_it(
+        make_app: Callable[[str], Celery], tenant: Tenant, redis_url: str):
+    client = redis.Redis.from_url(redis_url)
+    client.flushdb()
+    queue = CeleryErrorQueue(make_app(redis_url), metrics=Metrics())
+    job = error_job(tenant.site_id, js_error())
+    try:
+        assert await queue.send(job, via="relay")
+        published = _stored_lists(client)
+        client.flushdb()
+        queue.app.send_task(TASK_NAME, args=[job], queue=QUEUE_NAME, retry=False,
+                            argsrepr=job_argsrepr(job))
+        by_send_task = _stored_lists(client)
+    finally:
+        await queue.close()
+
+    # The same Redis list: kombu's key naming, priority list, separator and key prefix.
+    assert published.keys() == by_send_task.keys()
+    (key,) = published
+    assert key == (QUEUE_NAME if make_app is make_celery_app else "visitor:errors-ingest:6")
+    (envelope,) = published[key]
+    (expected,) = by_send_task[key]
+    # send_task passes its options on to the publish as well, so `argsrepr` also lands among
+    # the message properties there; the header is what Celery reads.
+    assert expected["properties"].pop("argsrepr") == expected["headers"]["argsrepr"]
+    # Same envelope keys, content type and encoding, body encoding, delivery info, priority,
+    # task name, argsrepr, origin and everything else but the per-message ids.
+    assert _without_per_message_fields(envelope) == _without_per_message_fields(expected)
+    headers, properties = envelope["headers"], envelope["properties"]
+    assert headers["task"] == TASK_NAME
+    assert headers["root_id"] == headers["id"] == properties["correlation_id"]
+    assert properties["delivery_info"] == {"exchange": "", "routing_key": QUEUE_NAME}
+    assert _without_per_message_fields(envelope)["body"] == [[job], {}, {
+        "callbacks": None, "errbacks": None, "chain": None, "chord": None}]
+    # The header worker logs and monitors show names the job and carries none of the error.
+    assert job["jobId"] in headers["argsrepr"]
+    assert job["error"]["message"] not in json.dumps(headers)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One run of the task in the worker, as the task saw it."""
+
+    task_name: str
+    task_id: str
+    args: list[Any]
+    routing_key: str
+    unacknowledged_while_running: bool
+
+
+@pytest.fixture
+async def recording_worker(deps, redis_url: str) -> AsyncIterator[list[Delivery]]:
+    """A real Celery worker (5 threads) on the real pipeline; yields each run of the task."""
+    client = redis.Redis.from_url(redis_url)
+    client.flushdb()
+    loop = asyncio.get_running_loop()
+    deliveries: list[Delivery] = []
+
+    def unacknowledged(task_id: str) -> bool:
+        return any(json.loads(entry)[0]["headers"]["id"] == task_id
+                   for entry in client.hvals(UNACKED_KEY))
+
+    def run(coroutine: Any) -> Any:
+        # On the worker's task thread, while the task runs: with acks_late, its message is
+        # still held unacknowledged.
+        request = current_task.request
+        deliveries.append(Delivery(current_task.name, request.id, list(request.args),
+                                   request.delivery_info["routing_key"],
+                                   unacknowledged(request.id)))
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result(timeout=30)
+
+    pipeline = ErrorPipeline(deps.store, notifier=RecordingNotifier(), bus=deps.bus,
+                             metrics=deps.metrics, policy=RetryPolicy(base_delay=0.01))
+    app = make_celery_app(redis_url, consumer=TaskConsumer(pipeline, run))
+    assert app.tasks[TASK_NAME].acks_late is True
+    running = start_worker(app, pool="threads", concurrency=5, perform_ping_check=False,
+                           shutdown_timeout=20)
+    # Entered and left off the loop: the worker's tasks need this loop while it starts and stops.
+    await asyncio.to_thread(running.__enter__)
+    yield deliveries
+    await asyncio.to_thread(running.__exit__, None, None, None)
+    app.close()
+
+
+async def test_a_real_worker_runs_every_job_of_a_published_batch_once(
+        tenant: Tenant, deps, recording_worker: list[Delivery], redis_url: str):
+    client = redis.Redis.from_url(redis_url)
+    metrics = Metrics()
+    queue = CeleryErrorQueue(make_celery_app(redis_url), metrics=metrics)
+    jobs = _numbered_jobs(tenant, 60)
+    try:
+        assert await queue._send_batch(jobs[:50], via="ingest") == 50
+        assert await queue.send(jobs[50], via="relay")
+        assert await queue._send_batch(jobs[51:], via="ingest") == 9
+    finally:
+        await queue.close()
+    assert metrics.value(SENDS_METRIC, via="ingest", outcome="sent") == 59
+    assert metrics.value(SENDS_METRIC, via="relay", outcome="sent") == 1
+
+    async def all_done_and_acknowledged() -> bool:
+        return (len(recording_worker) >= len(jobs) and client.llen(QUEUE_NAME) == 0
+                and client.hlen(UNACKED_KEY) == 0)
+
+    await eventually(all_done_and_acknowledged)
+    await asyncio.sleep(0.5)  # room for a second delivery of any job to show up
+    by_job = {delivery.args[0]["jobId"]: delivery for delivery in recording_worker}
+    assert len(recording_worker) == len(by_job) == len(jobs)
+    for job in jobs:
+        delivery = by_job[job["jobId"]]
+        assert delivery.task_name == TASK_NAME and delivery.routing_key == QUEUE_NAME
+        assert delivery.args == [job]
+        # acks_late: acknowledged once the job ran (the hash is empty now), not before.
+        assert delivery.unacknowledged_while_running, delivery
+    assert await deps.store.collection("errors").count_documents({}) == len(jobs)
+    assert await deps.store.collection("error_occurrences").count_documents({}) == len(jobs)
+
+
+@dataclass
+class OwnRedis:
+    """A redis-server of the test's own, to fill up or to stop."""
+
+    url: str
+    stop: Callable[[], None]
+
+
+@pytest.fixture
+def own_redis() -> Iterator[OwnRedis]:
+    """A redis-server for this test only, stopped at the end if the test has not stopped it."""
+    with contextlib.ExitStack() as stack:
+        yield OwnRedis(stack.enter_context(running_redis()), stack.close)
+
+
+@pytest.fixture
+async def kept_queue(own_redis: OwnRedis, store) -> AsyncIterator[CeleryErrorQueue]:
+    """A queue with an outbox on the test store, publishing to `own_redis`; no relay runs."""
+    queue = CeleryErrorQueue(make_celery_app(own_redis.url),
+                             outbox=ErrorOutbox(store, relay_after_seconds=3600),
+                             metrics=Metrics())
+    yield queue
+    await queue.close()
+
+
+async def _kept(queue: CeleryErrorQueue, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    assert queue.outbox is not None
+    return [await queue.outbox.keep(job) for job in jobs]
+
+
+async def _still_kept(store, jobs: list[dict[str, Any]]) -> int:
+    ids = [job["jobId"] for job in jobs]
+    return await store.collection("error_outbox").count_documents({"_id": {"$in": ids}})
+
+
+async def test_a_batch_redis_took_only_in_part_counts_as_not_sent_and_stays_in_the_outbox(
+        own_redis: OwnRedis, kept_queue: CeleryErrorQueue, tenant: Tenant, store, caplog):
+    caplog.set_level(logging.WARNING)
+    client = redis.Redis.from_url(own_redis.url)
+    first = await _kept(kept_queue, _numbered_jobs(tenant, 1))
+    assert await kept_queue._send_batch(first, via="ingest") == 1
+    # Room for a few more messages only: Redis stores the first LPUSHes of the pipeline and
+    # refuses the rest (OOM), so the batch went out in part.
+    client.config_set("maxmemory-policy", "noeviction")
+    client.config_set("maxmemory", client.info("memory")["used_memory"] + 50_000)
+    batch = await _kept(kept_queue, _numbered_jobs(tenant, 200))
+
+    assert await kept_queue._send_batch(batch, via="ingest") == 0
+
+    assert 1 < client.llen(QUEUE_NAME) < 1 + len(batch)  # some of the batch is in Redis
+    metrics = kept_queue.metrics
+    assert metrics.value(SENDS_METRIC, via="ingest", outcome="broker_unavailable") == len(batch)
+    assert metrics.value(SENDS_METRIC, via="ingest", outcome="sent") == 1
+    # Every job of the batch waits for the relay, which sends it again; a worker counts a
+    # copy of a job it has already done once.
+    assert await _still_kept(store, batch) == len(batch)
+    warnings = [r for r in caplog.records if "the jobs wait in the outbox" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].jobs == len(batch)
+    assert "OutOfMemoryError" in warnings[0].error
+
+
+async def test_a_batch_after_redis_stopped_counts_as_not_sent_and_stays_in_the_outbox(
+        own_redis: OwnRedis, kept_queue: CeleryErrorQueue, tenant: Tenant, store):
+    sent_before = await _kept(kept_queue, _numbered_jobs(tenant, 20))
+    assert await kept_queue._send_batch(sent_before, via="ingest") == 20
+    own_redis.stop()  # under the queue's open connection
+    batch = await _kept(kept_queue, _numbered_jobs(tenant, 30))
+
+    assert await kept_queue._send_batch(batch, via="ingest") == 0
+    assert not await kept_queue.send(batch[0], via="relay")
+
+    metrics = kept_queue.metrics
+    assert metrics.value(SENDS_METRIC, via="ingest", outcome="sent") == 20
+    assert metrics.value(SENDS_METRIC, via="ingest", outcome="broker_unavailable") == 30
+    assert metrics.value(SENDS_METRIC, via="relay", outcome="broker_unavailable") == 1
+    assert await _still_kept(store, batch) == len(batch)
