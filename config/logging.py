@@ -88,6 +88,8 @@ def log_request(handler: RequestHandler) -> None:
     status = handler.get_status()
     request = handler.request
     level = logging.INFO if status < 400 else logging.WARNING if status < 500 else logging.ERROR
+    if not access_log.isEnabledFor(level):
+        return  # spares the redaction on every request when access lines are not wanted
     access_log.log(
         level,
         "%s %s %d",
