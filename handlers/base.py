@@ -164,7 +164,7 @@ class BaseHandler(RequestHandler):
         except UnicodeDecodeError:
             raise MalformedRequest("body is not valid UTF-8") from None
         try:
-            return json.loads(text, parse_constant=_refuse_constant)
+            return _STRICT_JSON.decode(text)
         except (ValueError, RecursionError):
             raise MalformedRequest("body is not valid JSON") from None
 
@@ -227,6 +227,11 @@ class BaseHandler(RequestHandler):
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
+
+
+#: JSON without NaN and Infinity; built once, since `json.loads` with an option builds a new
+#: decoder for every body. A decoder holds no state between calls.
+_STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
 def client_address(peer: str, forwarded_for: str, trusted_proxies: tuple[Any, ...]) -> str:
