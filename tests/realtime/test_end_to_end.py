@@ -24,7 +24,6 @@ import pytest
 import redis
 import tornado.httpserver
 import tornado.netutil
-from celery.contrib.testing.worker import start_worker
 
 import server
 from realtime.bus import RedisBus
@@ -33,6 +32,7 @@ from tasks.celery_app import CeleryErrorQueue, TaskConsumer, make_celery_app
 from tasks.notify_port import SilentNotifier
 from tasks.queue import ErrorPipeline, RetryPolicy
 from tests.support.app import Fetch, Tenant
+from tests.support.celery_worker import running_worker
 from tests.support.live import LiveClient, open_live
 from tests.tasks.support import js_error, post_error
 
@@ -89,12 +89,8 @@ async def celery_worker(deps: server.Deps, redis_url: str) -> AsyncIterator[Redi
     pipeline = ErrorPipeline(deps.store, notifier=SilentNotifier(), bus=worker_bus,
                              metrics=deps.metrics, policy=RetryPolicy(base_delay=0.01))
     app = make_celery_app(redis_url, consumer=TaskConsumer(pipeline, run_on_test_loop))
-    running = start_worker(app, pool="threads", concurrency=5, perform_ping_check=False,
-                           shutdown_timeout=20)
-    # Entered and left off the loop: the worker's tasks need this loop while it starts and stops.
-    await asyncio.to_thread(running.__enter__)
-    yield worker_bus
-    await asyncio.to_thread(running.__exit__, None, None, None)
+    async with running_worker(app):
+        yield worker_bus
     app.close()
     await worker_bus.close()
 

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 import redis
-from celery.contrib.testing.worker import start_worker
 
 from tasks.celery_app import TASK_NAME, CeleryErrorQueue, TaskConsumer, make_celery_app
 from tasks.errors import error_job
@@ -25,6 +24,7 @@ from tasks.outbox import KEPT_MARK
 from tasks.queue import QUEUE_NAME, ErrorPipeline, RetryPolicy
 from tests.conftest import free_port
 from tests.support.app import Fetch, Tenant, all_documents_text
+from tests.support.celery_worker import running_worker
 from tests.tasks.support import (
     ANONYMISED_IP,
     FULL_IP,
@@ -64,12 +64,8 @@ async def celery_worker(deps, redis_url: str, notifier: RecordingNotifier
     pipeline = ErrorPipeline(deps.store, notifier=notifier, bus=deps.bus, metrics=deps.metrics,
                              policy=RetryPolicy(base_delay=0.01), outbox=deps.queue.outbox)
     app = make_celery_app(redis_url, consumer=TaskConsumer(pipeline, run_on_test_loop))
-    running = start_worker(app, pool="threads", concurrency=5, perform_ping_check=False,
-                           shutdown_timeout=20)
-    # Entered and left off the loop: the worker's tasks need this loop while it starts and stops.
-    worker = await asyncio.to_thread(running.__enter__)
-    yield worker
-    await asyncio.to_thread(running.__exit__, None, None, None)
+    async with running_worker(app) as worker:
+        yield worker
     app.close()
 
 

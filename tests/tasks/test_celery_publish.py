@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 import redis
 from celery import Celery, current_task
-from celery.contrib.testing.worker import start_worker
 
 from config.metrics import Metrics
 from tasks.celery_app import (
@@ -36,6 +35,7 @@ from tasks.errors import error_job
 from tasks.outbox import SENDS_METRIC, ErrorOutbox
 from tasks.queue import QUEUE_NAME, ErrorPipeline, RetryPolicy
 from tests.support.app import Tenant
+from tests.support.celery_worker import running_worker
 from tests.support.redis_server import running_redis
 from tests.tasks.support import RecordingNotifier, eventually, js_error
 
@@ -158,12 +158,8 @@ async def recording_worker(deps, redis_url: str) -> AsyncIterator[list[Delivery]
                              metrics=deps.metrics, policy=RetryPolicy(base_delay=0.01))
     app = make_celery_app(redis_url, consumer=TaskConsumer(pipeline, run))
     assert app.tasks[TASK_NAME].acks_late is True
-    running = start_worker(app, pool="threads", concurrency=5, perform_ping_check=False,
-                           shutdown_timeout=20)
-    # Entered and left off the loop: the worker's tasks need this loop while it starts and stops.
-    await asyncio.to_thread(running.__enter__)
-    yield deliveries
-    await asyncio.to_thread(running.__exit__, None, None, None)
+    async with running_worker(app):
+        yield deliveries
     app.close()
 
 
