@@ -22,6 +22,7 @@ The code mirrors mongomock 4.3 (collection.py: `_update`, `_apply_update_documen
 from __future__ import annotations
 
 import collections
+import functools
 import zoneinfo
 from datetime import datetime, timezone
 from typing import Any
@@ -408,9 +409,7 @@ def _plan_actions(filter_: dict[str, Any], update: dict[str, Any], document: dic
             if type(path) is not str or path in paths:
                 raise _Unsupported  # two operators on one field: mongomock applies both
             paths.add(path)
-            parts = _PATHS.get(path)
-            if parts is None:
-                parts = _path_parts(path)
+            parts = _path_parts(path)
             if not parts:
                 raise _Unsupported
             if len(parts) == 1:
@@ -466,25 +465,18 @@ def _plan_actions(filter_: dict[str, Any], update: dict[str, Any], document: dic
     return document, actions, certain_change
 
 
-#: Field paths seen before: their parts, or () for paths the fast paths leave to mongomock.
-#: Updates repeat the same few paths, and splitting and checking them was a fair share of the
-#: work; the size bound keeps paths built from data from growing it without end.
-_PATHS: dict[str, tuple[str, ...]] = {}
-_PATHS_KEPT = 4096
-
-
+# Updates repeat the same few paths, and splitting and checking them was a fair share of the
+# work; the bound keeps paths built from data from growing the memo without end.
+@functools.lru_cache(maxsize=4096)
 def _path_parts(path: str) -> tuple[str, ...]:
-    """`path` split at its dots, or () when the fast paths do not handle it (and remember it).
+    """`path` split at its dots, or () when the fast paths do not handle it (memoised).
 
     "$" anywhere makes mongomock use positional matching for the whole operator; an empty part,
     a NUL or a path into `_id` take code paths (or errors) not reproduced here.
     """
     parts = tuple(path.split("."))
     if "$" in path or "\0" in path or "" in parts or parts[0] == "_id":
-        parts = ()
-    if len(_PATHS) >= _PATHS_KEPT:
-        _PATHS.clear()
-    _PATHS[path] = parts
+        return ()
     return parts
 
 
