@@ -50,6 +50,7 @@ from handlers import sdk as sdk_handlers
 from handlers import sites as site_handlers
 from handlers import ui as ui_handlers
 from handlers import visitors as visitor_handlers
+from handlers.application import ServiceApplication
 from handlers.base import NotFoundHandler
 from handlers.validation import SchemaValidator
 from ingest.intake import VisitorIntake
@@ -210,7 +211,7 @@ def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
         *notification_handlers.default_handlers,
         *ui_handlers.default_handlers,
     ]
-    return tornado.web.Application(
+    return ServiceApplication(
         routes,
         deps=deps,
         default_handler_class=NotFoundHandler,
@@ -243,7 +244,9 @@ def make_http_server(settings: Settings, app: tornado.web.Application
         xheaders=False,  # client IPs come from BaseHandler.client_ip (trusted proxies only)
         max_body_size=max(settings.max_segment_bytes, settings.max_event_body_bytes) + 64 * 1024,
         idle_connection_timeout=60,
-        body_timeout=60,
+        # The slow-body guard lives in ServiceApplication: it arms this timeout (60 s) only for
+        # a body still arriving after its headers, not for every request.
+        body_timeout=None,
         max_header_size=MAX_HEADER_BYTES,
     )
 
