@@ -5,6 +5,7 @@ class. The raw header is never logged or stored; it lives on only as a key of th
 in-memory cache, which forgets it as newer headers arrive.
 """
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -12,7 +13,6 @@ from typing import Literal
 from ua_parser import (
     OS,
     BasicResolver,
-    CachingResolver,
     Device,
     Parser,
     Resolver,
@@ -20,7 +20,6 @@ from ua_parser import (
     load_builtins,
     load_lazy_builtins,
 )
-from ua_parser.caching import Lru
 
 DeviceType = Literal["desktop", "mobile", "tablet", "bot", "unknown"]
 
@@ -78,7 +77,10 @@ class UserAgentParser:
         if cache_size < 1:
             raise ValueError(f"cache_size must be at least 1, got {cache_size}")
         engine = resolver if resolver is not None else _fastest_resolver()
-        self._parser = Parser(CachingResolver(engine, Lru(cache_size)))
+        self._parser = Parser(engine)
+        # The cache holds the finished DeviceInfo, so a repeated header costs one lookup rather
+        # than a parse-result lookup plus the classification below.
+        self._describe = functools.lru_cache(maxsize=cache_size)(self._describe_uncached)
 
     def parse(self, user_agent: str | None) -> DeviceInfo:
         """Return browser, OS and device class of a User-Agent header; never raises."""
@@ -87,6 +89,9 @@ class UserAgentParser:
         text = user_agent[:MAX_USER_AGENT_LENGTH]
         if not text:
             return _UNKNOWN
+        return self._describe(text)
+
+    def _describe_uncached(self, text: str) -> DeviceInfo:
         try:
             result = self._parser.parse(text)
         except Exception:
