@@ -246,9 +246,11 @@ class SiteKeyring:
             current = await sites.find_one({"_id": cached["_id"]}, {field: 1, "revision": 1})
             if (current is not None and hmac.compare_digest(str(current.get(field)), value)
                     and current.get("revision") == cached.get("revision")):
-                self._sites_by_key.move_to_end(cache_key)
+                # Other requests ran during the read and may have dropped the entry already.
+                if cache_key in self._sites_by_key:
+                    self._sites_by_key.move_to_end(cache_key)
                 return cached
-            del self._sites_by_key[cache_key]
+            self._sites_by_key.pop(cache_key, None)
         site = await sites.find_one({field: value})
         if site is not None:
             self._sites_by_key[cache_key] = site

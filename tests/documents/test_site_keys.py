@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from config import Settings
+from documents import store as store_module
 from documents.sites import KeyHasher, SiteKeyring
 from privacy.sealing import SecretSealer
 from tests.support.app import Fetch, Tenant
@@ -65,3 +68,28 @@ async def test_the_cache_is_bounded(settings: Settings, deps, tenant: Tenant, mo
     await keyring.site_for_public_key(site["publicKey"])
     # The public-key entry pushed out the API-key entry: the next lookup reads the site anew.
     assert await keyring.site_for_api_key(tenant.api_key) is not site
+
+
+async def test_concurrent_lookups_of_a_stale_site_all_finish(
+        settings: Settings, deps, fetch: Fetch, tenant: Tenant, monkeypatch):
+    """On a real server every read yields to other requests; they must not trip over the cache."""
+    keyring = _other_process(settings, deps)
+    assert await keyring.site_for_api_key(tenant.api_key) is not None
+    rotated = await fetch(f"/api/v1/sites/{tenant.site_id}/api-key/rotate", "POST",
+                          token=tenant.token)
+    new_key = rotated.json()["apiKey"]
+    assert await keyring.site_for_api_key(new_key) is not None
+    changed = await fetch(f"/api/v1/sites/{tenant.site_id}", "PATCH", token=tenant.token,
+                          json_body={"settings": {"recordings": False}})
+    assert changed.code == 200
+    read = store_module.Collection.find_one
+
+    async def find_one_yielding(self, *args, **kwargs):
+        await asyncio.sleep(0)  # as a network round trip would
+        return await read(self, *args, **kwargs)
+
+    monkeypatch.setattr(store_module.Collection, "find_one", find_one_yielding)
+    old_and_new = await asyncio.gather(*(keyring.site_for_api_key(key)
+                                         for key in [tenant.api_key, new_key] * 5))
+    assert old_and_new[::2] == [None] * 5
+    assert all(site["settings"]["recordings"] is False for site in old_and_new[1::2])
