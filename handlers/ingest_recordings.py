@@ -91,19 +91,36 @@ def segment_answer(result: SegmentOutcome) -> dict[str, Any]:
     return answer
 
 
+#: The content type of a segment whose metadata travels in the query string (/sdk/v1 only).
+QUERY_METADATA_CONTENT_TYPE = "text/plain"
+
+
 def segment_upload(request: HTTPServerRequest, schemas: SchemaValidator,
                    accepted_content_types: tuple[str, ...]) -> SegmentUpload:
-    """The segment in a request: raw gzip body, metadata from the X-* headers (also /sdk/v1)."""
+    """The segment in a request: raw gzip body, metadata from the X-* headers (also /sdk/v1).
+
+    Sent as `text/plain` (where accepted: the browser's segments sent as the page is left), the
+    metadata comes from query parameters named like the schema's fields instead: with no custom
+    header, such a request needs no CORS preflight, which a browser may not complete for a page
+    that is already gone.
+    """
     content_type = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
     if content_type not in accepted_content_types:
-        raise UnsupportedMediaType("send the segment as application/octet-stream")
-    meta = {field: _header_value(field, request.headers[header])
-            for header, field in SEGMENT_HEADERS.items() if header in request.headers}
+        raise UnsupportedMediaType(f"send the segment as {' or '.join(accepted_content_types)}")
+    if content_type == QUERY_METADATA_CONTENT_TYPE:
+        meta = {field: _header_value(field, values[-1].decode("utf-8", "replace"))
+                for field in SEGMENT_HEADERS.values()
+                if (values := request.query_arguments.get(field))}
+        where: dict[str, str] = {}
+    else:
+        meta = {field: _header_value(field, request.headers[header])
+                for header, field in SEGMENT_HEADERS.items() if header in request.headers}
+        where = _HEADER_FOR_FIELD
     try:
         schemas.validate(meta, "RecordingSegmentHeaders")
     except InvalidInput as invalid:
-        header = _HEADER_FOR_FIELD.get(invalid.field or "", invalid.field)
-        raise InvalidInput(invalid.message, field=header) from None
+        field = where.get(invalid.field or "", invalid.field)
+        raise InvalidInput(invalid.message, field=field) from None
     return SegmentUpload(
         recording_id=meta["recordingId"], seq=meta["seq"], visitor_id=meta["visitorId"],
         page_url=meta["url"], data=request.body, session_id=meta.get("sessionId"),

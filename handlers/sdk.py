@@ -29,6 +29,7 @@ from errors import (
 from handlers.base import BaseHandler
 from handlers.ingest import acknowledgement
 from handlers.ingest_recordings import (
+    QUERY_METADATA_CONTENT_TYPE,
     SEGMENT_HEADERS,
     interaction_answer,
     segment_answer,
@@ -229,10 +230,14 @@ class SdkRecordingEndHandler(SdkHandler):
 
 
 class SdkRecordingSegmentHandler(SdkHandler):
-    """POST /sdk/v1/{publicKey}/recordings/segment: gzip bytes, metadata in X-* headers."""
+    """POST /sdk/v1/{publicKey}/recordings/segment: gzip bytes, metadata in X-* headers.
+
+    Or, as `text/plain`, metadata in the query string: what the recorder sends while the page
+    is being left, as a "simple" request with no preflight (see `segment_upload`).
+    """
 
     kind = "recording"
-    accepted_content_types = ("application/octet-stream",)
+    accepted_content_types = ("application/octet-stream", QUERY_METADATA_CONTENT_TYPE)
     # Not a "simple" request, so the preflight must allow the metadata headers by name.
     cors_headers = ", ".join(["Content-Type", *[h for h in SEGMENT_HEADERS
                                                  if h != "X-Visitor-Gpc"]])

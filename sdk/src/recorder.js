@@ -25,6 +25,18 @@ const KEEPALIVE_BUDGET = 48 * 1024;
 const PART_BYTES = 16 * 1024;
 // rrweb's JSON compresses five to ten times: a part is tried at this size, halved until it fits.
 const PART_RAW = 8 * PART_BYTES;
+// The segment headers and the query parameters that carry them on a page being left
+// (handlers/ingest_recordings.py SEGMENT_HEADERS).
+const QUERY_FIELDS = {
+  'X-Recording-Id': 'recordingId',
+  'X-Segment-Seq': 'seq',
+  'X-Visitor-Id': 'visitorId',
+  'X-Session-Id': 'sessionId',
+  'X-Page-Url': 'url',
+  'X-Segment-Started-At': 'startedAt',
+  'X-Segment-Ended-At': 'endedAt',
+  'X-Visitor-Consent': 'consent',
+};
 const RECORDING_KEY = 'wpelRecordingId';
 const SEQ_KEY = 'wpelRecordingSeq';
 
@@ -102,12 +114,28 @@ function createRecorder(ctx) {
     return { headers, body };
   }
 
+  /**
+   * A segment sent as the page is left goes as a "simple" request: metadata in the query string,
+   * text/plain, no custom header. A request with custom headers needs a CORS preflight, and a
+   * browser may send the preflight of a page already gone and then never the request itself.
+   */
+  function simple(headers) {
+    const query = new URLSearchParams();
+    for (const [header, value] of Object.entries(headers)) {
+      if (QUERY_FIELDS[header]) query.set(QUERY_FIELDS[header], value);
+    }
+    return { url: `${ctx.api}/recordings/segment?${query}`,
+      headers: { 'Content-Type': 'text/plain' } };
+  }
+
   async function post({ headers, body }, keepalive) {
     const size = body.byteLength;
     if (keepalive) keptAlive += size;
+    const request = keepalive ? simple(headers)
+      : { url: `${ctx.api}/recordings/segment`, headers };
     try {
-      const answer = await fetch(`${ctx.api}/recordings/segment`, { method: 'POST', body,
-        headers, credentials: 'omit', keepalive });
+      const answer = await fetch(request.url, { method: 'POST', body,
+        headers: request.headers, credentials: 'omit', keepalive });
       const ack = answer.ok ? await answer.json() : null;
       // The server files a segment of an ended recording under the one continuing it.
       if (ack && ack.recordingId && ack.recordingId !== recordingId) {

@@ -7,6 +7,7 @@ import json
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 
@@ -362,6 +363,29 @@ async def test_a_segment_preflight_allows_exactly_the_metadata_headers_and_the_u
     assert answer.code == 200, answer
     assert answer.json()["recordingId"] == recording_id and answer.json()["id"]
     assert answer.headers["Access-Control-Allow-Origin"] == SHOP
+
+
+async def test_a_segment_sent_as_a_simple_request_carries_its_metadata_in_the_query(
+        fetch: Fetch, tenant: Tenant, deps):
+    """What the recorder sends as the page is left: text/plain, no custom header, no preflight."""
+    started = await _send(fetch, tenant, "recordings/start", {"visitorId": "v-1", "url": PAGE})
+    recording_id = started.json()["id"]
+    segment = gzip.compress(json.dumps([{"type": 4, "data": {}, "timestamp": 1}]).encode())
+    query = urlencode({"recordingId": recording_id, "seq": "3", "visitorId": "v-1",
+                       "url": PAGE, "startedAt": "2026-11-22T10:00:00Z"})
+    answer = await fetch(f"/sdk/v1/{tenant.public_key}/recordings/segment?{query}", "POST",
+                         body=segment, headers={"Origin": SHOP, "Content-Type": "text/plain"})
+    assert answer.code == 200, answer
+    assert answer.json()["recordingId"] == recording_id
+    assert answer.headers["Access-Control-Allow-Origin"] == SHOP
+    (stored,) = await deps.store.bucket("segments").files.find({}).to_list(None)
+    assert stored["metadata"]["seq"] == 3 and stored["metadata"]["pageUrl"] == PAGE
+    # The same rules as for the headers: a missing field is named, nothing is stored.
+    no_seq = urlencode({"recordingId": recording_id, "visitorId": "v-1", "url": PAGE})
+    refused = await fetch(f"/sdk/v1/{tenant.public_key}/recordings/segment?{no_seq}", "POST",
+                          body=segment, headers={"Origin": SHOP, "Content-Type": "text/plain"})
+    assert refused.code == 422 and refused.json()["error"]["field"] == "seq"
+    assert await deps.store.bucket("segments").files.count_documents({}) == 1
 
 
 # Refusals the page can read: CORS on early errors, 503 on a database hiccup ------------------
