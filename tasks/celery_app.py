@@ -10,10 +10,9 @@ lives in a `LoopThread`; in tests it is the test's own loop, so every store call
 thread. The task is idempotent (see tasks/errors.py), which is why it may use `acks_late`: a job
 redelivered after a worker died, or relayed from the outbox, is counted once.
 
-Publishing runs in the server's own process, so it is kept cheap: each job's message is built
-once by Celery's own builder and sender (`create_task_message`, `send_task_message`, the two
-halves of `send_task`), and a whole batch goes to Redis in one pipeline through kombu's
-`Producer.batch` (`CeleryErrorQueue._publish`).
+Publishing runs in the server's own process, on its event loop, so it is kept cheap: a
+`BrokerPublisher` (tasks/broker_publish.py) writes the message `send_task` would and pushes a
+whole batch to Redis in one command, without a thread.
 """
 
 from __future__ import annotations
@@ -29,14 +28,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from celery import Celery
-from kombu import Producer, Queue
-from kombu.exceptions import KombuError, OperationalError
-from kombu.utils.uuid import uuid
+from kombu import Queue
 from redis.exceptions import RedisError
 
 from config.metrics import Metrics
 from documents.store import is_temporary_store_error
 from tasks.background import stop_task
+from tasks.broker_publish import BrokerPublisher
 from tasks.outbox import SENDS_HELP, SENDS_METRIC, ErrorOutbox, OutboxRelay
 from tasks.queue import (
     QUEUE_NAME,
@@ -125,12 +123,15 @@ class CeleryErrorQueue:
 
     #: Jobs accepted and waiting for the sender; beyond this they wait for the relay instead.
     SEND_BACKLOG = 10_000
-    #: Jobs published per trip to the sender's thread, and per Redis round trip.
+    #: Jobs published per Redis round trip.
     SEND_BATCH = 200
+    #: The pause after a batch that was not full, so that the next one gathers more jobs.
+    SEND_PAUSE_SECONDS = 0.005
 
     def __init__(self, app: Celery, *, outbox: ErrorOutbox | None = None,
                  metrics: Metrics | None = None, relay_interval_seconds: float = 5.0) -> None:
         self.app = app
+        self.publisher = BrokerPublisher(app, queue_name=QUEUE_NAME, task_name=TASK_NAME)
         self.outbox = outbox
         self.metrics = metrics or Metrics()
         self.relay = (OutboxRelay(outbox, functools.partial(self.send, via="relay"), self.metrics,
@@ -174,75 +175,23 @@ class CeleryErrorQueue:
         return await self._send_batch([job], via=via) == 1
 
     async def _send_batch(self, jobs: list[dict[str, Any]], *, via: str) -> int:
-        """Publish `jobs` in order over one producer; how many went out before any failure."""
-        sent = [0]
+        """Publish `jobs` in one command; how many went out (all, or none on any failure).
+
+        A send whose connection failed before Redis answered may have stored the batch all
+        the same, so a failed batch counts 0: the jobs stay in the outbox and the relay sends
+        them again, and a copy is harmless (the task is idempotent) where a job counted as
+        sent and lost would not be.
+        """
         try:
-            # Off the loop: a full batch is ~30 ms of CPU (mostly Celery's argsrepr of each job)
-            # and a slow or unreachable Redis blocks for seconds (connect and socket timeouts,
-            # redis-py's retries); either would stall every request. The hop itself costs too
-            # little per batch to show in the CPU per job (measured on a 200-job batch).
-            await asyncio.to_thread(self._publish, jobs, sent)
-        except (OperationalError, KombuError, RedisError, OSError) as exc:
+            await self.publisher.publish(jobs, job_argsrepr)
+        except (RedisError, OSError) as exc:
             log.warning("error queue unreachable; the jobs wait in the outbox",
-                        extra={"jobs": len(jobs) - sent[0], "via": via,
-                               "error": _described(exc)})
-            self.metrics.count(SENDS_METRIC, SENDS_HELP, len(jobs) - sent[0], via=via,
+                        extra={"jobs": len(jobs), "via": via, "error": _described(exc)})
+            self.metrics.count(SENDS_METRIC, SENDS_HELP, len(jobs), via=via,
                                outcome="broker_unavailable")
-        if sent[0]:
-            self.metrics.count(SENDS_METRIC, SENDS_HELP, sent[0], via=via, outcome="sent")
-        return sent[0]
-
-    def _publish(self, jobs: list[dict[str, Any]], sent: list[int]) -> None:
-        """Publish `jobs` as `send_task` would, in one Redis round trip where kombu can batch.
-
-        `send_task` per job routed the task, built its message, serialised it and pushed it
-        with one LPUSH round trip each. Here the route is worked out once per batch, each
-        message is built once by Celery's own `create_task_message` and handed to Celery's own
-        `send_task_message` (which serialises it and sets delivery mode, exchange and routing
-        key, and fires the publish signals, as for `send_task`), and kombu's `Producer.batch`
-        buffers the LPUSHes its Redis transport would have sent in one pipeline, executed on
-        leaving the block. So the stored envelope, the key and the priority list are kombu's
-        own, whatever the transport options (tests/tasks/test_celery_publish.py compares it
-        with `send_task`'s).
-
-        `sent` counts the jobs that went out before a failure. A batch is flushed as a whole
-        and a failed flush may have stored some of its messages, so a failed batch counts 0:
-        the jobs stay in the outbox and the relay sends them again, and a copy is harmless
-        (the task is idempotent) where a job counted as sent and lost would not be.
-        """
-        amqp = self.app.amqp
-        # What send_task passes besides the routed options: its reply_to and sent-event
-        # setting, and ignore_result None (it is not among the options).
-        reply_to = self.app.thread_oid
-        sent_event = self.app.conf.task_send_sent_event
-        with self.app.producer_or_acquire() as producer:
-            options = self._route(producer)
-            batched = _batches(producer)
-            # kombu's default batch size (1,000 Redis commands) holds a SEND_BATCH of LPUSHes.
-            with producer.batch() if batched else contextlib.nullcontext():
-                for job in jobs:
-                    message = amqp.create_task_message(
-                        uuid(), TASK_NAME, [job], None, reply_to=reply_to,
-                        create_sent_event=sent_event, ignore_result=None,
-                        argsrepr=job_argsrepr(job), **options)
-                    amqp.send_task_message(producer, TASK_NAME, message, **options)
-                    if not batched:
-                        sent[0] += 1
-            sent[0] = len(jobs)
-
-    def _route(self, producer: Producer) -> dict[str, Any]:
-        """`send_task`'s publish options for the task (queue, routes, retry=False), per batch.
-
-        The routes are static (`task_routes`), so one lookup serves a whole batch. The queue is
-        bound to the producer's channel here: kombu declares it before each publish (a cache
-        lookup once declared), and an unbound queue would be copied and bound again for every
-        message, about 25 µs each.
-        """
-        options = self.app.amqp.router.route({"queue": QUEUE_NAME, "retry": False}, TASK_NAME)
-        queue = options.get("queue")
-        if isinstance(queue, Queue):
-            options["queue"] = queue.bind(producer.channel)
-        return options
+            return 0
+        self.metrics.count(SENDS_METRIC, SENDS_HELP, len(jobs), via=via, outcome="sent")
+        return len(jobs)
 
     async def _send_accepted(self) -> None:
         assert self._unsent is not None
@@ -258,6 +207,8 @@ class CeleryErrorQueue:
             finally:
                 for _ in batch:
                     unsent.task_done()
+            if len(batch) < self.SEND_BATCH:
+                await asyncio.sleep(self.SEND_PAUSE_SECONDS)
 
     async def flush(self, within_seconds: float = 5.0) -> None:
         """Wait (bounded) until every accepted job has been handed to Redis or left for relay."""
@@ -267,11 +218,7 @@ class CeleryErrorQueue:
 
     async def ping(self) -> None:
         """Readiness: the broker answers."""
-        await asyncio.to_thread(self._ping)
-
-    def _ping(self) -> None:
-        with self.app.connection_for_write() as connection:
-            connection.ensure_connection(max_retries=1)
+        await self.publisher.ping()
 
     async def close(self) -> None:
         """Send what is waiting (bounded), stop the relay, release the broker connections."""
@@ -280,6 +227,7 @@ class CeleryErrorQueue:
         self._sender = self._unsent = None
         if self.relay is not None:
             await self.relay.close()
+        await self.publisher.close()
         await asyncio.to_thread(self.app.close)
 
 
@@ -293,23 +241,10 @@ def job_argsrepr(job: dict[str, Any]) -> str:
     return f"[<error job {job.get('jobId')}>]"
 
 
-def _batches(producer: Producer) -> bool:
-    """Whether `producer.batch()` defers publishes to one pipeline (kombu 5.7+ on Redis).
-
-    kombu publishes one by one, even inside a batch, on transports without batching or with
-    `retry_on_timeout` (a replayed pipeline could store a message twice); the caller then
-    counts each job as it goes out, as before.
-    """
-    return bool(getattr(producer, "supports_batch_publish", False))
-
-
 def _described(exc: BaseException) -> str:
-    """`_redacted(exc)` and its cause: a failed kombu batch wraps the Redis error it met."""
-    cause = exc.__cause__
-    if cause is None:
-        return _redacted(exc)
-    # The message in full: redis-py's repr of its errors is only their kind and class.
-    return _without_password(f"{exc!r} from {type(cause).__name__}: {cause}")
+    """What a failed publish met, for the log: the error's class and Redis's own words."""
+    # redis-py's repr of its errors is only their kind.
+    return _without_password(f"{type(exc).__name__}: {exc}")
 
 
 def _redacted(exc: BaseException) -> str:

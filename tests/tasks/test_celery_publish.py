@@ -1,10 +1,10 @@
 """Publishing error jobs in batches: what a real Celery worker gets, and what a failure leaves.
 
-`CeleryErrorQueue` builds each message with Celery's own builder and sender and pushes a whole
-batch to Redis in one kombu pipeline instead of calling `send_task` per job (see
-tasks/celery_app.py `_publish`). These tests hold it to `send_task`: the envelope stored in Redis,
-a real worker running every job once with `acks_late`, and a batch Redis did not (fully) take
-left in the outbox and counted as not sent.
+`CeleryErrorQueue` publishes through `BrokerPublisher` (tasks/broker_publish.py), which writes
+each message itself and pushes a whole batch to Redis in one command instead of calling
+`send_task` per job. These tests hold it to `send_task`: the envelope stored in Redis, a real
+worker running every job once with `acks_late`, and a batch Redis did not take left in the
+outbox and counted as not sent.
 """
 
 from __future__ import annotations
@@ -231,30 +231,31 @@ async def _still_kept(store, jobs: list[dict[str, Any]]) -> int:
     return await store.collection("error_outbox").count_documents({"_id": {"$in": ids}})
 
 
-async def test_a_batch_redis_took_only_in_part_counts_as_not_sent_and_stays_in_the_outbox(
+async def test_a_batch_redis_refused_counts_as_not_sent_and_stays_in_the_outbox(
         own_redis: OwnRedis, kept_queue: CeleryErrorQueue, tenant: Tenant, store, caplog):
     caplog.set_level(logging.WARNING)
     client = redis.Redis.from_url(own_redis.url)
     first = await _kept(kept_queue, _numbered_jobs(tenant, 1))
     assert await kept_queue._send_batch(first, via="ingest") == 1
-    # Room for a few more messages only: Redis stores the first LPUSHes of the pipeline and
-    # refuses the rest (OOM), so the batch went out in part.
+    # Room for a few more messages only, not for the batch: Redis refuses the command (OOM).
     client.config_set("maxmemory-policy", "noeviction")
     client.config_set("maxmemory", client.info("memory")["used_memory"] + 50_000)
     batch = await _kept(kept_queue, _numbered_jobs(tenant, 200))
 
     assert await kept_queue._send_batch(batch, via="ingest") == 0
 
-    assert 1 < client.llen(QUEUE_NAME) < 1 + len(batch)  # some of the batch is in Redis
+    assert client.llen(QUEUE_NAME) == 1  # all of the batch or nothing: here nothing
     metrics = kept_queue.metrics
     assert metrics.value(SENDS_METRIC, via="ingest", outcome="broker_unavailable") == len(batch)
     assert metrics.value(SENDS_METRIC, via="ingest", outcome="sent") == 1
-    # Every job of the batch waits for the relay, which sends it again; a worker counts a
-    # copy of a job it has already done once.
+    # Every job of the batch waits for the relay, which sends it again.
     assert await _still_kept(store, batch) == len(batch)
     warnings = [r for r in caplog.records if "the jobs wait in the outbox" in r.getMessage()]
     assert len(warnings) == 1 and warnings[0].jobs == len(batch)
     assert "OutOfMemoryError" in warnings[0].error
+    # The log gives Redis's reason, and none of the jobs the refused command carried.
+    assert "maxmemory" in warnings[0].error
+    assert not any(job["jobId"] in warnings[0].error for job in batch)
 
 
 async def test_a_batch_after_redis_stopped_counts_as_not_sent_and_stays_in_the_outbox(
