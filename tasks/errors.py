@@ -13,7 +13,6 @@ import hashlib
 import json
 import logging
 import re
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,10 +20,11 @@ from typing import Any
 
 from config.metrics import Metrics
 from documents import error_records
+from documents.accounts import new_id
 from documents.store import Store
 from errors import InvalidInput
 from ingest.intake import parse_time
-from privacy.ipaddr import anonymise_address, anonymise_ip, parse_client_ip
+from privacy.ipaddr import ClientAddress, anonymise_address, anonymise_ip, parse_client_ip
 from realtime.bus import EventBus
 from realtime.events import new_error_event_from_record
 from tasks.notify_port import Notifier
@@ -116,15 +116,16 @@ def _scrubbed(value: Any, replace: Callable[[str], str]) -> Any:
     return value
 
 
-def _address_scrubber(full_ip: str | None) -> Callable[[str], str]:
+def _address_scrubber(parsed: ClientAddress | None, full_ip: str | None
+                      ) -> Callable[[str], str]:
     """Replace the visitor's own address and every IPv4 literal with its anonymised form."""
     exact: list[tuple[str, str]] = []
-    parsed = parse_client_ip(full_ip) if full_ip else None
     if full_ip and parsed is not None:
         anonymised = anonymise_address(parsed)
-        exact.append((full_ip.strip(), anonymised))
-        exact.append((parsed.exploded, anonymised))
-        exact.append((parsed.compressed, anonymised))
+        # The address as sent and its two canonical spellings, each replaced once (for IPv4
+        # all three are usually one text).
+        spellings = dict.fromkeys((full_ip.strip(), parsed.exploded, parsed.compressed))
+        exact = [(spelling, anonymised) for spelling in spellings]
 
     def replace(text: str) -> str:
         # Every address, IPv4 or IPv6, written out holds a dot or a colon; most strings of an
@@ -141,18 +142,23 @@ def _address_scrubber(full_ip: str | None) -> Callable[[str], str]:
 def error_job(site_id: str, body: dict[str, Any], *, now: datetime | None = None
               ) -> dict[str, Any]:
     """The queue job for an accepted error: its own id, and no full IP address anywhere."""
-    context_size = len(json.dumps(body.get("context") or {}, separators=(",", ":")))
-    if context_size > MAX_CONTEXT_BYTES:
-        raise InvalidInput(f"context: larger than {MAX_CONTEXT_BYTES} bytes", field="context")
+    context = body.get("context")
+    if context:
+        context_size = len(json.dumps(context, separators=(",", ":")))
+        if context_size > MAX_CONTEXT_BYTES:
+            raise InvalidInput(f"context: larger than {MAX_CONTEXT_BYTES} bytes",
+                               field="context")
     payload = dict(body)
     full_ip = payload.pop("ip", None)
-    scrub = _address_scrubber(full_ip if isinstance(full_ip, str) else None)
+    if not isinstance(full_ip, str):
+        full_ip = None
+    parsed = parse_client_ip(full_ip)
     return {
-        "jobId": str(uuid.uuid4()),
+        "jobId": new_id(),
         "siteId": site_id,
         "receivedAt": (now or datetime.now(UTC)).isoformat(),
-        "ipAddress": anonymise_ip(full_ip) if isinstance(full_ip, str) else None,
-        "error": _scrubbed(payload, scrub),
+        "ipAddress": anonymise_address(parsed) if parsed is not None else None,
+        "error": _scrubbed(payload, _address_scrubber(parsed, full_ip)),
     }
 
 
