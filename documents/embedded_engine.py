@@ -1,22 +1,26 @@
-"""Fast paths for the embedded engine's reads and writes of one existing document by `_id`.
+"""Fast paths for the embedded engine's inserts, and its reads and writes of one document by `_id`.
 
-mongomock answers `find_one`, `update_one` and `find_one_and_update` through generic machinery:
-cursors, projection specs, a deep-copied snapshot of the document to detect a change, one BSON
-encode per `$set` field, and (for `find_one_and_update`) two extra `find_one` calls. For the
-calls the ingest path makes on every request (visitors.touch, visitors.privacy_flags,
-activity.append_pageview, error_outbox.holds_job) that machinery cost most of the request.
+mongomock answers `find_one`, `update_one`, `find_one_and_update` and `insert_one` through
+generic machinery: cursors, projection specs, a deep-copied snapshot of the document to detect a
+change, one BSON encode per `$set` field, (for `find_one_and_update`) two extra `find_one` calls,
+and (for `insert_one`) a generic datetime walk and unique-index pass behind mongomock-motor's
+error wrapper. For the calls the ingest path makes on every request (visitors.touch,
+visitors.privacy_flags, activity.append_pageview, error_outbox.holds_job and keep_job) that
+machinery cost most of the request.
 
 `enable_fast_id_operations` routes those calls through code that does only what mongomock would
-do for them, when that is certain: the filter pins `_id` to a plain scalar, the document exists,
-every operator and value is one whose effect is reproduced here exactly, and nothing depends on
-what the fast path skips (unique indexes, sessions, hints, sorts, positional or array paths,
-upserts that insert). Everything else, and every input this module is unsure of, runs
-mongomock's own code untouched. tests/documents/test_embedded_fast_updates.py checks that the
+do for them, when that is certain: the filter pins `_id` to a plain scalar, the document exists
+(or, for an insert, its `_id` is new or missing), every operator and value is one whose effect is
+reproduced here exactly, and nothing depends on what the fast path skips (unique indexes,
+sessions, hints, sorts, positional or array paths, upserts that insert, validation bypass).
+Everything else, and every input this module is unsure of, runs mongomock's own code untouched;
+so does an insert of a duplicate `_id`, whose error mongomock-motor enriches.
+tests/documents/test_embedded_fast_updates.py and test_embedded_fast_inserts.py check that the
 two agree on results, exceptions, stored documents and changes to the caller's arguments, for
 generated inputs in and out of that subset.
 
-The code mirrors mongomock 4.3 (collection.py: `_update`, `_apply_update_document`,
-`_find_and_modify`, `_copy_only_fields`); other versions keep mongomock's code.
+The code mirrors mongomock 4.3 (collection.py: `_insert`, `_update`, `_apply_update_document`,
+`_find_and_modify`, `_copy_only_fields`) with PyMongo 4; other versions keep mongomock's code.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import zoneinfo
 from datetime import datetime, timezone
 from typing import Any
 
+import bson
 import mongomock
 from bson import BSON, ObjectId
 from bson.tz_util import FixedOffset
@@ -80,6 +85,7 @@ def enable_fast_id_operations(cls: Any) -> bool:
     generic_find_one = cls.find_one
     generic_update_one = cls.update_one
     generic_find_one_and_update = cls.find_one_and_update
+    generic_insert_one = cls.insert_one
     after = mongomock_collection.ReturnDocument.AFTER
 
     def find_one(self: Any, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
@@ -124,19 +130,33 @@ def enable_fast_id_operations(cls: Any) -> bool:
             self, filter, update, projection=projection, sort=sort, upsert=upsert,
             return_document=return_document, **kwargs)
 
+    def insert_one(self: Any, document: Any, bypass_document_validation: bool = False,
+                   session: Any = None) -> Any:
+        """mongomock's `insert_one` of a plain document, without its generic walk."""
+        # mongomock refuses a truthy session; bypassing validation skips its mapping check.
+        if self._visitor_service_fast_paths and not (bypass_document_validation or session):
+            result = _insert_one(self, document)
+            if result is not _FALLBACK:
+                return result
+        return generic_insert_one(self, document,
+                                  bypass_document_validation=bypass_document_validation,
+                                  session=session)
+
     cls._visitor_service_generic = {
         "find_one": generic_find_one,
         "update_one": generic_update_one,
         "find_one_and_update": generic_find_one_and_update,
+        "insert_one": generic_insert_one,
     }
     cls._visitor_service_fast_paths = True
     cls.find_one = find_one
     cls.update_one = update_one
     cls.find_one_and_update = find_one_and_update
+    cls.insert_one = insert_one
     return True
 
 
-# The three operations ------------------------------------------------------------------------
+# The four operations -------------------------------------------------------------------------
 
 
 def _find_one(self: Any, filter_: dict[str, Any], args: tuple[Any, ...],
@@ -208,6 +228,67 @@ def _find_one_and_update(self: Any, filter_: Any, update: Any, projection: Any,
     if return_after:
         return _project(self, document, projection, plan)
     return before
+
+
+def _insert_one(self: Any, document: Any) -> Any:
+    """`insert_one(document)` as mongomock's `_insert` does it, or _FALLBACK.
+
+    mongomock checks the keys (strings, no NUL, no top-level "$"), BSON-encodes the document
+    (which refuses what MongoDB cannot store), sets a missing `_id` on the caller's document,
+    stores a copy with datetimes converted and then checks the unique indexes. Here the same
+    checks pass or the call falls back before anything is changed; only a taken `_id` falls
+    back later, with a missing `_id` set as mongomock sets it before it raises.
+    """
+    if type(document) is not dict:
+        return _FALLBACK  # mongomock's mapping check and walk treat other mappings apart
+    documents = self._store
+    if _has_unique_index(documents):
+        return _FALLBACK  # checked after storing, with a rollback and mongomock-motor's details
+    doc_id = document.get("_id", _MISSING)
+    if doc_id is not _MISSING and type(doc_id) not in _ID_TYPES:
+        return _FALLBACK  # dicts, lists, floats, datetimes: hashed, refused or converted
+    try:
+        stored = _stored_copy(document)
+        # BSON refuses keys that are not strings or hold a NUL, ints beyond 64 bits and
+        # unencodable strings. The copy differs from the document only in datetimes, converted
+        # without error above, so encoding it (naive datetimes are cheaper) refuses exactly what
+        # mongomock's encoding of the document does.
+        bson.encode(stored, False)
+        for key in document:
+            if key.startswith("$"):
+                return _FALLBACK
+    except Exception:  # _Unsupported, or an input mongomock refuses: let it refuse
+        return _FALLBACK
+    if doc_id is _MISSING:
+        # Set on the caller's document, as PyMongo and mongomock do; last in both, as there.
+        doc_id = document["_id"] = stored["_id"] = mongomock_collection.ObjectId()
+    if not _store_new(documents, doc_id, stored):
+        # mongomock's own code raises the DuplicateKeyError (through mongomock-motor's wrapper
+        # of `_insert`, where there is one); the `_id` it would have set is already set.
+        return _FALLBACK
+    return mongomock_collection.InsertOneResult(doc_id, acknowledged=True)
+
+
+def _store_new(documents: Any, doc_id: Any, stored: dict[str, Any]) -> bool:
+    """Store `stored` under `doc_id` in the collection store `documents` unless the `_id` is
+    taken; whether it was stored.
+
+    mongomock sweeps expired documents, looks the `_id` up under the store's reader lock and
+    stores under its writer lock; one writer lock for both is the same without threads and lets
+    no other insert in between. The lock's context managers cost more than the rest together.
+    """
+    # Where the sweep fails (mongomock cannot delete an expired document whose `_id` it stored
+    # converted), it fails here as in mongomock's lookup: after the `_id` is set, nothing stored.
+    documents._remove_expired_documents()
+    lock = documents._rwlock
+    lock._writer_acquire()
+    try:
+        if doc_id in documents._documents:
+            return False
+        documents._documents[doc_id] = stored
+        return True
+    finally:
+        lock._writer_release()
 
 
 # Finding and projecting ----------------------------------------------------------------------
@@ -368,9 +449,8 @@ def _plan_update(self: Any, filter_: Any, update: Any, need_change: bool) -> Any
             return _FALLBACK
     # mongomock re-checks every unique index after an update and rolls back on a clash; with
     # none besides `_id` (which no supported path can change) there is nothing to check.
-    for index in self._store.indexes.values():
-        if index.get("unique"):
-            return _FALLBACK
+    if _has_unique_index(self._store):
+        return _FALLBACK
     try:
         document = _matching_document(self, filter_)
         if type(document) not in _DICTS:
@@ -381,6 +461,15 @@ def _plan_update(self: Any, filter_: Any, update: Any, need_change: bool) -> Any
         # a filter it refuses, deep recursion): its own code fails the same way, at its own
         # moment (for find_one_and_update, after it has read the pre-image).
         return _FALLBACK
+
+
+def _has_unique_index(documents: Any) -> bool:
+    """Whether the collection store `documents` has a unique index besides `_id`'s.
+
+    mongomock keeps created indexes in `indexes` (the `_id` index is implicit, never there) and
+    reads it on every write, so this is read on every call too: an index created later counts.
+    """
+    return any(index.get("unique") for index in documents.indexes.values())
 
 
 def _plan_actions(filter_: dict[str, Any], update: dict[str, Any], document: dict[str, Any],

@@ -570,11 +570,12 @@ def _enable_embedded_id_lookups(cls: Any) -> None:
 
 
 def _enable_embedded_fast_updates(cls: Any) -> None:
-    """Let the embedded engine read and update one existing document by `_id` directly.
+    """Let the embedded engine insert, read and update one document by `_id` directly.
 
     On every ingest request mongomock's generic machinery (a cursor for each read, a deep-copied
     snapshot to detect a change, projection specs, two or three lookups per
-    `find_one_and_update`) cost several times the work the update itself needs. The fast
+    `find_one_and_update`, a generic walk and index pass per insert) cost several times the
+    work itself. The fast
     paths in `documents.embedded_engine` do only that work, and only for inputs whose result
     they reproduce exactly; every other call runs mongomock's own code.
     """

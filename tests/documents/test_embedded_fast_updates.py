@@ -4,188 +4,52 @@ The differential test runs generated operations against two embedded stores, one
 through the fast paths and one through mongomock's own code, and compares every result,
 exception, stored document and side effect on the caller's arguments. The inputs reach both
 sides of the fast paths' boundary: supported updates on existing documents, and everything
-around them (upserts that insert, unsupported operators, values and paths, projections).
+around them (upserts that insert, unsupported operators, values and paths, projections). The
+harness, shared with the insert tests, is tests/support/embedded_differential.py.
 """
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import copy
-import re
-from collections.abc import Coroutine, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import pytest
-from bson import Decimal128, Int64, ObjectId, Timestamp
-from bson.tz_util import FixedOffset
-from hypothesis import HealthCheck, Phase, find, given, settings
+from bson import Int64
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mongomock.collection import Collection as MongomockCollection
 from mongomock.collection import Cursor as MongomockCursor
-from mongomock_motor import AsyncMongoMockClient
 from pymongo import ReturnDocument
 
 from documents import activity, embedded_engine, error_outbox, visitors
 from documents.store import Store, open_store
-
-# Building blocks -------------------------------------------------------------------------------
-
-
-class OddZone(tzinfo):
-    """A time zone of a class the fast paths do not know (they must leave it to mongomock)."""
-
-    def utcoffset(self, dt: datetime | None) -> timedelta:
-        return timedelta(minutes=7)
-
-    def dst(self, dt: datetime | None) -> timedelta:
-        return timedelta(0)
-
-    def __repr__(self) -> str:
-        return "OddZone()"
-
-
-def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
-    """The result of a mongomock-motor coroutine, which never suspends: one step finishes it."""
-    try:
-        coroutine.send(None)
-    except StopIteration as done:
-        return done.value
-    raise AssertionError("a mongomock-motor coroutine suspended")
-
-
-@contextlib.contextmanager
-def generic_engine() -> Iterator[None]:
-    """Make every call inside take mongomock's own code (the fast paths' reference)."""
-    previous = MongomockCollection._visitor_service_fast_paths
-    MongomockCollection._visitor_service_fast_paths = False
-    try:
-        yield
-    finally:
-        MongomockCollection._visitor_service_fast_paths = previous
-
-
-def _canon(value: Any) -> Any:
-    """A comparable form of `value` that keeps types, key order and NaN (which != itself)."""
-    if isinstance(value, dict):
-        return (type(value).__name__, [(_canon(k), _canon(v)) for k, v in value.items()])
-    if isinstance(value, list | tuple):
-        return (type(value).__name__, [_canon(v) for v in value])
-    if isinstance(value, float) and value != value:
-        return ("float", "nan")
-    if isinstance(value, ObjectId) and value not in IDS:
-        return ("ObjectId", "generated")  # an upsert that lost its _id: fresh on each side
-    if type(value).__name__ == "UpdateResult":
-        raw = dict(value.raw_result)
-        raw.pop("connectionId")  # each client numbers its own connection
-        return ("UpdateResult", _canon(raw), value.acknowledged, value.matched_count,
-                value.modified_count, _canon(value.upserted_id))
-    return (type(value).__name__, repr(value))
-
-
-def _outcome(collection: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """What calling `method` returned or raised, in comparable form."""
-    try:
-        return ("returned", _canon(_run(getattr(collection, method)(*args, **kwargs))))
-    except Exception as exc:  # the same exceptions are expected on both sides
-        return ("raised", type(exc).__name__, str(exc))
-
-
-def _stored(store: Store) -> Any:
-    """Every stored document exactly as mongomock keeps it, in its order."""
-    documents = store.client._store[store.database.name]["items"]._documents
-    return _canon(list(documents.items()))
-
-
-@dataclass
-class Scenario:
-    """Indexes and documents to start with, then operations on collection `items`; each index
-    and operation is (method, args, kwargs)."""
-
-    documents: list[dict[str, Any]]
-    operations: list[tuple[str, tuple[Any, ...], dict[str, Any]]]
-    indexes: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = field(default_factory=list)
-    tz_aware: bool = True  # the service's stores are; mongomock's default is not
-
-
-def _embedded_store(name: str, tz_aware: bool) -> Store:
-    open_store("", name)  # installs the embedded engine's speed-ups once per process
-    return Store(AsyncMongoMockClient(tz_aware=tz_aware), name, embedded=True)
-
-
-def differences(scenario: Scenario) -> list[str]:
-    """Where the fast paths and mongomock's own code disagree on `scenario` (empty: nowhere)."""
-    fast = _embedded_store("fast", scenario.tz_aware)
-    generic = _embedded_store("generic", scenario.tz_aware)
-    found: list[str] = []
-    setup = [*scenario.indexes, *(("insert_one", (document,), {})
-                                  for document in scenario.documents)]
-    for method, args, kwargs in setup:
-        got = _outcome(fast.database["items"], method, *copy.deepcopy((args, kwargs)))
-        expected = _outcome(generic.database["items"], method, *copy.deepcopy((args, kwargs)))
-        if got != expected:
-            found.append(f"setup {method}{args!r}: {got!r} != {expected!r}")
-    for step, (method, args, kwargs) in enumerate(scenario.operations):
-        fast_args = copy.deepcopy((args, kwargs))
-        generic_args = copy.deepcopy((args, kwargs))
-        with generic_engine():
-            expected = _outcome(generic.database["items"], method, *generic_args)
-        got = _outcome(fast.database["items"], method, *fast_args)
-        where = f"step {step}: {method}{args!r} {kwargs!r}"
-        if got != expected:
-            found.append(f"{where}: result {got!r} != {expected!r}")
-        if _canon(fast_args) != _canon(generic_args):
-            found.append(f"{where}: arguments left {fast_args!r} != {generic_args!r}")
-        if _stored(fast) != _stored(generic):
-            found.append(f"{where}: stored {_stored(fast)!r} != {_stored(generic)!r}")
-    return found
-
+from tests.support.embedded_differential import (
+    FIELDS,
+    IDS,
+    INDEXES,
+    Scenario,
+    Taken,
+    differences,
+    disagreeing_scenario,
+    numbers,
+    odd_values,
+    one_in,
+    outcome,
+    run_now,
+    stored_datetimes,
+    stored_documents,
+    stored_leaves,
+    stored_values,
+)
 
 # Strategies --------------------------------------------------------------------------------------
 
-IDS = ["a", "b", 7, ObjectId("0123456789abcdef01234567")]
-FIELDS = ["a", "b", "c", "n", "l", "d", "counts"]
 #: Paths the fast paths handle (when the stored document agrees), and paths they leave alone.
 GOOD_PATHS = [*FIELDS, "a.b", "a.c", "b.x", "n.x", "d.e.f", "a.b.c", "counts.pageviews",
               "counts.leads"]
 BAD_PATHS = ["l.0", "_id", "_id.x", "a.$", "l.$[]", "", "a..b", "a.", "x\0y", "$bad"]
-ZONES = [None, UTC, timezone(timedelta(hours=2)), timezone(timedelta(hours=-5, minutes=-30)),
-         timezone(timedelta(microseconds=1500)), ZoneInfo("Europe/Berlin"),
-         FixedOffset(90, "ninety")]
-
-stored_datetimes = st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime(2100, 1, 1),
-                                timezones=st.sampled_from(ZONES))
-stored_leaves = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.sampled_from([0, 1, -1, 2]),
-    st.floats(allow_nan=True), st.sampled_from([0.5, -0.0, 1.0]), st.text("xyz\u00e9", max_size=3),
-    stored_datetimes, st.just(ObjectId("0123456789abcdef01234567")), st.binary(max_size=2))
-stored_values = st.recursive(
-    stored_leaves,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(FIELDS), inner,
-                                                                max_size=3),
-    max_leaves=6)
-numbers = st.one_of(st.integers(-3, 3), st.floats(-2, 2), st.sampled_from([2**62, float("nan")]))
-#: Per field, the values it usually holds (so that more updates fit), or any stored value.
-typical_fields = {
-    "a": st.dictionaries(st.sampled_from(FIELDS), stored_values, max_size=3),
-    "b": st.dictionaries(st.sampled_from(FIELDS), stored_values, max_size=2),
-    "d": st.just({"e": {"f": 1}}),
-    "c": stored_datetimes,
-    "n": numbers,
-    "l": st.lists(stored_leaves, max_size=4),
-    "counts": st.dictionaries(st.sampled_from(["pageviews", "leads"]), st.integers(0, 9)),
-}
-stored_documents = st.fixed_dictionaries({}, optional={
-    name: st.one_of(usual, usual, stored_values) for name, usual in typical_fields.items()})
-
-odd_values = st.sampled_from([
-    (1, 2), collections.OrderedDict(a=1), Int64(5), Decimal128("1.5"), Timestamp(5, 1), 2**70,
-    "\ud800", {"k\0": 1}, {1: "int key"}, {"$k": 1, "k.j": [1]}, re.compile("x"),
-    datetime(2026, 1, 1, tzinfo=OddZone()), datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=2))),
-    [datetime(1, 1, 1, 0, 30)], frozenset({1}), True])
 odd_numbers = st.sampled_from([True, "1", None, Int64(1), 2**70])
 
 
@@ -246,11 +110,6 @@ unsupported = st.sampled_from([
     {"$bogus": {"a": 1}}, {"$set": {}}, {"$set": 5}, {"a": 1}, {}])
 
 
-def _one_in(n: int) -> st.SearchStrategy[bool]:
-    """True about once in `n` draws (`st.integers` would favour its bounds)."""
-    return st.sampled_from([False] * (n - 1) + [True])
-
-
 def _without_conflicts(update: dict[str, Any]) -> dict[str, Any]:
     """`update` without fields that repeat, or sit inside, an earlier field (never empty)."""
     taken: list[str] = []
@@ -272,7 +131,7 @@ def updates(draw: st.DrawFn) -> dict[str, Any]:
     update = {name: draw(_operator_fields(words, name)) for name in chosen}
     if words is not WILD:
         update = _without_conflicts(update)
-    if words is WILD and draw(_one_in(5)):
+    if words is WILD and draw(one_in(5)):
         extra = draw(unsupported)
         update = {**extra, **update} if draw(st.booleans()) else {**update, **extra}
     return update
@@ -282,7 +141,7 @@ def updates(draw: st.DrawFn) -> dict[str, Any]:
 def filters(draw: st.DrawFn, stored_ids: list[Any]) -> tuple[dict[str, Any], bool]:
     """A filter, mostly for a stored document, and whether an upsert with it inserts a
     predictable document."""
-    if stored_ids and not draw(_one_in(5)):
+    if stored_ids and not draw(one_in(5)):
         doc_id = draw(st.sampled_from(stored_ids))
     else:
         doc_id = draw(st.sampled_from(IDS))
@@ -296,15 +155,6 @@ def filters(draw: st.DrawFn, stored_ids: list[Any]) -> tuple[dict[str, Any], boo
     return draw(st.sampled_from([{"_id": True}, {"_id": 7.0}, {"_id": {"$in": IDS[:2]}},
                                  {"n": {"$gt": 0}}, {"_id": (1, 2)}])), False
 
-
-#: No index, a TTL index (documents whose `c` is over a day old expire), a unique index the
-#: fast paths must leave to mongomock, and a plain one.
-INDEXES: list[list[tuple[str, tuple[Any, ...], dict[str, Any]]]] = [
-    [], [], [],
-    [("create_index", ("c",), {"expireAfterSeconds": 86400})],
-    [("create_index", ("n",), {"unique": True, "sparse": True})],
-    [("create_index", ("a.b",), {})],
-]
 
 projections = st.sampled_from([
     None, {}, {"a": 1}, {"a": True, "n": 1}, {"counts": 1}, {"_id": 0}, {"_id": 1},
@@ -331,7 +181,7 @@ def operations(draw: st.DrawFn, stored_ids: list[Any]
         "projection": projection, "upsert": upsert,
         "return_document": draw(st.sampled_from(
             [ReturnDocument.BEFORE, ReturnDocument.AFTER, 1]))}
-    if draw(_one_in(10)):
+    if draw(one_in(10)):
         kwargs["sort"] = [("n", 1)]
     return method, (filter_, draw(updates())), kwargs
 
@@ -342,10 +192,14 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     ids = draw(st.lists(st.sampled_from(IDS), min_size=1, max_size=3, unique=True))
     documents = [{"_id": doc_id, **draw(stored_documents)} for doc_id in ids]
     return Scenario(documents, draw(st.lists(operations(ids), min_size=1, max_size=4)),
-                    draw(st.sampled_from(INDEXES)), tz_aware=not draw(_one_in(5)))
+                    draw(st.sampled_from(INDEXES)), tz_aware=not draw(one_in(5)))
 
 
 # The differential test ------------------------------------------------------------------------
+
+#: mongomock's generic code for reads and updates; a call that reaches none of it was fast.
+GENERIC_MACHINERY = ((MongomockCollection, "_update"), (MongomockCollection, "_find_and_modify"),
+                     (MongomockCursor, "_compute_results"))
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -354,34 +208,10 @@ def test_the_fast_paths_agree_with_mongomock_on_every_generated_scenario(scenari
     assert differences(scenario) == []
 
 
-class _Taken:
-    """Counts calls that went through mongomock's generic machinery."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls: collections.Counter[str] = collections.Counter()
-        for owner, name in ((MongomockCollection, "_update"),
-                            (MongomockCollection, "_find_and_modify"),
-                            (MongomockCursor, "_compute_results")):
-            original = getattr(owner, name)
-            monkeypatch.setattr(owner, name, self._counting(name, original))
-
-    def _counting(self, name: str, original: Any) -> Any:
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            self.calls[name] += 1
-            return original(*args, **kwargs)
-
-        return counted
-
-    def take(self) -> collections.Counter[str]:
-        """The counts since the last `take`."""
-        calls, self.calls = self.calls, collections.Counter()
-        return calls
-
-
 def test_the_generated_scenarios_reach_both_sides_of_the_boundary(
         monkeypatch: pytest.MonkeyPatch):
     """Without fast and generic calls of each kind among the examples, agreement proves little."""
-    taken = _Taken(monkeypatch)
+    taken = Taken(monkeypatch, *GENERIC_MACHINERY)
     generic_markers = {"find_one": "_compute_results", "update_one": "_update",
                        "find_one_and_update": "_find_and_modify"}
     seen: set[tuple[str, bool]] = set()
@@ -392,10 +222,10 @@ def test_the_generated_scenarios_reach_both_sides_of_the_boundary(
     def collect(scenario: Scenario) -> None:
         store = open_store("", "reach")
         for document in scenario.documents:
-            _run(store.database["items"].insert_one(copy.deepcopy(document)))
+            run_now(store.database["items"].insert_one(copy.deepcopy(document)))
         for method, args, kwargs in scenario.operations:
             taken.take()
-            _outcome(store.database["items"], method, *copy.deepcopy((args, kwargs)))
+            outcome(store.database["items"], method, *copy.deepcopy((args, kwargs)))
             seen.add((method, taken.take()[generic_markers[method]] == 0))
 
     collect()
@@ -419,10 +249,7 @@ def test_a_broken_fast_path_is_caught_by_the_differential_check(
     assert any(line.startswith("step 0") and ": stored " in line for line in found), found
     assert any(line.startswith("step 1") and ": result " in line for line in found), found
     # The generated scenarios find the breakage too.
-    failing = find(scenarios(), lambda scenario: bool(differences(scenario)),
-                   settings=settings(max_examples=2000, deadline=None, database=None,
-                                     phases=[Phase.generate],
-                                     suppress_health_check=list(HealthCheck)))
+    failing = disagreeing_scenario(scenarios())
     assert any("$inc" in repr(operation) for operation in failing.operations)
 
 
@@ -447,7 +274,7 @@ async def test_an_update_that_changes_nothing_reports_it_as_mongomock_does(store
 
 async def test_the_hot_ingest_calls_skip_mongomocks_generic_machinery(
         store: Store, monkeypatch: pytest.MonkeyPatch):
-    taken = _Taken(monkeypatch)
+    taken = Taken(monkeypatch, *GENERIC_MACHINERY)
     seen_at = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=UTC)
     facts = visitors.VisitorFacts(country="DE", browser="Firefox", device_type="desktop")
 
@@ -491,7 +318,7 @@ async def test_stored_and_returned_values_are_independent_copies(
     items = store.collection("items")
     moment = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=timezone(timedelta(hours=2)))
     await items.insert_one({"_id": "a", "counts": {"n": 1}, "events": [], "tags": []})
-    taken = _Taken(monkeypatch)
+    taken = Taken(monkeypatch, *GENERIC_MACHINERY)
 
     event = {"at": moment, "meta": {"k": ["v"]}}
     profile = {"name": "x", "langs": ["de"]}
