@@ -192,10 +192,6 @@ class BrokerPublisher:
         await self.client.lpush(layout.key,
                                 *[task_message(layout, job, argsrepr(job)) for job in jobs])
 
-    async def ping(self) -> None:
-        """Raise unless the broker answers."""
-        await self.client.ping()
-
     async def close(self) -> None:
         """Release the connections."""
         if self._client is not None:

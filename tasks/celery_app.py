@@ -216,10 +216,6 @@ class CeleryErrorQueue:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._unsent.join(), timeout=within_seconds)
 
-    async def ping(self) -> None:
-        """Readiness: the broker answers."""
-        await self.publisher.ping()
-
     async def close(self) -> None:
         """Send what is waiting (bounded), stop the relay, release the broker connections."""
         await self.flush()
