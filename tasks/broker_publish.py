@@ -9,7 +9,7 @@ message fought the event loop for the GIL on every request.
 `BrokerPublisher` works the static part out once, from the app's own configuration and Celery's
 own message builder (`MessageLayout`), and for each job fills in only what differs per message:
 the task id, the delivery tag, the `argsrepr` header and the body. A batch then goes to Redis as
-one pipeline of LPUSHes over redis.asyncio, on the event loop. The stored envelope is the one
+one LPUSH of all its messages over redis.asyncio, on the event loop. The stored envelope is the one
 kombu's Redis transport stores for `send_task` (Celery message protocol 2, body in base64);
 tests/tasks/test_celery_publish.py compares the two, with and without a key prefix and
 priorities, and has a real worker run what this publishes.
@@ -17,8 +17,8 @@ priorities, and has a real worker run what this publishes.
 What this does not do that `send_task` does: it fires no `before_task_publish` /
 `after_task_publish` signals (nothing here listens), and it does not declare the queue's binding
 in Redis (the worker declares its queues when it starts, and a message waits in the list until
-then). A configuration it cannot reproduce (compression, a non-direct exchange, sent events)
-is refused when the publisher is built, not published differently.
+then). A configuration it cannot reproduce (compression, a non-direct exchange, sent events,
+another serializer) is refused when the first batch is built, not published differently.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import base64
 import json
 import re
 from bisect import bisect
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,7 +149,7 @@ def task_message(layout: MessageLayout, job: dict[str, Any], argsrepr: str) -> s
 
 
 class BrokerPublisher:
-    """Pushes task messages to the app's Redis broker in pipelined batches, without a thread."""
+    """Pushes task messages to the app's Redis broker, a batch per command, without a thread."""
 
     def __init__(self, app: Celery, *, queue_name: str, task_name: str) -> None:
         self.app = app
@@ -179,7 +180,8 @@ class BrokerPublisher:
                 retry=Retry(NoBackoff(), 1))
         return self._client
 
-    async def publish(self, jobs: list[dict[str, Any]], argsrepr: Any) -> None:
+    async def publish(self, jobs: list[dict[str, Any]],
+                      argsrepr: Callable[[dict[str, Any]], str]) -> None:
         """Push one message per job, in order, in one command; raises if Redis refused it.
 
         Redis stores all of them or, when it refuses the command, none; when the connection
