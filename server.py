@@ -70,12 +70,12 @@ from tasks.worker import open_error_queue, run_worker
 
 log = logging.getLogger("visitor_service")
 
-#: The request line and headers together. The largest legitimate ones are a list query with the
-#: longest documented cursor and search text (percent-encoded, up to ~9 KB) and a segment upload
-#: (X-Page-Url up to 4096 characters); Tornado's default of 64 KiB would let every request carry
-#: 60 KiB of junk. Tornado closes the connection above this; below it, a single header over
-#: handlers.base.MAX_HEADER_VALUE_BYTES gets a JSON 431.
-MAX_HEADER_BYTES = 16 * 1024
+#: The request line and headers together. The largest legitimate one is the recorder's
+#: page-leave segment, whose metadata travels in the query string: a page URL of up to 4096
+#: characters is up to 48 KiB once percent-encoded (four-byte characters, 12 bytes each), plus
+#: its other fields and headers. Tornado closes the connection above this without an answer;
+#: below it, a single header over handlers.base.MAX_HEADER_VALUE_BYTES gets a JSON 431.
+MAX_HEADER_BYTES = 64 * 1024
 
 
 @dataclass

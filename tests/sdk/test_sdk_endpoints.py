@@ -388,6 +388,28 @@ async def test_a_segment_sent_as_a_simple_request_carries_its_metadata_in_the_qu
     assert await deps.store.bucket("segments").files.count_documents({}) == 1
 
 
+
+async def test_the_longest_documented_query_form_of_a_segment_is_answered(
+        fetch: Fetch, tenant: Tenant, deps):
+    """Every field at its longest, the page URL in four-byte characters (12 bytes each once
+    percent-encoded): the request line is about 50 KB, and the server must still read it."""
+    started = await _send(fetch, tenant, "recordings/start", {"visitorId": "v-1", "url": PAGE})
+    recording_id = started.json()["id"]
+    segment = gzip.compress(json.dumps([{"type": 4, "data": {}, "timestamp": 1}]).encode())
+    longest_url = "https://shop.example/" + "\U0001F600" * (4096 - len("https://shop.example/"))
+    query = urlencode({"recordingId": recording_id, "seq": "1000000000", "visitorId": "v" * 64,
+                       "sessionId": "s" * 64, "url": longest_url,
+                       "startedAt": "2026-11-22T10:00:00.000+00:00",
+                       "endedAt": "2026-11-22T10:00:01.000+00:00",
+                       "consent": "granted", "orderCompleted": "false"})
+    assert len(query) > 48_000
+    answer = await fetch(f"/sdk/v1/{tenant.public_key}/recordings/segment?{query}", "POST",
+                         body=segment, headers={"Origin": SHOP, "Content-Type": "text/plain"})
+    assert answer.code == 200, answer
+    (stored,) = await deps.store.bucket("segments").files.find({}).to_list(None)
+    assert stored["metadata"]["pageUrl"] == longest_url
+
+
 # Refusals the page can read: CORS on early errors, 503 on a database hiccup ------------------
 
 
