@@ -177,7 +177,7 @@ class BaseHandler(RequestHandler):
     def write_json(self, payload: Any, status: int = 200) -> None:
         """Send `payload` as JSON."""
         self.set_status(status)
-        self.finish(json.dumps(payload, separators=(",", ":"), default=str))
+        self.finish(_COMPACT_JSON.encode(payload))
 
     @property
     def client_ip(self) -> str:
@@ -232,6 +232,8 @@ def _refuse_constant(name: str) -> Any:
 #: JSON without NaN and Infinity; built once, since `json.loads` with an option builds a new
 #: decoder for every body. A decoder holds no state between calls.
 _STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant)
+#: Compact JSON answers, anything else as its text; built once for the same reason.
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), default=str)
 
 
 def client_address(peer: str, forwarded_for: str, trusted_proxies: tuple[Any, ...]) -> str:
