@@ -11,6 +11,7 @@ import logging
 import re
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from tornado.web import RequestHandler
@@ -85,16 +86,21 @@ access_log = logging.getLogger("visitor_service.access")
 
 def log_request(handler: RequestHandler) -> None:
     """Tornado `log_function`: the access log line, with the URI redacted and no headers."""
-    status = handler.get_status()
     request = handler.request
+    log_access(request.method or "", request.uri or "", handler.get_status(),
+               request.request_time)
+
+
+def log_access(method: str, uri: str, status: int, seconds: Callable[[], float]) -> None:
+    """The access log line of one answered request; `seconds` gives its duration when logged."""
     level = logging.INFO if status < 400 else logging.WARNING if status < 500 else logging.ERROR
     if not access_log.isEnabledFor(level):
         return  # spares the redaction on every request when access lines are not wanted
     access_log.log(
         level,
         "%s %s %d",
-        request.method,
-        redact(request.uri or ""),
+        method,
+        redact(uri),
         status,
-        extra={"duration_ms": round(1000.0 * request.request_time(), 2)},
+        extra={"duration_ms": round(1000.0 * seconds(), 2)},
     )

@@ -1,4 +1,8 @@
-"""The Tornado application class: a body timeout armed only for bodies still on their way.
+"""The Tornado application class: ingest endpoints bound to the edge, and a body timeout armed
+only for bodies still on their way.
+
+A route whose target is an `IngestEndpoint` is served by the ingest edge (handlers/ingest_edge.py)
+with the application's deps; every other route is a RequestHandler as usual.
 
 Tornado's own `body_timeout` wraps every body read in a timer and an extra task, about 10 µs a
 request (some 4% of a pageview on the ingest bench), also when the whole body came in with the
@@ -15,12 +19,20 @@ from typing import Any
 import tornado.web
 from tornado import httputil
 
+from handlers.ingest_edge import IngestEdge, IngestEndpoint
+
 #: How long a request body may take to arrive once its headers have (the slow-body guard).
 BODY_TIMEOUT_SECONDS = 60.0
 
 
 class ServiceApplication(tornado.web.Application):
-    """`tornado.web.Application` with the slow-body guard on every HTTP/1 request."""
+    """`tornado.web.Application` with ingest edge routes and the slow-body guard."""
+
+    def __init__(self, handlers: list[Any], **settings: Any) -> None:
+        # Endpoints are declared without deps (module-level route lists); bind them here.
+        super().__init__([(route[0], IngestEdge(route[1], settings["deps"]), *route[2:])
+                          if isinstance(route[1], IngestEndpoint) else route
+                          for route in handlers], **settings)
 
     def start_request(self, server_conn: object, request_conn: httputil.HTTPConnection
                       ) -> httputil.HTTPMessageDelegate:

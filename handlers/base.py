@@ -15,6 +15,7 @@ import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from tornado.httputil import HTTPHeaders
 from tornado.web import HTTPError, RequestHandler
 
 from documents.accounts import AuthenticatedUser
@@ -64,6 +65,9 @@ CODE_FOR_STATUS = {
 }
 
 
+#: The Content-Type of every API answer.
+JSON_CONTENT_TYPE = "application/json; charset=utf-8"
+
 #: Retry-After of a temporary database failure (a dropped connection, an election): such
 #: failures pass quickly, and a longer wait would only hold back the caller's retry.
 STORE_RETRY_AFTER_SECONDS = 1
@@ -73,11 +77,78 @@ STORE_RETRY_AFTER_SECONDS = 1
 MAX_HEADER_VALUE_BYTES = 8 * 1024
 
 
-def _status_for(error: ServiceError) -> int:
+def status_for_error(error: ServiceError) -> int:
+    """The HTTP status of a domain error (500 for one without a mapping)."""
     for cls in type(error).__mro__:
         if cls in STATUS_FOR_ERROR:
             return STATUS_FOR_ERROR[cls]
     return 500
+
+
+def answerable(exc: BaseException, path: str) -> BaseException:
+    """`exc`, or Unavailable (503) when it is a temporary database failure (logged)."""
+    if not isinstance(exc, ServiceError) and is_temporary_store_error(exc):
+        # A lost connection is neither the caller's fault nor a bug: tell it to come back.
+        log.warning("store unavailable", extra={"path": path, "error": repr(exc)})
+        return Unavailable("the database is briefly unavailable",
+                           retry_after=STORE_RETRY_AFTER_SECONDS)
+    return exc
+
+
+def error_answer(status_code: int, exc: BaseException | None, reason: str
+                 ) -> tuple[str, int | None]:
+    """The one error shape: the JSON body for `status_code`, and Retry-After when one applies.
+
+    `reason` is the status's reason phrase, the message when nothing more specific is known.
+    """
+    code = CODE_FOR_STATUS.get(status_code, "error")
+    message = reason
+    retry_after = None
+    if isinstance(exc, ServiceError):
+        code, message = exc.code, exc.message
+        if isinstance(exc, RateLimited | Unavailable):
+            retry_after = exc.retry_after
+        if isinstance(exc, InvalidInput) and exc.field:
+            return json.dumps({"error": {"code": code, "message": message,
+                                         "field": exc.field}}), retry_after
+    elif isinstance(exc, HTTPError) and exc.log_message and status_code < 500:
+        message = exc.log_message % exc.args if exc.args else exc.log_message
+    elif status_code >= 500:
+        message = "internal error"
+    return json.dumps({"error": {"code": code, "message": message}}), retry_after
+
+
+def check_header_sizes(headers: HTTPHeaders) -> None:
+    """HeaderTooLarge (431) for any header value longer than MAX_HEADER_VALUE_BYTES."""
+    for name, value in headers.get_all():
+        if len(value) > MAX_HEADER_VALUE_BYTES:
+            raise HeaderTooLarge(f"header {name[:64]} is longer than "
+                                 f"{MAX_HEADER_VALUE_BYTES} characters")
+
+
+def check_body_size(headers: HTTPHeaders, body: bytes | None, limit: int) -> None:
+    """PayloadTooLarge (413) when the declared or the actual body is over `limit` bytes."""
+    declared = headers.get("Content-Length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"body is larger than {limit} bytes")
+    if len(body or b"") > limit:
+        raise PayloadTooLarge(f"body is larger than {limit} bytes")
+
+
+def decode_json_body(headers: HTTPHeaders, body: bytes, accepted_content_types: tuple[str, ...]
+                     ) -> Any:
+    """The parsed JSON body, or UnsupportedMediaType (415) / MalformedRequest (400)."""
+    content_type = headers.get("Content-Type", "").split(";")[0].strip().lower()
+    if content_type not in accepted_content_types:
+        raise UnsupportedMediaType(f"send the body as {' or '.join(accepted_content_types)}")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MalformedRequest("body is not valid UTF-8") from None
+    try:
+        return _STRICT_JSON.decode(text)
+    except (ValueError, RecursionError):
+        raise MalformedRequest("body is not valid JSON") from None
 
 
 class BaseHandler(RequestHandler):
@@ -98,7 +169,7 @@ class BaseHandler(RequestHandler):
         return self.application.settings["deps"]
 
     def set_default_headers(self) -> None:
-        self.set_header("Content-Type", "application/json; charset=utf-8")
+        self.set_header("Content-Type", JSON_CONTENT_TYPE)
         self.set_header("Cache-Control", "no-store")
         self.set_header("X-Content-Type-Options", "nosniff")
         self.clear_header("Server")
@@ -136,37 +207,18 @@ class BaseHandler(RequestHandler):
         return self.current_user
 
     def _check_header_sizes(self) -> None:
-        for name, value in self.request.headers.get_all():
-            if len(value) > MAX_HEADER_VALUE_BYTES:
-                raise HeaderTooLarge(f"header {name[:64]} is longer than "
-                                     f"{MAX_HEADER_VALUE_BYTES} characters")
+        check_header_sizes(self.request.headers)
 
     def _body_limit(self) -> int:
         return self.max_body_bytes or self.deps.settings.max_event_body_bytes
 
     def _check_body_size(self) -> None:
-        limit = self._body_limit()
-        declared = self.request.headers.get("Content-Length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise PayloadTooLarge(f"body is larger than {limit} bytes")
-        if len(self.request.body or b"") > limit:
-            raise PayloadTooLarge(f"body is larger than {limit} bytes")
+        check_body_size(self.request.headers, self.request.body, self._body_limit())
 
     def json_body(self) -> Any:
         """The parsed JSON body, or MalformedRequest / UnsupportedMediaType."""
-        content_type = self.request.headers.get("Content-Type", "").split(";")[0].strip().lower()
-        if content_type not in self.accepted_content_types:
-            raise UnsupportedMediaType(
-                f"send the body as {' or '.join(self.accepted_content_types)}"
-            )
-        try:
-            text = self.request.body.decode("utf-8")
-        except UnicodeDecodeError:
-            raise MalformedRequest("body is not valid UTF-8") from None
-        try:
-            return _STRICT_JSON.decode(text)
-        except (ValueError, RecursionError):
-            raise MalformedRequest("body is not valid JSON") from None
+        return decode_json_body(self.request.headers, self.request.body,
+                                self.accepted_content_types)
 
     def validated_body(self, schema: str) -> dict[str, Any]:
         """The JSON body, checked against `schema` in docs/openapi.yaml."""
@@ -177,7 +229,7 @@ class BaseHandler(RequestHandler):
     def write_json(self, payload: Any, status: int = 200) -> None:
         """Send `payload` as JSON."""
         self.set_status(status)
-        self.finish(_COMPACT_JSON.encode(payload))
+        self.finish(compact_json(payload))
 
     @property
     def client_ip(self) -> str:
@@ -188,34 +240,18 @@ class BaseHandler(RequestHandler):
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
-        code = CODE_FOR_STATUS.get(status_code, "error")
-        message = self._reason
-        if isinstance(exc, ServiceError):
-            code, message = exc.code, exc.message
-            if isinstance(exc, RateLimited | Unavailable):
-                self.set_header("Retry-After", str(exc.retry_after))
-            if isinstance(exc, InvalidInput) and exc.field:
-                self.finish(json.dumps({"error": {"code": code, "message": message,
-                                                  "field": exc.field}}))
-                return
-        elif isinstance(exc, HTTPError) and exc.log_message and status_code < 500:
-            message = exc.log_message % exc.args if exc.args else exc.log_message
-        elif status_code >= 500:
-            message = "internal error"
-        self.set_header("Content-Type", "application/json; charset=utf-8")
-        self.finish(json.dumps({"error": {"code": code, "message": message}}))
+        body, retry_after = error_answer(status_code, exc, self._reason)
+        if retry_after is not None:
+            self.set_header("Retry-After", str(retry_after))
+        self.set_header("Content-Type", JSON_CONTENT_TYPE)
+        self.finish(body)
 
     def _handle_request_exception(self, e: BaseException) -> None:
-        if not isinstance(e, ServiceError) and is_temporary_store_error(e):
-            # A lost connection is neither the caller's fault nor a bug: tell it to come back.
-            log.warning("store unavailable", extra={"path": self.request.path,
-                                                    "error": repr(e)})
-            e = Unavailable("the database is briefly unavailable",
-                            retry_after=STORE_RETRY_AFTER_SECONDS)
+        e = answerable(e, self.request.path)
         if isinstance(e, ServiceError):
             if self._finished:
                 return
-            self.send_error(_status_for(e), exc_info=(type(e), e, e.__traceback__))
+            self.send_error(status_for_error(e), exc_info=(type(e), e, e.__traceback__))
             return
         super()._handle_request_exception(e)
 
@@ -234,6 +270,11 @@ def _refuse_constant(name: str) -> Any:
 _STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant)
 #: Compact JSON answers, anything else as its text; built once for the same reason.
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), default=str)
+
+
+def compact_json(payload: Any) -> str:
+    """`payload` as compact JSON text (anything JSON cannot hold as its text)."""
+    return _COMPACT_JSON.encode(payload)
 
 
 def client_address(peer: str, forwarded_for: str, trusted_proxies: tuple[Any, ...]) -> str:

@@ -2,17 +2,22 @@
 
 Each endpoint authenticates the site API key from `X-Service-Key`, applies the per-site rate
 limit, validates the body against its schema in docs/openapi.yaml, and hands it to one intake
-function. Every rejection is counted with its reason, like every drop.
+function. Every rejection is counted with its reason, like every drop. The JSON endpoints are
+`IngestEndpoint`s served by the ingest edge (handlers/ingest_edge.py); `IngestHandler` is the
+RequestHandler form of the same contract, for the segment upload.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from errors import RateLimited, Unauthenticated
 from handlers.base import BaseHandler
+from handlers.ingest_edge import IngestEndpoint, authenticate_service_key, count_rejection
 from ingest import activity
 from ingest.intake import Outcome
+
+if TYPE_CHECKING:
+    from server import Deps
 
 
 def acknowledgement(outcome: Outcome) -> dict[str, Any]:
@@ -26,7 +31,7 @@ def acknowledgement(outcome: Outcome) -> dict[str, Any]:
 
 
 class IngestHandler(BaseHandler):
-    """Base of the /ingest endpoints: `X-Service-Key` auth, rate limit, counted rejections."""
+    """RequestHandler base of an /ingest endpoint: `X-Service-Key` auth, counted rejections."""
 
     authentication = "service_key"
     #: The metrics label and privacy-gate kind of what this endpoint receives.
@@ -40,105 +45,54 @@ class IngestHandler(BaseHandler):
         return {**super()._authenticators(), "service_key": self._authenticate_service_key}
 
     async def _authenticate_service_key(self) -> None:
-        key = self.request.headers.get("X-Service-Key", "").strip()
-        if not key:
-            raise Unauthenticated("the X-Service-Key header is required", code="missing_key")
-        site = await self.deps.keyring.site_for_api_key(key)
-        if site is None:
-            raise Unauthenticated("the site API key is not valid", code="invalid_key")
         self.current_user = None
-        self.site = site
-        retry_after = self.deps.rate_limiter.take(site["_id"])
-        if retry_after is not None:
-            raise RateLimited("too many requests for this site", retry_after=retry_after)
+        self.site = await authenticate_service_key(self.deps,
+                                                   self.request.headers.get("X-Service-Key", ""))
 
     def payload(self) -> dict[str, Any]:
         """The validated body."""
         return self.validated_body(self.schema)
 
-    def acknowledge(self, outcome: Outcome) -> None:
-        """Answer an accepted item: stored, or acknowledged and dropped with its reason."""
-        self.write_json(acknowledgement(outcome))
-
     def write_error(self, status_code: int, **kwargs: Any) -> None:
-        exc = kwargs.get("exc_info", (None, None, None))[1]
-        reason = getattr(exc, "code", None) or str(status_code)
-        self.deps.metrics.count("ingest_rejected_total", "Ingest requests refused, by reason.",
-                                kind=self.kind, reason=reason)
+        count_rejection(self.deps.metrics, self.kind, status_code,
+                        kwargs.get("exc_info", (None, None, None))[1])
         super().write_error(status_code, **kwargs)
 
 
-class PageviewIngestHandler(IngestHandler):
-    """POST /ingest/pageviews: a pageview, with the product when the shop knows it."""
-
-    kind = "pageview"
-    schema = "PageviewIngest"
-
-    async def post(self) -> None:
-        self.acknowledge(await activity.record_pageview(self.deps.intake, self.site,
-                                                        self.payload()))
+async def _pageview(deps: Deps, site: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    return acknowledgement(await activity.record_pageview(deps.intake, site, body))
 
 
-class VisitorIngestHandler(IngestHandler):
-    """POST /ingest/visitors: register or update a visitor."""
-
-    kind = "visitor"
-    schema = "VisitorIngest"
-
-    async def post(self) -> None:
-        self.acknowledge(await activity.register_visitor(self.deps.intake, self.site,
-                                                         self.payload()))
+async def _visitor(deps: Deps, site: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    return acknowledgement(await activity.register_visitor(deps.intake, site, body))
 
 
-class LeadIngestHandler(IngestHandler):
-    """POST /ingest/leads: a lead or checkout, with cart and shop session."""
-
-    kind = "lead"
-    schema = "LeadIngest"
-
-    async def post(self) -> None:
-        self.acknowledge(await activity.record_lead(self.deps.intake, self.deps.bus,
-                                                    self.deps.recordings, self.site,
-                                                    self.payload()))
+async def _lead(deps: Deps, site: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    return acknowledgement(await activity.record_lead(deps.intake, deps.bus, deps.recordings,
+                                                      site, body))
 
 
-class SurveyIngestHandler(IngestHandler):
-    """POST /ingest/surveys (an addition to spec §4.1): survey answers."""
-
-    kind = "survey"
-    schema = "SurveyIngest"
-
-    async def post(self) -> None:
-        self.acknowledge(await activity.record_survey(self.deps.intake, self.site,
-                                                      self.payload()))
+async def _survey(deps: Deps, site: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    return acknowledgement(await activity.record_survey(deps.intake, site, body))
 
 
-class ChatIngestHandler(IngestHandler):
-    """POST /ingest/chats (an addition to spec §4.1): a chat transcript with its messages."""
-
-    kind = "chat"
-    schema = "ChatIngest"
-
-    async def post(self) -> None:
-        self.acknowledge(await activity.record_chat(self.deps.intake, self.site, self.payload()))
+async def _chat(deps: Deps, site: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    return acknowledgement(await activity.record_chat(deps.intake, site, body))
 
 
-class ConsentIngestHandler(IngestHandler):
-    """POST /ingest/consents (an addition to spec §4.1): a consent decision."""
-
-    kind = "consent"
-    schema = "ConsentIngest"
-
-    async def post(self) -> None:
-        self.acknowledge(await activity.record_consent(self.deps.intake, self.site,
-                                                       self.payload()))
+async def _consent(deps: Deps, site: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    return acknowledgement(await activity.record_consent(deps.intake, site, body))
 
 
 default_handlers = [
-    (r"/ingest/pageviews", PageviewIngestHandler),
-    (r"/ingest/visitors", VisitorIngestHandler),
-    (r"/ingest/leads", LeadIngestHandler),
-    (r"/ingest/surveys", SurveyIngestHandler),
-    (r"/ingest/chats", ChatIngestHandler),
-    (r"/ingest/consents", ConsentIngestHandler),
+    # A pageview, with the product when the shop knows it.
+    (r"/ingest/pageviews", IngestEndpoint("pageview", "PageviewIngest", _pageview)),
+    # Register or update a visitor.
+    (r"/ingest/visitors", IngestEndpoint("visitor", "VisitorIngest", _visitor)),
+    # A lead or checkout, with cart and shop session; announced live as `new_lead`.
+    (r"/ingest/leads", IngestEndpoint("lead", "LeadIngest", _lead)),
+    # Additions to spec §4.1: survey answers, a chat transcript, a consent decision.
+    (r"/ingest/surveys", IngestEndpoint("survey", "SurveyIngest", _survey)),
+    (r"/ingest/chats", IngestEndpoint("chat", "ChatIngest", _chat)),
+    (r"/ingest/consents", IngestEndpoint("consent", "ConsentIngest", _consent)),
 ]

@@ -1,6 +1,6 @@
 """`POST /ingest/errors` (spec §4.1): the one asynchronous ingest endpoint.
 
-The handler validates, applies the privacy gate and hands the job to the queue
+The endpoint validates, applies the privacy gate and hands the job to the queue
 (`tasks.queue.submit_error`); a worker does the rest (tasks/errors.py). It answers exactly
 `{"ok": true}`, for a kept error and for one the privacy rules drop alike. When the job cannot be
 kept it answers 503 with Retry-After rather than acknowledge an error that would be lost: on the
@@ -10,23 +10,21 @@ job into the outbox (a Redis that is down only delays it; see tasks/outbox.py).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from handlers.ingest import IngestHandler
+from handlers.ingest_edge import IngestEndpoint
 from tasks.queue import submit_error
 
+if TYPE_CHECKING:
+    from server import Deps
 
-class ErrorIngestHandler(IngestHandler):
-    """Queues a JavaScript or PHP error for grouping."""
 
-    kind = "error"
-    schema = "ErrorIngest"
-
-    async def post(self) -> None:
-        await submit_error(self.deps.queue, self.deps.intake, self.site, self.payload())
-        self.write_json({"ok": True})
+async def _error(deps: Deps, site: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """Queue a JavaScript or PHP error for grouping."""
+    await submit_error(deps.queue, deps.intake, site, body)
+    return {"ok": True}
 
 
 default_handlers: list[tuple[str, Any]] = [
-    (r"/ingest/errors", ErrorIngestHandler),
+    (r"/ingest/errors", IngestEndpoint("error", "ErrorIngest", _error)),
 ]

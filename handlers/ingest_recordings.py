@@ -11,15 +11,19 @@ carries a `batchId`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tornado.httputil import HTTPServerRequest
 
 from errors import InvalidInput, UnsupportedMediaType
-from handlers.ingest import IngestHandler
+from handlers.ingest import IngestHandler, acknowledgement
+from handlers.ingest_edge import IngestEndpoint
 from handlers.validation import SchemaValidator
 from ingest.interactions import BatchOutcome, record_interactions
 from ingest.recordings import SegmentOutcome, SegmentUpload
+
+if TYPE_CHECKING:
+    from server import Deps
 
 #: Segment metadata header -> field of the RecordingSegmentHeaders schema.
 SEGMENT_HEADERS = {
@@ -38,26 +42,6 @@ _HEADER_FOR_FIELD = {name: header for header, name in SEGMENT_HEADERS.items()}
 _INTEGER_FIELDS = frozenset({"seq"})
 _BOOLEAN_FIELDS = frozenset({"gpc", "orderCompleted"})
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
-
-
-class RecordingStartHandler(IngestHandler):
-    """POST /ingest/recordings/start: start a recording (idempotent on a client-given id)."""
-
-    kind = "recording"
-    schema = "RecordingStart"
-
-    async def post(self) -> None:
-        self.acknowledge(await self.deps.recordings.start(self.site, self.payload()))
-
-
-class RecordingEndHandler(IngestHandler):
-    """POST /ingest/recordings/end: end a recording."""
-
-    kind = "recording"
-    schema = "RecordingEnd"
-
-    async def post(self) -> None:
-        self.acknowledge(await self.deps.recordings.end(self.site, self.payload()))
 
 
 class RecordingSegmentHandler(IngestHandler):
@@ -130,18 +114,6 @@ def segment_upload(request: HTTPServerRequest, schemas: SchemaValidator,
     )
 
 
-class InteractionIngestHandler(IngestHandler):
-    """POST /ingest/recordings/interactions: a batch of clicks, rage/dead clicks, scroll depth."""
-
-    kind = "interaction"
-    schema = "InteractionIngest"
-
-    async def post(self) -> None:
-        result = await record_interactions(self.deps.store, self.deps.intake, self.site,
-                                           self.payload())
-        self.write_json(interaction_answer(result))
-
-
 def interaction_answer(result: BatchOutcome) -> dict[str, Any]:
     """The answer to an interaction batch, the same on /ingest and /sdk/v1."""
     answer: dict[str, Any] = {"ok": True, "stored": result.stored,
@@ -161,9 +133,26 @@ def _header_value(field: str, raw: str) -> Any:
     return value
 
 
+async def _start(deps: Deps, site: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """Start a recording (idempotent on a client-given id)."""
+    return acknowledgement(await deps.recordings.start(site, body))
+
+
+async def _end(deps: Deps, site: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """End a recording."""
+    return acknowledgement(await deps.recordings.end(site, body))
+
+
+async def _interactions(deps: Deps, site: dict[str, Any], body: dict[str, Any]
+                        ) -> dict[str, Any]:
+    """A batch of clicks, rage and dead clicks, scroll depth."""
+    return interaction_answer(await record_interactions(deps.store, deps.intake, site, body))
+
+
 default_handlers = [
-    (r"/ingest/recordings/start", RecordingStartHandler),
+    (r"/ingest/recordings/start", IngestEndpoint("recording", "RecordingStart", _start)),
     (r"/ingest/recordings/segment", RecordingSegmentHandler),
-    (r"/ingest/recordings/end", RecordingEndHandler),
-    (r"/ingest/recordings/interactions", InteractionIngestHandler),
+    (r"/ingest/recordings/end", IngestEndpoint("recording", "RecordingEnd", _end)),
+    (r"/ingest/recordings/interactions",
+     IngestEndpoint("interaction", "InteractionIngest", _interactions)),
 ]
