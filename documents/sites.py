@@ -8,7 +8,9 @@ recoverable after the key itself is gone, so it is sealed with AES-256-GCM.
 Every write to a site increments its `revision`. Key lookups keep the sites they found in a
 small per-process cache and, on each request, re-read only the `_id`, key and `revision` of the
 cached site: a rotated key or a changed setting takes effect at once in every process, and the
-request is spared a search and a copy of the whole site document.
+request is spared a search and a copy of the whole site document. On the embedded store even
+that read is skipped while the store's write generation of `sites` is unchanged: the data lives
+in this process, so it cannot change without a write the store itself counts.
 """
 
 from __future__ import annotations
@@ -160,8 +162,9 @@ class SiteKeyring:
         self._store = store
         self._hasher = hasher
         self._sealer = sealer
-        # Lookup key ("api:<digest>" or "public:<key>") -> the site document found for it.
-        self._sites_by_key: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        # Lookup key ("api:<digest>" or "public:<key>") -> (the store's write generation of
+        # `sites` read before the lookup that found the site, the site document found).
+        self._sites_by_key: OrderedDict[str, tuple[int | None, dict[str, Any]]] = OrderedDict()
 
     def _key_fields(self, site_id: str, api_key: str) -> dict[str, Any]:
         statement_key = derive_statement_key(api_key)
@@ -235,25 +238,36 @@ class SiteKeyring:
 
     async def _current_site(self, cache_key: str, field: str, value: str
                             ) -> dict[str, Any] | None:
-        """The site whose `field` is `value` now: the cached copy while its revision is current.
+        """The site whose `field` is `value` now: the cached copy while it is known current.
 
-        The check reads three fields of one site by `_id`; only a site seen for the first time,
-        or changed since, is searched for by key and read whole.
+        On the embedded store, a cached copy whose recorded write generation of `sites` is
+        still the store's is served without any read: the in-process store cannot change behind
+        its own back, and every write to `sites` moves that generation. Otherwise (a real
+        server, or a write since) the check reads three fields of one site by `_id`; only a
+        site seen for the first time, or changed since, is searched for by key and read whole.
+        The generation recorded is always the one read before the reads, so a write that runs
+        during them moves it past the recorded value and the copy is checked again next time.
         """
-        sites = self._store.collection("sites")
-        cached = self._sites_by_key.get(cache_key)
-        if cached is not None:
-            current = await sites.find_one({"_id": cached["_id"]}, {field: 1, "revision": 1})
+        generation = self._store.write_generation("sites")
+        entry = self._sites_by_key.get(cache_key)
+        if entry is not None:
+            cached_generation, cached = entry
+            if generation is not None and generation == cached_generation:
+                self._sites_by_key.move_to_end(cache_key)
+                return cached
+            current = await self._store.collection("sites").find_one(
+                {"_id": cached["_id"]}, {field: 1, "revision": 1})
             if (current is not None and hmac.compare_digest(str(current.get(field)), value)
                     and current.get("revision") == cached.get("revision")):
-                # Other requests ran during the read and may have dropped the entry already.
-                if cache_key in self._sites_by_key:
+                # Other requests ran during the read and may have dropped or replaced the entry.
+                if self._sites_by_key.get(cache_key) is entry:
+                    self._sites_by_key[cache_key] = (generation, cached)
                     self._sites_by_key.move_to_end(cache_key)
                 return cached
             self._sites_by_key.pop(cache_key, None)
-        site = await sites.find_one({field: value})
+        site = await self._store.collection("sites").find_one({field: value})
         if site is not None:
-            self._sites_by_key[cache_key] = site
+            self._sites_by_key[cache_key] = (generation, site)
             if len(self._sites_by_key) > self.CACHED_SITES:
                 self._sites_by_key.popitem(last=False)
         return site

@@ -8,7 +8,10 @@ module reaches collections through `Store.collection()`, which hands out a `Coll
   failure rather than a silent write outside the transaction on a real replica set;
 * on the embedded store (mongomock-motor has no sessions) the proxy strips the session and keeps
   a journal of pre-images, so an aborted transaction restores every touched document;
-* a `FaultPlan` can make chosen operations fail, for fault-injection tests and drills.
+* a `FaultPlan` can make chosen operations fail, for fault-injection tests and drills;
+* on the embedded store every write through the proxy (and every transaction roll-back) moves
+  its collection's write generation (`Store.write_generation`), so an in-process cache can tell
+  that nothing in a collection can have changed without reading it.
 
 Moving from Motor to PyMongo's async client must stay a change inside this package.
 """
@@ -19,6 +22,7 @@ import asyncio
 import collections
 import contextvars
 import copy
+import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -167,26 +171,130 @@ class EmbeddedSession:
 
     def __init__(self) -> None:
         self.active = True
-        # (raw collection, _id, pre-image or None when the document did not exist)
-        self._undo: list[tuple[Any, Any, dict[str, Any] | None]] = []
+        # (collection proxy, _id, pre-image or None when the document did not exist)
+        self._undo: list[tuple[Collection, Any, dict[str, Any] | None]] = []
         self._seen: set[tuple[int, Any]] = set()
 
-    def remember(self, raw: Any, doc_id: Any, pre_image: dict[str, Any] | None) -> None:
+    def remember(self, collection: Collection, doc_id: Any,
+                 pre_image: dict[str, Any] | None) -> None:
         """Keep the first pre-image of a document; later changes restore to it."""
-        key = (id(raw), repr(doc_id))
+        key = (id(collection._raw), repr(doc_id))
         if key in self._seen:
             return
         self._seen.add(key)
-        self._undo.append((raw, doc_id, copy.deepcopy(pre_image)))
+        self._undo.append((collection, doc_id, copy.deepcopy(pre_image)))
 
     async def roll_back(self) -> None:
-        """Put every touched document back as it was before the transaction."""
-        for raw, doc_id, pre_image in reversed(self._undo):
-            if pre_image is None:
-                await raw.delete_one({"_id": doc_id})
-            else:
-                await raw.replace_one({"_id": doc_id}, pre_image, upsert=True)
+        """Put every touched document back as it was before the transaction.
+
+        The restores write to the raw collections, past the proxies' own bookkeeping, so the
+        touched collections' write generations are moved here: before the first restore and
+        after the last (see `_WriteGenerations` for why both).
+        """
+        touched = list({id(collection): collection for collection, _, _ in self._undo}.values())
+        for collection in touched:
+            collection._note_write()
+        try:
+            for collection, doc_id, pre_image in reversed(self._undo):
+                if pre_image is None:
+                    await collection._raw.delete_one({"_id": doc_id})
+                else:
+                    await collection._raw.replace_one({"_id": doc_id}, pre_image, upsert=True)
+        finally:
+            for collection in touched:
+                collection._note_write()
         self._undo.clear()
+
+
+class _WriteGenerations:
+    """Per-collection write generations of one embedded database, shared by every wrapper.
+
+    A generation is a ticket from one counter, taken anew by each write just before it touches
+    the data and again once it has finished (also when it failed). Tickets are never reused, so
+    a collection whose generation still equals a value read earlier has had no write start or
+    finish since that value was read.
+
+    Why both tickets. A reader reads the generation *before* it awaits its read, caches what
+    it read with that value, and serves the cache only while the generation is unchanged:
+
+    * a write that finished before the generation was read is in what the reader then reads;
+    * a write that was in flight when the generation was read, or that starts later, takes its
+      closing ticket after its last change, so once it finishes the cached copy (which may
+      predate it) is no longer served. While it is still unfinished the copy is served, as a
+      read ordered before an unacknowledged write may be;
+    * the opening ticket keeps a copy cached before a write began from being served while the
+      write is part-way through (a multi-document update, or a roll-back restoring several
+      documents across awaits): readers re-read instead, and their new copy is dropped again
+      at the closing ticket.
+
+    A TTL index deletes documents on reads without any write, so such collections have no
+    trustworthy generation (`Store.write_generation` answers None for them).
+    """
+
+    __slots__ = ("_by_collection", "_everything", "_tickets")
+
+    def __init__(self) -> None:
+        self._tickets = itertools.count(1)
+        self._by_collection: dict[str, int] = {}
+        # Ticket of the last write whose target could not be told: it moves every collection.
+        self._everything = 0
+
+    def bump(self, collection_name: str) -> None:
+        """A write to `collection_name` is starting or has finished."""
+        self._by_collection[collection_name] = next(self._tickets)
+
+    def bump_all(self) -> None:
+        """A write to an unknown collection is starting or has finished."""
+        self._everything = next(self._tickets)
+
+    def current(self, collection_name: str) -> int:
+        """The collection's generation now (tickets only grow, so the later one counts)."""
+        generation = self._by_collection.get(collection_name, 0)
+        return generation if generation > self._everything else self._everything
+
+
+def _embedded_write_generations(client: Any, database_name: str
+                                ) -> tuple[_WriteGenerations, dict[str, Any]] | None:
+    """The write generations kept on the embedded database's own data, and its collections' data.
+
+    They hang on mongomock's `DatabaseStore`, the object that holds the documents, so every
+    `Store` wrapper over the same in-memory data shares one set. None when the client is not
+    mongomock's (then nothing can be known about its writes).
+    """
+    from mongomock.store import DatabaseStore
+
+    try:
+        data = client._store[database_name]
+    except (AttributeError, KeyError, TypeError):
+        return None
+    if not isinstance(data, DatabaseStore) or not isinstance(
+            getattr(data, "_collections", None), dict):
+        return None
+    generations = getattr(data, "_visitor_service_write_generations", None)
+    if generations is None:
+        generations = _WriteGenerations()
+        data._visitor_service_write_generations = generations
+    return generations, data._collections
+
+
+def _pipeline_targets(pipeline: Sequence[Any]) -> set[str] | None:
+    """Collections an aggregation pipeline writes to (`$out`, `$merge`); None when unsure."""
+    targets: set[str] = set()
+    for stage in pipeline:
+        if not isinstance(stage, dict):
+            return None
+        for operator in ("$out", "$merge"):
+            if operator not in stage:
+                continue
+            spec = stage[operator]
+            if operator == "$merge" and isinstance(spec, dict):
+                spec = spec.get("into")
+            if isinstance(spec, dict):
+                spec = spec.get("coll")
+            if not isinstance(spec, str):
+                return None
+            targets.add(spec)
+    return targets
 
 
 _active_transaction: contextvars.ContextVar[tuple[Store, Any] | None] = contextvars.ContextVar(
@@ -203,6 +311,12 @@ class Collection:
         self._store = store
         self._raw = raw
         self.name = name
+        self._generations = store._write_generations
+
+    def _note_write(self) -> None:
+        """Move this collection's write generation (embedded store only: one dict store)."""
+        if self._generations is not None:
+            self._generations.bump(self.name)
 
     def _session_for(self, operation: str, session: Any) -> Any:
         """Check the session rule and the fault plan; return what to pass to the driver."""
@@ -230,13 +344,13 @@ class Collection:
             return
         if many:
             async for doc in self._raw.find(filter_):
-                session.remember(self._raw, doc["_id"], doc)
+                session.remember(self, doc["_id"], doc)
         else:
             doc = await self._raw.find_one(filter_, sort=sort) if sort else await (
                 self._raw.find_one(filter_)
             )
             if doc is not None:
-                session.remember(self._raw, doc["_id"], doc)
+                session.remember(self, doc["_id"], doc)
 
     # Reads -----------------------------------------------------------------------------------
 
@@ -262,7 +376,24 @@ class Collection:
                   **kwargs: Any) -> Any:
         """An aggregation cursor."""
         s = self._session_for("aggregate", session)
-        return self._raw.aggregate(pipeline, **self._kw(s, kwargs))
+        if self._generations is None:
+            return self._raw.aggregate(pipeline, **self._kw(s, kwargs))
+        targets = _pipeline_targets(pipeline)
+        if targets == set():
+            return self._raw.aggregate(pipeline, **self._kw(s, kwargs))
+        # mongomock runs the whole pipeline, `$out` included, inside this call.
+        self._note_pipeline(targets)
+        try:
+            return self._raw.aggregate(pipeline, **self._kw(s, kwargs))
+        finally:
+            self._note_pipeline(targets)
+
+    def _note_pipeline(self, targets: set[str] | None) -> None:
+        if targets is None:
+            self._generations.bump_all()
+        else:
+            for target in targets:
+                self._generations.bump(target)
 
     async def distinct(self, key: str, filter_: dict[str, Any] | None = None, *,
                        session: Any = None) -> list[Any]:
@@ -275,9 +406,13 @@ class Collection:
     async def insert_one(self, document: dict[str, Any], *, session: Any = None) -> Any:
         """Insert one document."""
         s = self._session_for("insert_one", session)
-        result = await self._raw.insert_one(document, **self._kw(s, {}))
+        self._note_write()
+        try:
+            result = await self._raw.insert_one(document, **self._kw(s, {}))
+        finally:
+            self._note_write()
         if isinstance(session, EmbeddedSession):
-            session.remember(self._raw, result.inserted_id, None)
+            session.remember(self, result.inserted_id, None)
         return result
 
     async def insert_many(self, documents: Sequence[dict[str, Any]], *, ordered: bool = True,
@@ -287,24 +422,33 @@ class Collection:
         if isinstance(session, EmbeddedSession):
             for doc in documents:
                 doc.setdefault("_id", ObjectId())
-                session.remember(self._raw, doc["_id"], None)
-        return await self._raw.insert_many(list(documents), ordered=ordered, **self._kw(s, {}))
+                session.remember(self, doc["_id"], None)
+        self._note_write()
+        try:
+            return await self._raw.insert_many(list(documents), ordered=ordered,
+                                               **self._kw(s, {}))
+        finally:
+            self._note_write()
 
     async def _write(self, operation: str, filter_: dict[str, Any], *args: Any,
                      session: Any = None, **kwargs: Any) -> Any:
         s = self._session_for(operation, session)
         await self._journal(session, filter_, operation in _WRITE_MANY, kwargs.get("sort"))
-        result = await getattr(self._raw, operation)(filter_, *args, **self._kw(s, kwargs))
+        self._note_write()
+        try:
+            result = await getattr(self._raw, operation)(filter_, *args, **self._kw(s, kwargs))
+        finally:
+            self._note_write()
         if isinstance(session, EmbeddedSession):
             upserted = getattr(result, "upserted_id", None)
             if upserted is not None:
-                session.remember(self._raw, upserted, None)
+                session.remember(self, upserted, None)
             elif operation.startswith("find_one_and_") and kwargs.get("upsert"):
                 # find_one_and_* does not report an upsert; a document now matching that was
                 # not journaled before must be new.
                 doc = await self._raw.find_one(filter_)
                 if doc is not None:
-                    session.remember(self._raw, doc["_id"], None)
+                    session.remember(self, doc["_id"], None)
         return result
 
     async def update_one(self, filter_: dict[str, Any], update: Any, *, upsert: bool = False,
@@ -348,7 +492,12 @@ class Collection:
 
     async def create_index(self, keys: Sequence[tuple[str, int]], **options: Any) -> str:
         """Create an index if it does not exist (never outside start-up code)."""
-        return await self._raw.create_index(list(keys), **options)
+        # Changes no document; the generation moves anyway, as for any write (a rare call).
+        self._note_write()
+        try:
+            return await self._raw.create_index(list(keys), **options)
+        finally:
+            self._note_write()
 
     async def index_information(self) -> dict[str, Any]:
         """The indexes this collection has."""
@@ -448,6 +597,8 @@ class Store:
         self.database = client[database_name]
         self.embedded = embedded
         self.faults = FaultPlan()
+        embedded_data = _embedded_write_generations(client, database_name) if embedded else None
+        self._write_generations, self._collections_data = embedded_data or (None, {})
         self._collections: dict[str, Collection] = {}
         self._buckets: dict[str, Bucket] = {}
 
@@ -458,6 +609,23 @@ class Store:
             proxy = Collection(self, self.database[name], name)
             self._collections[name] = proxy
         return proxy
+
+    def write_generation(self, collection_name: str) -> int | None:
+        """A value that changes whenever a document of the collection may have changed; or None.
+
+        On the embedded store every write runs in this process and moves the value (see
+        `_WriteGenerations`), so an unchanged value means an unchanged collection. None means
+        "unknown, read it": a real server (other processes write to it), or a collection with a
+        TTL index (documents expire without a write). Writes made past the proxies (on
+        `self.database` directly) are not counted; the service makes none.
+        """
+        generations = self._write_generations
+        if generations is None:
+            return None
+        data = self._collections_data.get(collection_name)
+        if data is not None and getattr(data, "_ttl_indexes", True):
+            return None
+        return generations.current(collection_name)
 
     def bucket(self, name: str) -> Bucket:
         """The GridFS bucket `name`."""
@@ -485,6 +653,8 @@ class Store:
                 _active_transaction.reset(token)
                 await session.roll_back()
                 raise
+            # A commit changes nothing: the writes are already in place, each with its own
+            # generation move.
             session.active = False
             _active_transaction.reset(token)
             return result
