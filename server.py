@@ -194,11 +194,12 @@ async def start_live(deps: Deps) -> None:
 def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
     """The Tornado application for these settings and dependencies."""
     # Tornado tries the patterns in order, one regular expression each, so the busiest routes
-    # (ingest and the browser SDK) come first; no two groups' patterns overlap, except the
-    # UI's catch-all, which must stay last.
+    # (errors and pageviews from shop servers, then the rest of ingest and the browser SDK)
+    # come first; no two groups' patterns overlap, except the UI's catch-all, which must stay
+    # last.
     routes: list[Any] = [
-        *ingest_handlers.default_handlers,
         *ingest_error_handlers.default_handlers,
+        *ingest_handlers.default_handlers,
         *sdk_handlers.default_handlers,
         *recording_handlers.default_handlers,
         *health_handlers.default_handlers,

@@ -116,12 +116,11 @@ def _scrubbed(value: Any, replace: Callable[[str], str]) -> Any:
     return value
 
 
-def _address_scrubber(parsed: ClientAddress | None, full_ip: str | None
-                      ) -> Callable[[str], str]:
+def _address_scrubber(parsed: ClientAddress | None, full_ip: str | None,
+                      anonymised: str | None) -> Callable[[str], str]:
     """Replace the visitor's own address and every IPv4 literal with its anonymised form."""
     exact: list[tuple[str, str]] = []
-    if full_ip and parsed is not None:
-        anonymised = anonymise_address(parsed)
+    if full_ip and parsed is not None and anonymised is not None:
         # The address as sent and its two canonical spellings, each replaced once (for IPv4
         # all three are usually one text).
         spellings = dict.fromkeys((full_ip.strip(), parsed.exploded, parsed.compressed))
@@ -153,12 +152,13 @@ def error_job(site_id: str, body: dict[str, Any], *, now: datetime | None = None
     if not isinstance(full_ip, str):
         full_ip = None
     parsed = parse_client_ip(full_ip)
+    anonymised = anonymise_address(parsed) if parsed is not None else None
     return {
         "jobId": new_id(),
         "siteId": site_id,
         "receivedAt": (now or datetime.now(UTC)).isoformat(),
-        "ipAddress": anonymise_address(parsed) if parsed is not None else None,
-        "error": _scrubbed(payload, _address_scrubber(parsed, full_ip)),
+        "ipAddress": anonymised,
+        "error": _scrubbed(payload, _address_scrubber(parsed, full_ip, anonymised)),
     }
 
 
