@@ -13,6 +13,7 @@ is still not a plain address (ports, host names, CIDR suffixes, empty text) yiel
 """
 
 import ipaddress
+import re
 
 ClientAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -40,10 +41,37 @@ def parse_client_ip(raw: str | None) -> ClientAddress | None:
     return address
 
 
+#: An IPv4 address exactly as `ipaddress` writes it: four decimal octets of 0-255 without
+#: leading zeros. Such a text is its own only spelling, and anonymising it is cutting the last
+#: octet; ASCII digits only, as `ipaddress` takes no other digits.
+_CANONICAL_IPV4 = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}"
+                             r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])")
+
+
 def anonymise_ip(raw: str | None) -> str | None:
     """Return the anonymised form of a client address, or None when it is not a valid address."""
+    # Most addresses arrive written as ipaddress writes them; those need no address object,
+    # which costs several times the regular expression on every error and every address
+    # literal in its text.
+    if isinstance(raw, str) and _CANONICAL_IPV4.fullmatch(raw):
+        return raw[:raw.rindex(".")] + ".0"
     address = parse_client_ip(raw)
     return anonymise_address(address) if address is not None else None
+
+
+def address_spellings(raw: str | None) -> tuple[tuple[str, ...], str] | None:
+    """How a client address may be written out, and its anonymised form; None if not valid.
+
+    The spellings are the text as sent (stripped) and the address's canonical forms, without
+    repeats: what to look for when removing the address from free text.
+    """
+    if isinstance(raw, str) and _CANONICAL_IPV4.fullmatch(raw):
+        return (raw,), raw[:raw.rindex(".")] + ".0"
+    address = parse_client_ip(raw)
+    if address is None or not isinstance(raw, str):
+        return None
+    spellings = tuple(dict.fromkeys((raw.strip(), address.exploded, address.compressed)))
+    return spellings, anonymise_address(address)
 
 
 #: The bits each family keeps, as masks over the address as an integer.

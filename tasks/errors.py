@@ -24,7 +24,7 @@ from documents.accounts import new_id
 from documents.store import Store
 from errors import InvalidInput
 from ingest.intake import parse_time
-from privacy.ipaddr import ClientAddress, anonymise_address, anonymise_ip, parse_client_ip
+from privacy.ipaddr import address_spellings, anonymise_ip
 from realtime.bus import EventBus
 from realtime.events import new_error_event_from_record
 from tasks.notify_port import Notifier
@@ -65,6 +65,11 @@ _FRAME_PATTERNS = (
 MAX_CONTEXT_BYTES = 64 * 1024
 
 _IPV4 = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b")
+#: Found in every text `_IPV4` finds an address in that `anonymise_ip` takes (four groups of ASCII
+#: digits): a text without it needs no `_IPV4` pass. It is several times faster to search for,
+#: because it starts with a digit and not with a word boundary, and most texts of an error hold
+#: version numbers ("Mozilla/5.0") or line numbers but no address.
+_IPV4_HINT = re.compile(r"[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]")
 
 
 def normalise_message(message: str) -> str:
@@ -116,23 +121,20 @@ def _scrubbed(value: Any, replace: Callable[[str], str]) -> Any:
     return value
 
 
-def _address_scrubber(parsed: ClientAddress | None, full_ip: str | None,
-                      anonymised: str | None) -> Callable[[str], str]:
-    """Replace the visitor's own address and every IPv4 literal with its anonymised form."""
-    exact: list[tuple[str, str]] = []
-    if full_ip and parsed is not None and anonymised is not None:
-        # The address as sent and its two canonical spellings, each replaced once (for IPv4
-        # all three are usually one text).
-        spellings = dict.fromkeys((full_ip.strip(), parsed.exploded, parsed.compressed))
-        exact = [(spelling, anonymised) for spelling in spellings]
+def _address_scrubber(address: tuple[tuple[str, ...], str] | None) -> Callable[[str], str]:
+    """Replace the visitor's own address (`address_spellings`) and every IPv4 literal with its
+    anonymised form."""
+    spellings, anonymised = address if address is not None else ((), "")
 
     def replace(text: str) -> str:
         # Every address, IPv4 or IPv6, written out holds a dot or a colon; most strings of an
         # error (its type, source, ids) hold neither and need no search.
         if "." not in text and ":" not in text:
             return text
-        for full, anonymised in exact:
+        for full in spellings:
             text = text.replace(full, anonymised)
+        if _IPV4_HINT.search(text) is None:
+            return text
         return _IPV4.sub(lambda m: anonymise_ip(m.group(0)) or m.group(0), text)
 
     return replace
@@ -148,17 +150,13 @@ def error_job(site_id: str, body: dict[str, Any], *, now: datetime | None = None
             raise InvalidInput(f"context: larger than {MAX_CONTEXT_BYTES} bytes",
                                field="context")
     payload = dict(body)
-    full_ip = payload.pop("ip", None)
-    if not isinstance(full_ip, str):
-        full_ip = None
-    parsed = parse_client_ip(full_ip)
-    anonymised = anonymise_address(parsed) if parsed is not None else None
+    address = address_spellings(payload.pop("ip", None))
     return {
         "jobId": new_id(),
         "siteId": site_id,
         "receivedAt": (now or datetime.now(UTC)).isoformat(),
-        "ipAddress": anonymised,
-        "error": _scrubbed(payload, _address_scrubber(parsed, full_ip, anonymised)),
+        "ipAddress": address[1] if address is not None else None,
+        "error": _scrubbed(payload, _address_scrubber(address)),
     }
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from privacy.ipaddr import anonymise_ip, parse_client_ip
+from privacy.ipaddr import address_spellings, anonymise_address, anonymise_ip, parse_client_ip
 
 LOW_80_BITS = (1 << 80) - 1
 IPV6_48_MASK = ((1 << 128) - 1) ^ LOW_80_BITS
@@ -164,3 +164,52 @@ def test_any_text_never_raises_and_is_echoed_only_when_already_anonymised(raw: s
         address = ipaddress.ip_address(raw)
         host_bits = 0xFF if address.version == 4 else LOW_80_BITS
         assert int(address) & host_bits == 0
+
+
+def _through_address_objects(raw: str) -> str | None:
+    """The anonymised form worked out by `ipaddress` alone, without any shortcut."""
+    address = parse_client_ip(raw)
+    return anonymise_address(address) if address is not None else None
+
+
+#: Dotted texts that look like IPv4 addresses and often are not: octets past 255, leading
+#: zeros, too many digits, digits of other scripts, missing or extra groups.
+octet_like_text = st.one_of(
+    st.integers(0, 255).map(str),
+    st.integers(256, 9999).map(str),
+    st.integers(0, 255).map(lambda octet: f"0{octet}"),
+    st.text(alphabet="0123456789\u0663\uff11", min_size=1, max_size=3))
+ipv4_like_text = st.one_of(
+    st.lists(octet_like_text, min_size=4, max_size=4).map(".".join),
+    st.lists(octet_like_text, min_size=3, max_size=5).map(".".join))
+
+
+@given(st.one_of(ipv4_like_text, st.ip_addresses(v=4).map(str), address_like_text))
+def test_the_quick_ipv4_path_answers_as_ipaddress_does(raw: str) -> None:
+    assert anonymise_ip(raw) == _through_address_objects(raw)
+    spelled = address_spellings(raw)
+    if _through_address_objects(raw) is None:
+        assert spelled is None
+    else:
+        assert spelled is not None and spelled[1] == _through_address_objects(raw)
+
+
+@pytest.mark.parametrize(("raw", "spellings"), [
+    ("203.0.113.77", ("203.0.113.77",)),
+    (" 203.0.113.77 ", ("203.0.113.77",)),
+    ("::ffff:203.0.113.77", ("::ffff:203.0.113.77", "203.0.113.77")),
+    ("2001:db8::1", ("2001:db8::1", "2001:0db8:0000:0000:0000:0000:0000:0001")),
+    ("2001:DB8::1", ("2001:DB8::1", "2001:0db8:0000:0000:0000:0000:0000:0001", "2001:db8::1")),
+])
+def test_address_spellings_are_the_text_as_sent_and_its_canonical_forms(
+    raw: str, spellings: tuple[str, ...]
+) -> None:
+    found = address_spellings(raw)
+    assert found is not None
+    assert found[0] == spellings
+    assert found[1] == anonymise_ip(raw)
+
+
+@pytest.mark.parametrize("raw", [None, "", "not an address", "203.0.113.256", "010.0.0.1"])
+def test_address_spellings_of_no_address_is_none(raw: str | None) -> None:
+    assert address_spellings(raw) is None

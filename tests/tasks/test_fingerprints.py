@@ -68,3 +68,21 @@ def test_a_job_carries_its_own_id_and_no_full_ip_address_anywhere():
     assert job["error"]["context"]["server"]["HTTP_X_FORWARDED_FOR"] == "203.0.113.0"
     assert error_job("site-1", {"type": "E", "message": "m", "source": "php"})["jobId"] != \
         job["jobId"]
+
+
+@pytest.mark.parametrize(("text", "scrubbed"), [
+    ("Mozilla/5.0 (X11; rv:128.0) Firefox/128.0 via 10.20.30.40",
+     "Mozilla/5.0 (X11; rv:128.0) Firefox/128.0 via 10.20.30.0"),
+    ("connect 192.0.2.55:8080 failed at app.js:10:5", "connect 192.0.2.0:8080 failed at app.js:10:5"),
+    ("peers [10.0.0.7,10.0.0.8]", "peers [10.0.0.0,10.0.0.0]"),
+    # Four groups inside a longer dotted run are taken for an address too: over-cautious.
+    ("version 1.2.3.4.5 and 1.2.3 stay", "version 1.2.3.0.5 and 1.2.3 stay"),
+    ("no address: 999.1.1.1 or 01.2.3.4", "no address: 999.1.1.1 or 01.2.3.4"),
+    ("own address 2001:DB8::1 and 2001:0db8:0000:0000:0000:0000:0000:0001",
+     "own address 2001:db8:: and 2001:db8::"),
+])
+def test_every_address_in_the_error_text_is_anonymised(text: str, scrubbed: str):
+    job = error_job("site-1", {"ip": "2001:DB8::1", "type": "Error", "message": text,
+                               "source": "javascript", "userAgent": text})
+    assert job["error"]["message"] == scrubbed
+    assert job["error"]["userAgent"] == scrubbed
