@@ -37,6 +37,10 @@ const QUERY_FIELDS = {
   'X-Segment-Ended-At': 'endedAt',
   'X-Visitor-Consent': 'consent',
 };
+// A live upload the network lost, or the service asked to come back for (429, 5xx), is sent
+// again after 1 s, 2 s and 4 s; the service keeps one copy of each (recording, seq).
+const RETRIES = 3;
+const RETRY_MS = 1000;
 const RECORDING_KEY = 'wpelRecordingId';
 const SEQ_KEY = 'wpelRecordingSeq';
 
@@ -128,6 +132,12 @@ function createRecorder(ctx) {
       headers: { 'Content-Type': 'text/plain' } };
   }
 
+  /**
+   * Upload one segment. True when it needs no second try: stored, dropped by the privacy rules,
+   * or refused for good (a 4xx other than 429). False when the network failed (a page being left
+   * cancels its ordinary requests, sometimes before its pagehide handlers run) or the service
+   * asked to come back later.
+   */
   async function post({ headers, body }, keepalive) {
     const size = body.byteLength;
     if (keepalive) keptAlive += size;
@@ -136,6 +146,7 @@ function createRecorder(ctx) {
     try {
       const answer = await fetch(request.url, { method: 'POST', body,
         headers: request.headers, credentials: 'omit', keepalive });
+      if (answer.status === 429 || answer.status >= 500) return false;
       const ack = answer.ok ? await answer.json() : null;
       // The server files a segment of an ended recording under the one continuing it.
       if (ack && ack.recordingId && ack.recordingId !== recordingId) {
@@ -143,8 +154,9 @@ function createRecorder(ctx) {
         remember();
       }
       if (ack && ack.dropped) stop();
+      return true;
     } catch (e) {
-      // The network failed: this segment is lost, the recording goes on.
+      return false;
     } finally {
       if (keepalive) keptAlive -= size;
     }
@@ -158,7 +170,12 @@ function createRecorder(ctx) {
       pending.shift();
       const current = segment(batch, body);
       sending = current;
-      await post(current, false);
+      // Until it is delivered the segment stays `sending`, so that a page left meanwhile sends
+      // it again with keepalive; once `leave` has taken it, the retries here stop.
+      for (let retry = 0; !(await post(current, false)) && retry < RETRIES; retry++) {
+        await new Promise((resolve) => { setTimeout(resolve, RETRY_MS * 2 ** retry); });
+        if (sending !== current || stopped) break;
+      }
       if (sending === current) sending = null;
     }
   }
