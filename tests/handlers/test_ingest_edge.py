@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 
 import server
 from handlers import ingest as ingest_handlers
@@ -141,3 +142,33 @@ async def test_a_client_that_leaves_before_its_body_is_complete_stores_nothing(
     answer = await fetch("/ingest/pageviews", "POST", json_body=PAGEVIEW,
                          headers={"X-Service-Key": tenant.api_key})
     assert answer.code == 200
+
+
+async def test_an_intake_that_has_to_wait_is_answered_after_its_wait_in_order(
+        base_url: str, tenant: Tenant, deps, monkeypatch, caplog):
+    # On the embedded store nothing waits and the answer goes out at once; on a real server the
+    # intake waits for MongoDB, and the rest of the answer must follow its wait. The second
+    # request on the connection waits too, and fails after its wait.
+    record_pageview = ingest_handlers.activity.record_pageview
+    waits: list[str] = []
+
+    async def waiting(intake, site, payload):
+        waits.append(payload["visitorId"])
+        await asyncio.sleep(0.05)
+        if payload["visitorId"] == "v-fails":
+            raise RuntimeError("failed after waiting")
+        return await record_pageview(intake, site, payload)
+
+    monkeypatch.setattr(ingest_handlers.activity, "record_pageview", waiting)
+    caplog.set_level(logging.ERROR)
+    bodies = [json.dumps({**PAGEVIEW, "visitorId": visitor}).encode()
+              for visitor in ("v-edge", "v-fails", "v-edge")]
+    answers = await _exchange(base_url, b"".join(_post(tenant, body) for body in bodies),
+                              answers=3)
+    statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", answers)
+    assert statuses == [b"200", b"500", b"200"]
+    assert waits == ["v-edge", "v-fails", "v-edge"]
+    assert "failed after waiting" in caplog.text
+    profile = await deps.store.collection("visitors").find_one(
+        {"_id": f"{tenant.site_id}:v-edge"})
+    assert profile["counts"]["pageviews"] == 2
