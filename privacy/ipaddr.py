@@ -48,13 +48,19 @@ _CANONICAL_IPV4 = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9]
                              r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])")
 
 
+def _anonymised_canonical_ipv4(raw: str) -> str | None:
+    """The anonymised form of an IPv4 address written as `ipaddress` writes it, else None."""
+    # Most addresses arrive written that way; they need no address object, which costs several
+    # times the regular expression, on every request and every address literal in an error.
+    if _CANONICAL_IPV4.fullmatch(raw):
+        return raw[:raw.rindex(".")] + ".0"
+    return None
+
+
 def anonymise_ip(raw: str | None) -> str | None:
     """Return the anonymised form of a client address, or None when it is not a valid address."""
-    # Most addresses arrive written as ipaddress writes them; those need no address object,
-    # which costs several times the regular expression on every error and every address
-    # literal in its text.
-    if isinstance(raw, str) and _CANONICAL_IPV4.fullmatch(raw):
-        return raw[:raw.rindex(".")] + ".0"
+    if isinstance(raw, str) and (quick := _anonymised_canonical_ipv4(raw)) is not None:
+        return quick
     address = parse_client_ip(raw)
     return anonymise_address(address) if address is not None else None
 
@@ -65,8 +71,8 @@ def address_spellings(raw: str | None) -> tuple[tuple[str, ...], str] | None:
     The spellings are the text as sent (stripped) and the address's canonical forms, without
     repeats: what to look for when removing the address from free text.
     """
-    if isinstance(raw, str) and _CANONICAL_IPV4.fullmatch(raw):
-        return (raw,), raw[:raw.rindex(".")] + ".0"
+    if isinstance(raw, str) and (quick := _anonymised_canonical_ipv4(raw)) is not None:
+        return (raw,), quick
     address = parse_client_ip(raw)
     if address is None or not isinstance(raw, str):
         return None

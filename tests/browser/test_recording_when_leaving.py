@@ -3,10 +3,13 @@
 A page being left cancels its ordinary requests, at times before its pagehide handlers run, and
 the network or the service may fail an upload at any time: a live segment upload that was not
 delivered stays the recorder's to send again, with keepalive when the page is left, else after
-a pause. A page being left runs no more tasks once its pagehide handlers return, and keepalive requests
+a pause.
+
+A page being left runs no more tasks once its pagehide handlers return, and keepalive requests
 may carry at most 64 KiB of bodies in all, so what the recorder has not sent yet must go at once
-and in parts (docs/sdk.md, "Recordings"). Each test leaves right after a burst of DOM changes
-several times larger than that, then looks for the burst's end where it lands: in the store.
+and in parts (docs/sdk.md, "Recordings"). The first test leaves right after a burst of DOM
+changes several times larger than that, then looks for the burst's end where it lands: in the
+store.
 """
 
 from __future__ import annotations

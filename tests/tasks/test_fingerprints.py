@@ -73,7 +73,8 @@ def test_a_job_carries_its_own_id_and_no_full_ip_address_anywhere():
 @pytest.mark.parametrize(("text", "scrubbed"), [
     ("Mozilla/5.0 (X11; rv:128.0) Firefox/128.0 via 10.20.30.40",
      "Mozilla/5.0 (X11; rv:128.0) Firefox/128.0 via 10.20.30.0"),
-    ("connect 192.0.2.55:8080 failed at app.js:10:5", "connect 192.0.2.0:8080 failed at app.js:10:5"),
+    ("connect 192.0.2.55:8080 failed at app.js:10:5",
+     "connect 192.0.2.0:8080 failed at app.js:10:5"),
     ("peers [10.0.0.7,10.0.0.8]", "peers [10.0.0.0,10.0.0.0]"),
     # Four groups inside a longer dotted run are taken for an address too: over-cautious.
     ("version 1.2.3.4.5 and 1.2.3 stay", "version 1.2.3.0.5 and 1.2.3 stay"),
