@@ -133,9 +133,19 @@ def _list_key(transport_options: dict[str, Any], queue: str, priority: int) -> s
     return transport_options.get("global_keyprefix", "") + name
 
 
+def job_json(job: dict[str, Any]) -> str:
+    """The job serialised as kombu serialises it."""
+    try:
+        # A job holds JSON values only, which the standard encoder writes exactly as kombu's
+        # subclass of it does, without building an encoder per call (a fifth of a message).
+        return json.dumps(job)
+    except TypeError:
+        return kombu_dumps(job)  # kombu's own forms for datetimes, UUIDs, bytes, ...
+
+
 def task_message(layout: MessageLayout, job: dict[str, Any], argsrepr: str) -> str:
     """The serialised message for one job, as kombu's Redis transport stores it."""
-    body = f"{layout.body_prefix}{kombu_dumps(job)}{layout.body_suffix}".encode()
+    body = f"{layout.body_prefix}{job_json(job)}{layout.body_suffix}".encode()
     # Base64 and UUID text never need escaping in JSON, so quotes alone serialise them.
     values = {
         "body": f'"{base64.b64encode(body).decode("ascii")}"',

@@ -15,15 +15,19 @@ import contextlib
 import copy
 import json
 import logging
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import redis
 from celery import Celery, current_task
+from kombu.utils.json import dumps as kombu_dumps
 
 from config.metrics import Metrics
+from tasks.broker_publish import job_json
 from tasks.celery_app import (
     TASK_NAME,
     CeleryErrorQueue,
@@ -120,6 +124,17 @@ async def test_a_published_job_is_stored_exactly_as_send_task_stores_it(
     # The header worker logs and monitors show names the job and carries none of the error.
     assert job["jobId"] in headers["argsrepr"]
     assert job["error"]["message"] not in json.dumps(headers)
+
+
+@pytest.mark.parametrize("job", [
+    {"jobId": "j-1", "error": {"message": "Ünïcode \u2028 \"quoted\"\n\ttabbed", "line": 10,
+                              "ratio": 0.1, "big": 2 ** 70, "ok": True, "none": None,
+                              "frames": [{"file": "a.js"}, [], {}]}},
+    {"jobId": "j-2", "at": datetime(2026, 11, 22, 12, 0, tzinfo=UTC), "id": uuid.uuid4(),
+     "raw": b"\x00bytes"},
+], ids=["json-values", "other-values"])
+def test_a_job_is_serialised_exactly_as_kombu_serialises_it(job: dict[str, Any]):
+    assert job_json(job) == kombu_dumps(job)
 
 
 @dataclass(frozen=True)
