@@ -183,6 +183,7 @@ class _Resumed:
 
 
 async def _go_on(coroutine: Coroutine[Any, Any, Any], awaited: Any) -> Any:
+    """What the Task runs: the rest of `coroutine`, from the wait it stopped at."""
     return await _Resumed(coroutine, awaited)
 
 
