@@ -50,7 +50,6 @@ from handlers import sdk as sdk_handlers
 from handlers import sites as site_handlers
 from handlers import ui as ui_handlers
 from handlers import visitors as visitor_handlers
-from handlers.application import ServiceApplication
 from handlers.base import NotFoundHandler
 from handlers.validation import SchemaValidator
 from ingest.intake import VisitorIntake
@@ -76,6 +75,10 @@ log = logging.getLogger("visitor_service")
 #: its other fields and headers. Tornado closes the connection above this without an answer;
 #: below it, a single header over handlers.base.MAX_HEADER_VALUE_BYTES gets a JSON 431.
 MAX_HEADER_BYTES = 64 * 1024
+
+#: How long a request body may take to arrive once its headers have (a trickling client is cut
+#: off after it).
+BODY_TIMEOUT_SECONDS = 60.0
 
 
 @dataclass
@@ -125,7 +128,7 @@ class Deps:
 async def build_deps(settings: Settings, *, store: Store | None = None) -> Deps:
     """Create the clients for these settings and ensure the indexes."""
     store = store or open_store(settings.mongodb_uri, settings.mongodb_database)
-    await store.ensure_indexes(documents.declared_indexes())
+    await documents.prepare_store(store)
     sealer = SecretSealer(settings.master_key)
     issuer = TokenIssuer(settings.secret_key, settings.public_url)
     auth = AuthService(
@@ -212,7 +215,7 @@ def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
         *notification_handlers.default_handlers,
         *ui_handlers.default_handlers,
     ]
-    return ServiceApplication(
+    return tornado.web.Application(
         routes,
         deps=deps,
         default_handler_class=NotFoundHandler,
@@ -236,18 +239,21 @@ def tls_context(settings: Settings) -> ssl.SSLContext | None:
     return context
 
 
-def make_http_server(settings: Settings, app: tornado.web.Application
+def make_http_server(settings: Settings, app: tornado.web.Application, *,
+                     body_timeout: float = BODY_TIMEOUT_SECONDS
                      ) -> tornado.httpserver.HTTPServer:
-    """The HTTP server with body limits that fit the largest accepted upload."""
+    """The HTTP server with body limits that fit the largest accepted upload.
+
+    An API route refuses a declared length over its own limit before the body is read, with the
+    JSON 413 (`BaseHandler.prepare`); the server's limit bounds the rest, such as chunked bodies.
+    """
     return tornado.httpserver.HTTPServer(
         app,
         ssl_options=tls_context(settings),
         xheaders=False,  # client IPs come from BaseHandler.client_ip (trusted proxies only)
         max_body_size=max(settings.max_segment_bytes, settings.max_event_body_bytes) + 64 * 1024,
         idle_connection_timeout=60,
-        # The slow-body guard lives in ServiceApplication: it arms this timeout (60 s) only for
-        # a body still arriving after its headers, not for every request.
-        body_timeout=None,
+        body_timeout=body_timeout,
         max_header_size=MAX_HEADER_BYTES,
     )
 

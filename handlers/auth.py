@@ -40,7 +40,7 @@ class TokenPairHandler(BaseHandler):
     def presented_refresh_token(self) -> str:
         """The refresh token from the body, else from the cookie."""
         body: dict[str, Any] = {}
-        if self.request.body:
+        if self.body:
             body = self.validated_body("RefreshRequest")
         token = body.get("refreshToken") or self.get_cookie(REFRESH_COOKIE)
         if not token:

@@ -1,5 +1,8 @@
 """The base handler: authentication by default, JSON in and out, one error shape.
 
+Bodies are streamed (`stream_request_body`), so `prepare` authenticates and checks the declared
+length before the body is read: a body over the route's limit gets the JSON 413 at once.
+
 Every handler states how it authenticates in `authentication`; the default is a dashboard
 access token, so a new route is closed until it opts out explicitly (Jupyter Server's pattern).
 Errors raised anywhere below are mapped here, once, to a status and
@@ -16,7 +19,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tornado.httputil import HTTPHeaders
-from tornado.web import HTTPError, RequestHandler
+from tornado.web import HTTPError, RequestHandler, stream_request_body
 
 from documents.accounts import AuthenticatedUser
 from documents.store import is_temporary_store_error
@@ -126,15 +129,6 @@ def check_header_sizes(headers: HTTPHeaders) -> None:
                                  f"{MAX_HEADER_VALUE_BYTES} characters")
 
 
-def check_body_size(headers: HTTPHeaders, body: bytes | None, limit: int) -> None:
-    """PayloadTooLarge (413) when the declared or the actual body is over `limit` bytes."""
-    declared = headers.get("Content-Length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"body is larger than {limit} bytes")
-    if len(body or b"") > limit:
-        raise PayloadTooLarge(f"body is larger than {limit} bytes")
-
-
 def decode_json_body(headers: HTTPHeaders, body: bytes, accepted_content_types: tuple[str, ...]
                      ) -> Any:
     """The parsed JSON body, or UnsupportedMediaType (415) / MalformedRequest (400)."""
@@ -151,6 +145,7 @@ def decode_json_body(headers: HTTPHeaders, body: bytes, accepted_content_types: 
         raise MalformedRequest("body is not valid JSON") from None
 
 
+@stream_request_body
 class BaseHandler(RequestHandler):
     """JSON API handler; subclasses set `authentication` and `max_body_bytes` when they differ."""
 
@@ -162,6 +157,11 @@ class BaseHandler(RequestHandler):
     accepted_content_types: ClassVar[tuple[str, ...]] = ("application/json",)
 
     current_user: AuthenticatedUser | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._body_chunks: list[bytes] = []
+        self._body_received = 0
+        super().__init__(*args, **kwargs)
 
     @property
     def deps(self) -> Deps:
@@ -213,12 +213,32 @@ class BaseHandler(RequestHandler):
         return self.max_body_bytes or self.deps.settings.max_event_body_bytes
 
     def _check_body_size(self) -> None:
-        check_body_size(self.request.headers, self.request.body, self._body_limit())
+        declared = self.request.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > self._body_limit():
+            # The 413 goes out before the body is read, and Tornado closes the connection
+            # after it; allowing this request's body through keeps Tornado from answering its
+            # length a second time with a bare 400 of its own.
+            self.request.connection.set_max_body_size(int(declared))  # type: ignore[attr-defined]
+            raise PayloadTooLarge(f"body is larger than {self._body_limit()} bytes")
+
+    def data_received(self, chunk: bytes) -> None:
+        """Keep the body as it arrives; past the route's limit only its length is kept."""
+        self._body_received += len(chunk)
+        if self._body_received <= self._body_limit():
+            self._body_chunks.append(chunk)
+
+    @property
+    def body(self) -> bytes:
+        """The request body, or PayloadTooLarge (413) when it ran over the route's limit."""
+        if self._body_received > self._body_limit():
+            raise PayloadTooLarge(f"body is larger than {self._body_limit()} bytes")
+        if len(self._body_chunks) > 1:
+            self._body_chunks = [b"".join(self._body_chunks)]
+        return self._body_chunks[0] if self._body_chunks else b""
 
     def json_body(self) -> Any:
         """The parsed JSON body, or MalformedRequest / UnsupportedMediaType."""
-        return decode_json_body(self.request.headers, self.request.body,
-                                self.accepted_content_types)
+        return decode_json_body(self.request.headers, self.body, self.accepted_content_types)
 
     def validated_body(self, schema: str) -> dict[str, Any]:
         """The JSON body, checked against `schema` in docs/openapi.yaml."""

@@ -2,22 +2,24 @@
 
 Each endpoint authenticates the site API key from `X-Service-Key`, applies the per-site rate
 limit, validates the body against its schema in docs/openapi.yaml, and hands it to one intake
-function. Every rejection is counted with its reason, like every drop. The JSON endpoints are
-`IngestEndpoint`s served by the ingest edge (handlers/ingest_edge.py); `IngestHandler` is the
-RequestHandler form of the same contract, for the segment upload.
+function. Every rejection is counted with its reason, like every drop.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from errors import RateLimited, Unauthenticated
 from handlers.base import BaseHandler
-from handlers.ingest_edge import IngestEndpoint, authenticate_service_key, count_rejection
 from ingest import activity
 from ingest.intake import Outcome
 
 if TYPE_CHECKING:
     from server import Deps
+
+#: What a JSON ingest endpoint does with a validated body: the answer's JSON object.
+Accept = Callable[["Deps", dict[str, Any], dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 def acknowledgement(outcome: Outcome) -> dict[str, Any]:
@@ -31,13 +33,11 @@ def acknowledgement(outcome: Outcome) -> dict[str, Any]:
 
 
 class IngestHandler(BaseHandler):
-    """RequestHandler base of an /ingest endpoint: `X-Service-Key` auth, counted rejections."""
+    """Base of an /ingest endpoint: `X-Service-Key` auth and rate limit, counted rejections."""
 
     authentication = "service_key"
     #: The metrics label and privacy-gate kind of what this endpoint receives.
     kind: ClassVar[str] = "unknown"
-    #: The request schema's name in docs/openapi.yaml.
-    schema: ClassVar[str] = ""
 
     site: dict[str, Any]
 
@@ -46,17 +46,42 @@ class IngestHandler(BaseHandler):
 
     async def _authenticate_service_key(self) -> None:
         self.current_user = None
-        self.site = await authenticate_service_key(self.deps,
-                                                   self.request.headers.get("X-Service-Key", ""))
-
-    def payload(self) -> dict[str, Any]:
-        """The validated body."""
-        return self.validated_body(self.schema)
+        key = self.request.headers.get("X-Service-Key", "").strip()
+        if not key:
+            raise Unauthenticated("the X-Service-Key header is required", code="missing_key")
+        site = await self.deps.keyring.site_for_api_key(key)
+        if site is None:
+            raise Unauthenticated("the site API key is not valid", code="invalid_key")
+        retry_after = self.deps.rate_limiter.take(site["_id"])
+        if retry_after is not None:
+            raise RateLimited("too many requests for this site", retry_after=retry_after)
+        self.site = site
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
-        count_rejection(self.deps.metrics, self.kind, status_code,
-                        kwargs.get("exc_info", (None, None, None))[1])
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        self.deps.metrics.count("ingest_rejected_total", "Ingest requests refused, by reason.",
+                                kind=self.kind,
+                                reason=getattr(exc, "code", None) or str(status_code))
         super().write_error(status_code, **kwargs)
+
+
+class JsonIngestHandler(IngestHandler):
+    """POST of one JSON object: validated against its schema, handed to its intake call."""
+
+    def initialize(self, kind: str, schema: str, accept: Accept) -> None:
+        self.kind = kind
+        self.schema = schema
+        self.accept = accept
+
+    async def post(self) -> None:
+        payload = self.validated_body(self.schema)
+        self.write_json(await self.accept(self.deps, self.site, payload))
+
+
+def ingest_route(path: str, kind: str, schema: str, accept: Accept
+                 ) -> tuple[str, type[JsonIngestHandler], dict[str, Any]]:
+    """The route of a JSON ingest endpoint: its path, metrics kind, schema and intake call."""
+    return path, JsonIngestHandler, {"kind": kind, "schema": schema, "accept": accept}
 
 
 async def _pageview(deps: Deps, site: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
@@ -86,13 +111,13 @@ async def _consent(deps: Deps, site: dict[str, Any], body: dict[str, Any]) -> di
 
 default_handlers = [
     # A pageview, with the product when the shop knows it.
-    (r"/ingest/pageviews", IngestEndpoint("pageview", "PageviewIngest", _pageview)),
+    ingest_route(r"/ingest/pageviews", "pageview", "PageviewIngest", _pageview),
     # Register or update a visitor.
-    (r"/ingest/visitors", IngestEndpoint("visitor", "VisitorIngest", _visitor)),
+    ingest_route(r"/ingest/visitors", "visitor", "VisitorIngest", _visitor),
     # A lead or checkout, with cart and shop session; announced live as `new_lead`.
-    (r"/ingest/leads", IngestEndpoint("lead", "LeadIngest", _lead)),
+    ingest_route(r"/ingest/leads", "lead", "LeadIngest", _lead),
     # Additions to spec §4.1: survey answers, a chat transcript, a consent decision.
-    (r"/ingest/surveys", IngestEndpoint("survey", "SurveyIngest", _survey)),
-    (r"/ingest/chats", IngestEndpoint("chat", "ChatIngest", _chat)),
-    (r"/ingest/consents", IngestEndpoint("consent", "ConsentIngest", _consent)),
+    ingest_route(r"/ingest/surveys", "survey", "SurveyIngest", _survey),
+    ingest_route(r"/ingest/chats", "chat", "ChatIngest", _chat),
+    ingest_route(r"/ingest/consents", "consent", "ConsentIngest", _consent),
 ]

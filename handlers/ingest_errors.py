@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from handlers.ingest_edge import IngestEndpoint
+from handlers.ingest import ingest_route
 from tasks.queue import submit_error
 
 if TYPE_CHECKING:
@@ -25,6 +25,4 @@ async def _error(deps: Deps, site: dict[str, Any], body: dict[str, Any]) -> dict
     return {"ok": True}
 
 
-default_handlers: list[tuple[str, Any]] = [
-    (r"/ingest/errors", IngestEndpoint("error", "ErrorIngest", _error)),
-]
+default_handlers = [ingest_route(r"/ingest/errors", "error", "ErrorIngest", _error)]

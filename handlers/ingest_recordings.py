@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tornado.httputil import HTTPServerRequest
 
 from errors import InvalidInput, UnsupportedMediaType
-from handlers.ingest import IngestHandler, acknowledgement
-from handlers.ingest_edge import IngestEndpoint
+from handlers.ingest import IngestHandler, acknowledgement, ingest_route
 from handlers.validation import SchemaValidator
 from ingest.interactions import BatchOutcome, record_interactions
 from ingest.recordings import SegmentOutcome, SegmentUpload
@@ -58,7 +57,8 @@ class RecordingSegmentHandler(IngestHandler):
         self.write_json(segment_answer(result))
 
     def _upload(self) -> SegmentUpload:
-        return segment_upload(self.request, self.deps.schemas, self.accepted_content_types)
+        return segment_upload(self.request, self.body, self.deps.schemas,
+                              self.accepted_content_types)
 
 
 def segment_answer(result: SegmentOutcome) -> dict[str, Any]:
@@ -79,7 +79,7 @@ def segment_answer(result: SegmentOutcome) -> dict[str, Any]:
 QUERY_METADATA_CONTENT_TYPE = "text/plain"
 
 
-def segment_upload(request: HTTPServerRequest, schemas: SchemaValidator,
+def segment_upload(request: HTTPServerRequest, body: bytes, schemas: SchemaValidator,
                    accepted_content_types: tuple[str, ...]) -> SegmentUpload:
     """The segment in a request: raw gzip body, metadata from the X-* headers (also /sdk/v1).
 
@@ -107,7 +107,7 @@ def segment_upload(request: HTTPServerRequest, schemas: SchemaValidator,
         raise InvalidInput(invalid.message, field=field) from None
     return SegmentUpload(
         recording_id=meta["recordingId"], seq=meta["seq"], visitor_id=meta["visitorId"],
-        page_url=meta["url"], data=request.body, session_id=meta.get("sessionId"),
+        page_url=meta["url"], data=body, session_id=meta.get("sessionId"),
         started_at=meta.get("startedAt"), ended_at=meta.get("endedAt"),
         gpc=bool(meta.get("gpc")), consent=meta.get("consent"),
         order_completed=bool(meta.get("orderCompleted")),
@@ -150,9 +150,9 @@ async def _interactions(deps: Deps, site: dict[str, Any], body: dict[str, Any]
 
 
 default_handlers = [
-    (r"/ingest/recordings/start", IngestEndpoint("recording", "RecordingStart", _start)),
+    ingest_route(r"/ingest/recordings/start", "recording", "RecordingStart", _start),
     (r"/ingest/recordings/segment", RecordingSegmentHandler),
-    (r"/ingest/recordings/end", IngestEndpoint("recording", "RecordingEnd", _end)),
-    (r"/ingest/recordings/interactions",
-     IngestEndpoint("interaction", "InteractionIngest", _interactions)),
+    ingest_route(r"/ingest/recordings/end", "recording", "RecordingEnd", _end),
+    ingest_route(r"/ingest/recordings/interactions", "interaction", "InteractionIngest",
+                 _interactions),
 ]

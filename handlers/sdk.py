@@ -246,7 +246,8 @@ class SdkRecordingSegmentHandler(SdkHandler):
         return self.deps.settings.max_segment_bytes
 
     async def post(self, _: str) -> None:
-        upload = segment_upload(self.request, self.deps.schemas, self.accepted_content_types)
+        upload = segment_upload(self.request, self.body, self.deps.schemas,
+                                self.accepted_content_types)
         result = await self.deps.recordings.add_segment(self.site, upload)
         self.write_json(segment_answer(result))
 

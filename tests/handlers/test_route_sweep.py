@@ -59,9 +59,6 @@ def _concrete(pattern: str, site_id: str) -> str:
 
 
 def _methods(handler: type[BaseHandler]) -> list[str]:
-    # An ingest edge route (handlers/ingest_edge.py) says which methods it serves.
-    if hasattr(handler, "methods"):
-        return list(handler.methods)
     return [m for m in METHODS if getattr(handler, m) is not getattr(BaseHandler, m)]
 
 

@@ -1,8 +1,8 @@
-"""The ingest edge answers like every other API route: headers, HEAD, failures, the access log.
+"""The JSON ingest routes answer like every other API route: headers, failures, the access log,
+and a body over the limit refused with the JSON 413 before it is read.
 
-The contract itself (statuses, error codes, limits, auth on every ingest route) is covered by the
-route sweep, the OpenAPI fuzz test and the ingest tests, which all go through the edge; these
-tests pin what only a hand-written HTTP answer could get wrong.
+The contract itself (statuses, error codes, auth on every ingest route) is covered by the route
+sweep, the OpenAPI fuzz test and the ingest tests.
 """
 
 from __future__ import annotations
@@ -10,11 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 
-import server
 from handlers import ingest as ingest_handlers
-from handlers.ingest_edge import IngestEdge
 from tests.support.app import Fetch, Tenant
 
 PAGEVIEW = {"visitorId": "v-edge", "url": "https://shop.example/"}
@@ -45,18 +42,6 @@ def _post(tenant: Tenant, body: bytes, path: str = "/ingest/pageviews") -> bytes
             ).encode() + body
 
 
-def test_the_json_ingest_routes_are_served_by_the_edge(settings, deps):
-    app = server.make_app(settings, deps)
-    targets = {rule.matcher.regex.pattern.rstrip("$"): rule.target
-               for rule in app.wildcard_router.rules}
-    for path in ("/ingest/pageviews", "/ingest/errors", "/ingest/leads",
-                 "/ingest/recordings/start", "/ingest/recordings/interactions"):
-        assert isinstance(targets[path], IngestEdge), path
-        assert targets[path].deps is deps
-    # Binary segments keep their RequestHandler.
-    assert not isinstance(targets["/ingest/recordings/segment"], IngestEdge)
-
-
 async def test_answers_carry_the_api_headers_accepted_or_refused(fetch: Fetch, tenant: Tenant):
     accepted = await fetch("/ingest/pageviews", "POST", json_body=PAGEVIEW,
                            headers={"X-Service-Key": tenant.api_key})
@@ -70,16 +55,6 @@ async def test_answers_carry_the_api_headers_accepted_or_refused(fetch: Fetch, t
         assert "Server" not in headers
         assert headers["Date"].endswith(" GMT")
         assert int(headers["Content-Length"]) == len(answer.response.body)
-
-
-async def test_head_is_refused_with_a_length_and_no_body(base_url: str, tenant: Tenant):
-    answer = await _exchange(base_url, (
-        f"HEAD /ingest/pageviews HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        f"X-Service-Key: {tenant.api_key}\r\n\r\n").encode())
-    head, _, body = answer.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 405 ")
-    assert b"Content-Length: 74" in head
-    assert body == b""
 
 
 async def test_several_requests_on_one_connection_are_each_answered(base_url: str,
@@ -144,31 +119,28 @@ async def test_a_client_that_leaves_before_its_body_is_complete_stores_nothing(
     assert answer.code == 200
 
 
-async def test_an_intake_that_has_to_wait_is_answered_after_its_wait_in_order(
-        base_url: str, tenant: Tenant, deps, monkeypatch, caplog):
-    # On the embedded store nothing waits and the answer goes out at once; on a real server the
-    # intake waits for MongoDB, and the rest of the answer must follow its wait. The second
-    # request on the connection waits too, and fails after its wait.
-    record_pageview = ingest_handlers.activity.record_pageview
-    waits: list[str] = []
+async def test_a_body_over_the_servers_cap_gets_the_json_413_before_it_is_sent(
+        base_url: str, tenant: Tenant, settings):
+    # Only the headers go out: the answer must not wait for (or need) the body.
+    declared = max(settings.max_segment_bytes, settings.max_event_body_bytes) * 4
+    host, port = base_url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write((f"POST /ingest/pageviews HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                  f"Content-Type: application/json\r\nX-Service-Key: {tenant.api_key}\r\n"
+                  f"Content-Length: {declared}\r\n\r\n").encode())
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(), timeout=5)
+    writer.close()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413 ")
+    assert b"Content-Type: application/json" in head
+    assert json.loads(body)["error"]["code"] == "payload_too_large"
 
-    async def waiting(intake, site, payload):
-        waits.append(payload["visitorId"])
-        await asyncio.sleep(0.05)
-        if payload["visitorId"] == "v-fails":
-            raise RuntimeError("failed after waiting")
-        return await record_pageview(intake, site, payload)
 
-    monkeypatch.setattr(ingest_handlers.activity, "record_pageview", waiting)
-    caplog.set_level(logging.ERROR)
-    bodies = [json.dumps({**PAGEVIEW, "visitorId": visitor}).encode()
-              for visitor in ("v-edge", "v-fails", "v-edge")]
-    answers = await _exchange(base_url, b"".join(_post(tenant, body) for body in bodies),
-                              answers=3)
-    statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", answers)
-    assert statuses == [b"200", b"500", b"200"]
-    assert waits == ["v-edge", "v-fails", "v-edge"]
-    assert "failed after waiting" in caplog.text
-    profile = await deps.store.collection("visitors").find_one(
-        {"_id": f"{tenant.site_id}:v-edge"})
-    assert profile["counts"]["pageviews"] == 2
+async def test_a_body_over_the_routes_limit_gets_the_json_413(fetch: Fetch, tenant: Tenant,
+                                                             settings):
+    body = b'{"visitorId": "' + b"v" * settings.max_event_body_bytes + b'"}'
+    answer = await fetch("/ingest/pageviews", "POST", body=body,
+                         headers={"X-Service-Key": tenant.api_key,
+                                  "Content-Type": "application/json"})
+    assert answer.code == 413 and answer.error_code == "payload_too_large"
