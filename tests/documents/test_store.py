@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -141,6 +142,29 @@ async def test_an_upload_colliding_on_a_metadata_index_leaves_no_chunks_behind(s
     await bucket.upload("f1", "one", b"first", {"part": 1})
     with pytest.raises(DuplicateKeyError):
         await bucket.upload("f2", "one", b"again", {"part": 1})
+    assert await store.collection("blobs.chunks").count_documents({"files_id": "f2"}) == 0
+    assert await bucket.read("f1") == b"first"
+
+
+async def test_an_upload_colliding_inside_a_transaction_fails_at_once_and_leaves_nothing(
+        store: Store):
+    """The collision aborts the transaction on a real server: the upload must not try to clean
+    up inside it (that would raise NoSuchTransaction, a transient error, and make the driver
+    run the whole callback again and again); the abort itself removes the chunks."""
+    bucket = store.bucket("blobs")
+    await store.ensure_indexes([*bucket.indexes(), Index(
+        "blobs.files", (("metadata.part", ASCENDING),), unique=True)])
+    await bucket.upload("f1", "one", b"first", {"part": 1})
+    runs = 0
+
+    async def work(session: Any) -> None:
+        nonlocal runs
+        runs += 1
+        await bucket.upload("f2", "one", b"again" * 100_000, {"part": 1}, session=session)
+
+    with pytest.raises(DuplicateKeyError):
+        await asyncio.wait_for(store.transaction(work), timeout=10)
+    assert runs == 1
     assert await store.collection("blobs.chunks").count_documents({"files_id": "f2"}) == 0
     assert await bucket.read("f1") == b"first"
 
