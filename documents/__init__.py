@@ -20,7 +20,7 @@ from documents import (
     statement_nonces,
     visitors,
 )
-from documents.store import Index
+from documents.store import Index, Store
 
 
 def declared_indexes() -> list[Index]:
@@ -31,3 +31,15 @@ def declared_indexes() -> list[Index]:
         *leads.INDEXES, *notifications.INDEXES, *queries.INDEXES, *recordings.INDEXES,
         *requests.INDEXES, *sites.INDEXES, *statement_nonces.INDEXES, *visitors.INDEXES,
     ]
+
+
+def declared_collections() -> list[str]:
+    """Every collection start-up creates: those with indexes, and those declared bare."""
+    named = {index.collection for index in declared_indexes()} | set(accounts.COLLECTIONS)
+    return sorted(named)
+
+
+async def prepare_store(store: Store) -> None:
+    """Create every declared collection and index; idempotent, never drops anything."""
+    await store.ensure_collections(declared_collections())
+    await store.ensure_indexes(declared_indexes())

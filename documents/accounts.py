@@ -29,6 +29,9 @@ INDEXES = [
     Index("refresh_tokens", (("expiresAt", ASCENDING),), expire_after_seconds=0),
     Index("login_throttle", (("expiresAt", ASCENDING),), expire_after_seconds=0),
 ]
+#: Written inside a transaction and without an index of its own, so created at start-up: a
+#: transaction must not be the first write to a collection.
+COLLECTIONS = ("accounts",)
 
 
 def new_id() -> str:

@@ -81,7 +81,7 @@ async def open_worker_clients(settings: Settings, *, store: Store | None = None
                               ) -> WorkerClients:
     """The worker's clients, created on the loop that will use them; indexes ensured."""
     store = store or open_store(settings.mongodb_uri, settings.mongodb_database)
-    await store.ensure_indexes(documents.declared_indexes())
+    await documents.prepare_store(store)
     notifier = Notifier(store, SecretSealer(settings.master_key), public_url=settings.public_url,
                         max_attempts=settings.notify_max_attempts,
                         retry_seconds=settings.notify_retry_seconds,
