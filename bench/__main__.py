@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-BENCHMARKS = ["bench.ingest", "bench.live", "bench.dsr", "bench.soak"]
+BENCHMARKS = ["bench.ingest", "bench.wire", "bench.live", "bench.dsr", "bench.soak"]
 RESULTS = Path(__file__).resolve().parent / "results"
 
 Row = dict[str, Any]
@@ -46,6 +46,12 @@ def _ingest_rows(f: dict[str, Any]) -> list[Row]:
     rows.append(row("ingest", "errors, enqueue only: jobs on the queue (baseline: answered ok)",
                     kept["kept"], kept["accepted"], "= answered"))
     return rows
+
+
+def _wire_rows(f: dict[str, Any]) -> list[Row]:
+    return [row("wire", f"{name}: service CPU µs/request on the wire (baseline: bare Tornado)",
+                g["cpu_us_per_request"], g["baseline_cpu_us_per_request"])
+            for name, g in f.items()]
 
 
 def _live_rows(f: dict[str, Any]) -> list[Row]:
@@ -92,7 +98,8 @@ def _soak_rows(f: dict[str, Any]) -> list[Row]:
 
 #: How each benchmark's figures become rows.
 ROWS_FOR: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
-    "bench.ingest": _ingest_rows, "bench.live": _live_rows, "bench.dsr": _dsr_rows,
+    "bench.ingest": _ingest_rows, "bench.wire": _wire_rows, "bench.live": _live_rows,
+    "bench.dsr": _dsr_rows,
     "bench.soak": _soak_rows,
 }
 

@@ -1,7 +1,16 @@
-"""Fixtures: a fresh app per test on the embedded store (or MONGODB_URI), and HTTP helpers.
+"""Fixtures: a fresh app per test on the embedded store or over the wire, and HTTP helpers.
 
-Set MONGODB_URI to a replica set (e.g. mongodb://localhost:27017/?replicaSet=rs0) to run the
-whole suite against a real server; each test then gets its own database, dropped afterwards.
+Two store back-ends:
+
+* the embedded store (mongomock-motor, in-process), the default;
+* a real server through the real driver: `--store=wire` starts a SecantusDB (MongoDB wire
+  protocol, replica-set transactions) for the run, and MONGODB_URI names any other replica set
+  (e.g. mongodb://localhost:27017/?replicaSet=rs0). Each test gets its own database, dropped
+  afterwards.
+
+Every test that uses the `store` fixture (directly or through the app) is marked `store`, so
+`pytest --store=wire -m store` runs exactly the tests that touch the store on the wire. Tests
+about the embedded store itself are marked `embedded_only(reason)` and skipped on the wire.
 """
 
 from __future__ import annotations
@@ -27,6 +36,33 @@ from documents.store import Store, open_store
 from tests.support.app import TEST_PASSWORD, Answer, Tenant
 from tests.support.live import LiveClient, open_live
 from tests.support.redis_server import running_redis
+from tests.support.secantus import running_secantus
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--store", choices=("embedded", "wire"), default="embedded",
+                     help="embedded: mongomock-motor in-process (default); wire: start a "
+                          "SecantusDB and run through the real MongoDB driver")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "store: the test touches the store (set automatically)")
+    config.addinivalue_line(
+        "markers", "embedded_only(reason): about the embedded store itself; skipped on the wire")
+
+
+def _on_the_wire(config: pytest.Config) -> bool:
+    return config.getoption("--store") == "wire" or bool(os.environ.get("MONGODB_URI"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wire = _on_the_wire(config)
+    for item in items:
+        if "store" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.store)
+        marker = item.get_closest_marker("embedded_only")
+        if wire and marker is not None:
+            item.add_marker(pytest.mark.skip(reason=f"embedded store only: {marker.args[0]}"))
 
 
 @pytest.fixture(scope="session")
@@ -49,13 +85,23 @@ def redis_url() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="session")
+def mongodb_uri(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The replica set the tests use: '' for the embedded store."""
+    if request.config.getoption("--store") == "wire":
+        with running_secantus() as uri:
+            yield uri
+    else:
+        yield os.environ.get("MONGODB_URI", "")
+
+
 @pytest.fixture
-def settings_env() -> dict[str, str]:
+def settings_env(mongodb_uri: str) -> dict[str, str]:
     """Environment the test settings are read from; tests may add to it before `settings`."""
     return {
         "SECRET_KEY": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
         "MASTER_KEY": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
-        "MONGODB_URI": os.environ.get("MONGODB_URI", ""),
+        "MONGODB_URI": mongodb_uri,
         "MONGODB_DATABASE": f"test_{secrets.token_hex(6)}",
         "PUBLIC_URL": "http://127.0.0.1:8888",
     }
@@ -72,9 +118,10 @@ async def store(settings: Settings) -> AsyncIterator[Store]:
     """A store of its own for each test."""
     store = open_store(settings.mongodb_uri, settings.mongodb_database)
     yield store
+    store.faults.clear()
     if not store.embedded:
         await store.client.drop_database(settings.mongodb_database)
-    store.faults.clear()
+    store.close()
 
 
 @pytest.fixture

@@ -1,0 +1,86 @@
+"""A SecantusDB server (MongoDB wire protocol, single-node replica set) for the wire test run.
+
+SecantusDB is GPL-2.0 and is never imported: `make test` installs it into a virtual environment
+of its own (`.venv-secantus`) and this module only starts its server binary in a separate
+process, on loopback, with in-memory storage, and stops it afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pymongo import MongoClient
+from pymongo.errors import PyMongoError
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Where `make test` installs the server; SECANTUSD overrides it.
+DEFAULT_BINARY = ROOT / ".venv-secantus" / "bin" / "secantusd-py"
+#: The replica set name SecantusDB advertises in `hello`.
+REPLICA_SET = "secantus"
+START_TIMEOUT_SECONDS = 30.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def secantus_binary() -> str:
+    """The secantusd-py executable, or a RuntimeError saying how to get it."""
+    binary = os.environ.get("SECANTUSD") or str(DEFAULT_BINARY)
+    if not Path(binary).is_file() and shutil.which(binary) is None:
+        raise RuntimeError(f"SecantusDB is not installed at {binary} (make test-store installs it)")
+    return binary
+
+
+def _wait_until_primary(uri: str, process: subprocess.Popen[bytes], log: Path,
+                        deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"secantusd exited with {process.returncode}: "
+                               f"{log.read_text(errors='replace')[-2000:]}")
+        client: MongoClient = MongoClient(uri, serverSelectionTimeoutMS=500)
+        try:
+            if client.admin.command("hello").get("isWritablePrimary"):
+                return
+        except PyMongoError:
+            time.sleep(0.1)
+        finally:
+            client.close()
+    raise RuntimeError(f"secantusd did not become primary within {START_TIMEOUT_SECONDS:.0f} s")
+
+
+@contextmanager
+def running_secantus(storage_path: str = ":memory:") -> Iterator[str]:
+    """Start SecantusDB on a free loopback port and yield its replica-set URI; stop it after."""
+    binary = secantus_binary()
+    port = _free_port()
+    uri = f"mongodb://127.0.0.1:{port}/?replicaSet={REPLICA_SET}"
+    with tempfile.TemporaryDirectory(prefix="secantus-") as workdir:
+        log = Path(workdir) / "secantusd.log"
+        with log.open("wb") as log_file:
+            # cwd: the launcher looks for ./secantusd.toml; an empty folder has none.
+            process = subprocess.Popen(
+                [binary, "--host", "127.0.0.1", "--port", str(port),
+                 "--storage-path", storage_path, "--log-level", "WARNING"],
+                stdout=log_file, stderr=subprocess.STDOUT, cwd=workdir,
+            )
+        try:
+            _wait_until_primary(uri, process, log, time.monotonic() + START_TIMEOUT_SECONDS)
+            yield uri
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
