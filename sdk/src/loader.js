@@ -100,6 +100,13 @@ function start(script) {
   const site = SITE || { requireConsent: true, recordings: false, consoleCapture: false,
     excludedUrls: [] };
   const statement = script.getAttribute('data-product-statement');
+  // On a WordPress shop the plugin adds its REST route (same origin) and admin-ajax addresses;
+  // a product page is only marked, the statement is fetched fresh (cached pages stay valid).
+  const cmsRoute = script.getAttribute('data-cms-route');
+  const cmsAjax = script.getAttribute('data-cms-ajax');
+  const productPage = script.hasAttribute('data-product-page');
+  let firstPageview = true;
+  let nonce = null;
   const queued = (window.svc && window.svc.q) || [];
   let consent = 'unknown';
   let running = false;
@@ -129,6 +136,47 @@ function start(script) {
     return fetch(`${api}/${path}`, { method: 'POST', body: JSON.stringify(body),
       headers: { 'Content-Type': 'text/plain' }, credentials: 'omit', keepalive: true })
       .then((r) => (r.status === 200 ? r.json() : null)).catch(() => null);
+  }
+
+  function cmsUrl(path, query) {
+    const url = new URL(cmsRoute, location.href);
+    const route = url.searchParams.get('rest_route');
+    if (route !== null) url.searchParams.set('rest_route', route.replace(/\/?$/, '/') + path);
+    else url.pathname = url.pathname.replace(/\/?$/, '/') + path;
+    for (const [name, value] of Object.entries(query || {})) url.searchParams.set(name, value);
+    return url.href;
+  }
+
+  // WordPress's login cookie is HttpOnly; the plugin's marker only says a login exists here.
+  const loggedIn = () => /(?:^|;\s*)svc_wp_li=1/.test(document.cookie);
+
+  function restNonce() {
+    // Core's admin-ajax action answers a REST nonce to a logged-in visitor only, same-origin
+    // only; a nonce is never printed into the (possibly cached) page.
+    if (!nonce) {
+      nonce = !cmsAjax || !loggedIn() ? Promise.resolve(null)
+        : fetch(`${cmsAjax}?action=rest-nonce`, { credentials: 'same-origin' })
+          .then((r) => (r.ok ? r.text() : null))
+          .then((t) => (t && /^[a-f0-9]{6,32}$/.test(t.trim()) ? t.trim() : null))
+          .catch(() => null);
+    }
+    return nonce;
+  }
+
+  /** POST to the shop's own route, which adds what only the shop server knows. */
+  function cms(path, body) {
+    return restNonce().then((value) => fetch(cmsUrl(path), { method: 'POST',
+      body: JSON.stringify(body), credentials: 'same-origin', keepalive: true,
+      headers: { 'Content-Type': 'application/json', ...(value ? { 'X-WP-Nonce': value } : {}) } }))
+      .catch(() => null);
+  }
+
+  function freshStatement() {
+    if (statement || !productPage || !cmsRoute || !firstPageview) return Promise.resolve(statement);
+    return fetch(cmsUrl('statement', { url: location.href.split('#')[0] }),
+      { credentials: 'omit', cache: 'no-store' })
+      .then((r) => (r.ok ? r.json() : null)).then((a) => (a && a.statement) || null)
+      .catch(() => null);
   }
 
   function beacon(path, body) {
@@ -218,8 +266,30 @@ function start(script) {
     shownAt = document.visibilityState === 'visible' ? Date.now() : 0;
     const body = context({ pageviewId: pageview, title: document.title.slice(0, 1000),
       referrer: document.referrer || undefined });
-    if (statement) body.statement = statement;
-    send('pageview', body);
+    if (cmsRoute && loggedIn()) {
+      // A logged-in visitor's pageview goes through the shop, which adds the user id; should
+      // the login have ended meanwhile, it is sent as an anonymous one after all.
+      firstPageview = false;
+      cms('pageview', body).then((r) => { if (!r || r.status >= 300) sendAnonymous(body); });
+      return;
+    }
+    sendAnonymous(body);
+  }
+
+  function sendAnonymous(body) {
+    freshStatement().then((token) => {
+      firstPageview = false;
+      if (token) body.statement = token;
+      send('pageview', body);
+    });
+  }
+
+  const LEAD_FIELDS = ['email', 'name', 'phone', 'formId', 'fields'];
+  const SURVEY_FIELDS = ['surveyId', 'responseId', 'answers'];
+  function pick(data, names) {
+    const out = {};
+    for (const name of names) if (data && data[name] !== undefined) out[name] = data[name];
+    return out;
   }
 
   function loadRecorder() {
@@ -307,6 +377,15 @@ function start(script) {
       if (decision === 'granted') grant(signal || 'api');
       else withdraw(signal || 'api');
     },
+    // A form lead or survey answers, through the shop's route (WordPress shops only).
+    lead(data) {
+      if (!running || !cmsRoute) return Promise.resolve(null);
+      return cms('leads', context(pick(data, LEAD_FIELDS)));
+    },
+    survey(data) {
+      if (!running || !cmsRoute) return Promise.resolve(null);
+      return cms('surveys', context(pick(data, SURVEY_FIELDS)));
+    },
     // Called by recorder.js once loaded; it gets what it needs and nothing else.
     recorder(factory) {
       if (recorder || !running || consent === 'denied') return;
@@ -317,7 +396,7 @@ function start(script) {
   };
 
   window.svc = function (command, ...args) {
-    if (commands[command]) commands[command](...args);
+    return commands[command] ? commands[command](...args) : undefined;
   };
   for (const args of queued) window.svc(...args);
 
