@@ -1,0 +1,137 @@
+"""Fixtures for the plugin's tests: one real WordPress per run, the service per test.
+
+The WordPress (tests/support/wordpress.py) is provisioned once per session; each test gets the
+service on its own port, a fresh tenant whose allowed origin is the shop, and the plugin pointed
+at both through PHP run inside WordPress (which also runs "Check connection"). PHP reaches the
+service while tests wait, so everything that may make WordPress call the service is awaited,
+never blocking the event loop the service runs in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tornado.httpserver
+import tornado.netutil
+import tornado.web
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest, HTTPResponse
+
+import server
+from config import Settings
+from tests.support.app import Tenant
+from tests.support.browser import artifacts, browser, chromium_path, eventually  # noqa: F401
+from tests.support.wordpress import WordPress, running_wordpress
+
+
+@pytest.fixture(scope="session")
+def wordpress(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WordPress]:
+    """A real WordPress with the plugin active, behind a full-page cache (session-wide)."""
+    root: Path = tmp_path_factory.mktemp("wordpress")
+    try:
+        context = running_wordpress(root)
+        wp = context.__enter__()
+    except RuntimeError as failure:
+        pytest.fail(f"WordPress could not be provisioned: {failure}")
+    try:
+        yield wp
+    finally:
+        context.__exit__(None, None, None)
+
+
+class Service:
+    """The service on a fixed port that a test can stop and start again (service down/up)."""
+
+    def __init__(self, app: tornado.web.Application, settings: Settings) -> None:
+        self.app, self.settings = app, settings
+        self.server: tornado.httpserver.HTTPServer | None = None
+        self.port = 0
+        self.start()
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        sockets = tornado.netutil.bind_sockets(self.port, "127.0.0.1")
+        self.port = sockets[0].getsockname()[1]
+        self.server = server.make_http_server(self.settings, self.app)
+        self.server.add_sockets(sockets)
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            await self.server.close_all_connections()
+            self.server = None
+
+
+@pytest.fixture
+async def service(settings: Settings, deps: server.Deps) -> AsyncIterator[Service]:
+    """The real service, reachable from PHP and Chromium."""
+    await server.start_live(deps)
+    running = Service(server.make_app(settings, deps), settings)
+    yield running
+    await running.stop()
+
+
+@dataclass
+class Shop:
+    """The WordPress shop, configured for one tenant of the running service."""
+
+    wp: WordPress
+    tenant: Tenant
+    service: Service
+    check: dict[str, Any]
+
+    @property
+    def url(self) -> str:
+        return self.wp.url
+
+    async def http(self, path: str, method: str = "GET", *, body: str | bytes | None = None,
+                   headers: dict[str, str] | None = None) -> HTTPResponse:
+        """A request to the shop (through its page cache), as a plain HTTP client."""
+        if body is None and method == "POST":
+            body = b""
+        request = HTTPRequest(self.wp.url + path, method=method, body=body,
+                              headers=headers or {}, follow_redirects=False, request_timeout=30)
+        return await AsyncHTTPClient().fetch(request, raise_error=False)
+
+
+ShopFactory = Callable[..., Awaitable[Shop]]
+
+
+@pytest.fixture
+async def open_shop(wordpress: WordPress, service: Service, make_tenant) -> ShopFactory:
+    """open_shop(settings=): a tenant allowing the shop's origin, the plugin pointed at it."""
+
+    async def open_one(settings: dict[str, Any] | None = None) -> Shop:
+        tenant = await make_tenant(origins=(wordpress.url,), settings=settings or {})
+        check = await wordpress.php(f"""
+            update_option('visitor_service_url', '{service.url}');
+            update_option('visitor_service_public_key', '{tenant.public_key}');
+            \\VisitorService\\Options::saveApiKey('{tenant.api_key}');
+            delete_option('visitor_service_dropped');
+            delete_option('visitor_service_last_check');
+            global $wpdb;
+            $wpdb->query('TRUNCATE TABLE ' . \\VisitorService\\Outbox::table());
+            return \\VisitorService\\Settings::checkConnection();
+        """)
+        shop = Shop(wordpress, tenant, service, check)
+        purged = await shop.http("/__cache/purge", "POST")
+        assert purged.code == 204
+        return shop
+
+    return open_one
+
+
+async def documents(deps: server.Deps, collection: str, site_id: str) -> list[dict[str, Any]]:
+    """Every document of a collection for one site."""
+    return [doc async for doc in deps.store.collection(collection).find({"siteId": site_id})]
+
+
+async def pageviews(deps: server.Deps, site_id: str) -> list[dict[str, Any]]:
+    """Every stored pageview of a site, with its visitor id."""
+    events = []
+    async for bucket in deps.store.collection("pageview_buckets").find({"siteId": site_id}):
+        events.extend({**event, "visitorId": bucket["visitorId"]} for event in bucket["events"])
+    return sorted(events, key=lambda event: event["at"])

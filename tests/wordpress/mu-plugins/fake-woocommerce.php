@@ -1,0 +1,186 @@
+<?php
+
+/**
+ * Plugin Name: Fake WooCommerce (tests only)
+ * Description: The few public WooCommerce functions, objects and hooks the Visitor Service adapter
+ *              calls (WC(), cart, session, order, get_woocommerce_currency, is_product, the
+ *              woocommerce_checkout_order_processed hook), and nothing more. WooCommerce itself
+ *              cannot be installed from the registries these tests may use.
+ *
+ * The cart lives in the cookie fake_wc_cart ({"productId": quantity}), the session id in the
+ * cookie fake_wc_session. GET /?fake_wc_checkout=1&email=… places an order from the cart.
+ */
+
+declare(strict_types=1);
+
+final class WooCommerce
+{
+    public ?Fake_WC_Cart $cart = null;
+    public ?Fake_WC_Session $session = null;
+}
+
+final class Fake_WC_Product
+{
+    public function __construct(private int $id)
+    {
+    }
+
+    public function get_name(): string
+    {
+        return (string) get_the_title($this->id);
+    }
+}
+
+final class Fake_WC_Cart
+{
+    /** @return array<string, array<string, mixed>> */
+    public function get_cart(): array
+    {
+        $raw = isset($_COOKIE['fake_wc_cart']) ? wp_unslash((string) $_COOKIE['fake_wc_cart']) : '{}';
+        $lines = [];
+        foreach ((array) json_decode($raw, true) as $id => $quantity) {
+            $price = (float) get_post_meta((int) $id, '_price', true);
+            $lines['line-' . $id] = ['product_id' => (int) $id, 'quantity' => (int) $quantity,
+                'line_total' => $price * (int) $quantity, 'data' => new Fake_WC_Product((int) $id)];
+        }
+        return $lines;
+    }
+
+    public function get_total(string $context = 'view'): float
+    {
+        return array_sum(array_column($this->get_cart(), 'line_total'));
+    }
+
+    public function empty_cart(): void
+    {
+        setcookie('fake_wc_cart', '', time() - 3600, '/');
+    }
+}
+
+final class Fake_WC_Session
+{
+    public function get_customer_id(): string
+    {
+        return isset($_COOKIE['fake_wc_session']) ? sanitize_key((string) $_COOKIE['fake_wc_session']) : '';
+    }
+}
+
+final class Fake_WC_Order_Item
+{
+    /** @param array<string, mixed> $line */
+    public function __construct(private array $line)
+    {
+    }
+
+    public function get_product_id(): int
+    {
+        return (int) $this->line['product_id'];
+    }
+
+    public function get_name(): string
+    {
+        return $this->line['data']->get_name();
+    }
+
+    public function get_quantity(): int
+    {
+        return (int) $this->line['quantity'];
+    }
+
+    public function get_total(): float
+    {
+        return (float) $this->line['line_total'];
+    }
+}
+
+final class Fake_WC_Order
+{
+    /** @param array<string, array<string, mixed>> $lines */
+    public function __construct(private int $id, private string $email, private array $lines)
+    {
+    }
+
+    public function get_id(): int
+    {
+        return $this->id;
+    }
+
+    public function get_billing_email(): string
+    {
+        return $this->email;
+    }
+
+    public function get_billing_first_name(): string
+    {
+        return 'Carla';
+    }
+
+    public function get_billing_last_name(): string
+    {
+        return 'Customer';
+    }
+
+    public function get_billing_phone(): string
+    {
+        return '+49 30 1234567';
+    }
+
+    /** @return list<Fake_WC_Order_Item> */
+    public function get_items(): array
+    {
+        return array_map(static fn ($line) => new Fake_WC_Order_Item($line), array_values($this->lines));
+    }
+
+    public function get_total(): float
+    {
+        return array_sum(array_column($this->lines, 'line_total'));
+    }
+
+    public function get_currency(): string
+    {
+        return get_woocommerce_currency();
+    }
+}
+
+function WC(): WooCommerce
+{
+    static $instance = null;
+    if ($instance === null) {
+        $instance = new WooCommerce();
+        $instance->cart = new Fake_WC_Cart();
+        $instance->session = new Fake_WC_Session();
+    }
+    return $instance;
+}
+
+function get_woocommerce_currency(): string
+{
+    return 'EUR';
+}
+
+function is_product(): bool
+{
+    return is_singular('product');
+}
+
+add_action('init', static function (): void {
+    register_post_type('product', [
+        'public' => true,
+        'label' => 'Products',
+        'rewrite' => ['slug' => 'product'],
+        'supports' => ['title', 'editor'],
+    ]);
+});
+
+add_action('template_redirect', static function (): void {
+    if (!isset($_GET['fake_wc_checkout'])) {
+        return;
+    }
+    $email = sanitize_email(wp_unslash((string) ($_GET['email'] ?? '')));
+    $order = new Fake_WC_Order(random_int(1000, 999999), $email, WC()->cart->get_cart());
+    do_action('woocommerce_checkout_order_processed', $order->get_id(), ['billing_email' => $email], $order);
+    WC()->cart->empty_cart();
+    nocache_headers();
+    echo '<!doctype html><title>Order received</title><p id="order">Order ' . (int) $order->get_id() . ' received</p>';
+    exit;
+});

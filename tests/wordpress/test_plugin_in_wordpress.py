@@ -1,0 +1,280 @@
+"""The WordPress plugin inside a real WordPress, against the real service (issue 17).
+
+Each test drives the shop as a visitor would (real Chromium, or plain HTTP where no browser is
+needed) and checks what arrived where it lands: in the service's store. WooCommerce is the
+test-only mu-plugin tests/wordpress/mu-plugins/fake-woocommerce.php.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+
+from playwright.async_api import Browser, BrowserContext
+
+from tests.support.browser import eventually
+from tests.wordpress.conftest import ShopFactory, documents, pageviews
+
+JSON = {"Content-Type": "application/json"}
+LOADER_LINE = re.compile(r"<script>window\.svc.*?</script>\s*<script async src=\"[^\"]*sdk/v1/"
+                         r"loader\.js[^>]*></script>", re.S)
+
+
+def _loader_block(html: str) -> str:
+    found = LOADER_LINE.search(html)
+    assert found, "the loader is not on the page"
+    return found.group(0)
+
+
+async def _log_in(context: BrowserContext, shop, user: tuple[str, str]) -> None:
+    page = await context.new_page()
+    await page.goto(shop.url + "/wp-login.php")
+    await page.fill("#user_login", user[0])
+    await page.fill("#user_pass", user[1])
+    await page.click("#wp-submit")
+    await page.wait_for_load_state()
+    await page.close()
+
+
+async def test_two_visitors_of_one_cached_product_page_each_get_their_view_attributed(
+        browser: Browser, open_shop: ShopFactory, deps):
+    shop = await open_shop({"recordings": False})
+    assert shop.check["ok"], shop.check
+    product = str(shop.wp.product_id)
+    seen = []
+    for visitor in (1, 2):
+        context = await browser.new_context()
+        page = await context.new_page()
+        answer = await page.goto(shop.wp.product_url)
+        seen.append((answer.headers.get("x-cache"), await answer.text()))
+        await eventually(lambda n=visitor: _attributed(deps, shop, n),
+                         message="the product view attributed by its statement")
+        await context.close()
+    (first_state, first_html), (second_state, second_html) = seen
+    # The second visitor got the very same bytes from the cache...
+    assert (first_state, second_state) == ("MISS", "HIT") and first_html == second_html
+    # ...which hold no statement, nonce or anything else per visitor: only the product mark.
+    block = _loader_block(first_html)
+    assert "data-product-page" in block and "v1." not in first_html.replace("v1/", "")
+    assert "data-product-statement" not in block
+    views = await pageviews(deps, shop.tenant.site_id)
+    assert len({view["visitorId"] for view in views}) == 2
+    assert all(view["product"] == {"productId": product, "via": "statement"} for view in views)
+
+
+async def _attributed(deps, shop, count: int) -> list[dict[str, Any]]:
+    views = [view for view in await pageviews(deps, shop.tenant.site_id) if view.get("product")]
+    return views if len(views) >= count else []
+
+
+async def test_a_logged_in_customers_pageview_is_linked_to_the_user_and_the_page_names_nobody(
+        browser: Browser, open_shop: ShopFactory, deps):
+    from tests.support.wordpress import CUSTOMER
+    shop = await open_shop({"recordings": False})
+    anonymous = (await shop.http("/")).body.decode()
+    context = await browser.new_context()
+    await _log_in(context, shop, CUSTOMER)
+    page = await context.new_page()
+    answer = await page.goto(shop.wp.product_url)
+    html = await answer.text()
+    assert answer.headers.get("x-cache") == "BYPASS"
+    view = (await eventually(lambda: pageviews(deps, shop.tenant.site_id),
+                             message="the logged-in pageview"))[0]
+    assert view["wpUserId"] == str(shop.wp.customer_id)
+    # The shop server vouched for the product itself (no statement needed on this path).
+    assert view["product"] == {"productId": str(shop.wp.product_id), "via": "server"}
+    assert view["visitorId"] == await page.evaluate("localStorage.getItem('wpelVisitorId')")
+    # What the plugin printed is the same for everyone: no user id, no nonce, no statement.
+    assert _loader_block(html).replace(" data-product-page", "") == _loader_block(anonymous)
+    assert "wpUserId" not in html and "wpApiSettings" not in html
+    await context.close()
+
+
+async def test_a_form_lead_carries_the_live_cart_the_session_id_and_the_user_id(
+        browser: Browser, open_shop: ShopFactory, deps):
+    from tests.support.wordpress import CUSTOMER
+    shop = await open_shop({"recordings": False})
+    context = await browser.new_context()
+    product = shop.wp.product_id
+    await context.add_cookies([
+        {"name": "fake_wc_cart", "value": json.dumps({str(product): 2}), "url": shop.url},
+        {"name": "fake_wc_session", "value": "wcsession42", "url": shop.url}])
+    await _log_in(context, shop, CUSTOMER)
+    page = await context.new_page()
+    await page.goto(shop.url + "/")
+    await page.wait_for_function("window.svc && !window.svc.q")
+    status = await page.evaluate("""svc('lead', {email: 'Carla@Example.com', name: 'Carla',
+        formId: 'newsletter', fields: {topic: 'mugs'}}).then((r) => r && r.status)""")
+    assert status == 202
+    lead = (await eventually(lambda: documents(deps, "leads", shop.tenant.site_id),
+                             message="the lead"))[0]
+    assert lead["email"] == "carla@example.com" and lead["kind"] == "form"
+    assert lead["wpUserId"] == str(shop.wp.customer_id)
+    assert lead["ecommerceSessionId"] == "wcsession42"
+    assert lead["cart"] == {"items": [{"productId": str(product), "name": "Blue mug",
+                                       "quantity": 2, "price": 25}],
+                            "total": 25, "currency": "EUR"}
+    assert lead["visitorId"] == await page.evaluate("localStorage.getItem('wpelVisitorId')")
+    await context.close()
+
+
+async def test_a_survey_answer_is_posted_through_the_route_and_bad_input_is_refused(
+        browser: Browser, open_shop: ShopFactory, deps):
+    shop = await open_shop({"recordings": False})
+    page = await browser.new_page()
+    await page.goto(shop.url + "/")
+    await page.wait_for_function("window.svc && !window.svc.q")
+    status = await page.evaluate("""svc('survey', {surveyId: 'nps', answers: [
+        {question: 'How likely are you to recommend us?', score: 9, text: 'Nice mugs'}]})
+        .then((r) => r && r.status)""")
+    assert status == 202
+    survey = (await eventually(lambda: documents(deps, "survey_responses", shop.tenant.site_id),
+                               message="the survey answer"))[0]
+    assert survey["surveyId"] == "nps" and survey["answers"][0]["score"] == 9
+    assert survey["visitorId"] == await page.evaluate("localStorage.getItem('wpelVisitorId')")
+
+    bad = await shop.http("/wp-json/service/v1/surveys", "POST", headers=JSON, body=json.dumps(
+        {"visitorId": "v1", "surveyId": "nps", "answers": [{"score": "high"}]}))
+    assert bad.code == 400 and json.loads(bad.body)["code"] == "rest_invalid_param"
+    stranger = await shop.http("/wp-json/service/v1/pageview", "POST", headers=JSON,
+                               body=json.dumps({"visitorId": "v1", "url": shop.url + "/",
+                                                "wpUserId": 1}))
+    assert stranger.code == 401  # no login (or no nonce): nobody can post as a user
+    await asyncio.sleep(0.5)
+    assert len(await documents(deps, "survey_responses", shop.tenant.site_id)) == 1
+
+
+async def test_a_php_warning_of_the_theme_arrives_as_an_error_from_php(
+        open_shop: ShopFactory, deps):
+    shop = await open_shop({"recordings": False})
+    page = await shop.http("/?svc_warn=1", headers={"Cookie": "svc_vid=visitor-php-1"})
+    assert page.code == 200 and b'id="size"' in page.body
+    error = (await eventually(lambda: documents(deps, "errors", shop.tenant.site_id),
+                              message="the PHP warning, grouped by the worker"))[0]
+    text = json.dumps(error, default=str)
+    assert 'Undefined array key "extra-large"' in error["message"]
+    assert '"php"' in text and "E_WARNING" in text
+    assert "visitor-service-test/functions.php" in text
+    assert error["visitorId"] == "visitor-php-1"
+
+
+async def test_a_completed_order_ends_the_visitors_recording(
+        browser: Browser, open_shop: ShopFactory, deps):
+    shop = await open_shop({"recordings": True})
+    context = await browser.new_context()
+    page = await context.new_page()
+    await page.goto(shop.wp.product_url)
+    recording = (await eventually(lambda: documents(deps, "recordings", shop.tenant.site_id),
+                                  message="the recording of the visit"))[0]
+    assert recording["status"] == "active"
+    await context.add_cookies([
+        {"name": "fake_wc_cart", "value": json.dumps({str(shop.wp.product_id): 1}),
+         "url": shop.url}])
+    await page.goto(shop.url + "/?fake_wc_checkout=1&email=buyer@example.com")
+    assert await page.text_content("#order")
+
+    async def ended() -> dict[str, Any] | None:
+        found = await deps.store.collection("recordings").find_one({"_id": recording["_id"]})
+        return found if found["status"] == "ended" else None
+
+    assert (await eventually(ended, message="the recording ended"))["endReason"] == "order"
+    lead = (await documents(deps, "leads", shop.tenant.site_id))[0]
+    assert lead["kind"] == "checkout" and lead["orderCompleted"] is True
+    assert lead["cart"]["items"][0]["productId"] == str(shop.wp.product_id)
+    assert lead["visitorId"] == recording["visitorId"]
+    await context.close()
+
+
+async def test_a_lead_accepted_while_the_service_is_down_arrives_once_when_it_is_back(
+        open_shop: ShopFactory, deps):
+    shop = await open_shop({"recordings": False})
+    await shop.service.stop()
+    answer = await shop.http("/wp-json/service/v1/leads", "POST", headers=JSON, body=json.dumps(
+        {"visitorId": "visitor-down-1", "email": "down@example.com", "url": shop.url + "/"}))
+    assert answer.code == 202
+    row = await shop.wp.php("""global $wpdb;
+        return $wpdb->get_row('SELECT attempts, next_attempt_at - UNIX_TIMESTAMP() AS wait,
+            last_error FROM ' . \\VisitorService\\Outbox::table(), ARRAY_A);""")
+    assert int(row["attempts"]) == 1 and int(row["wait"]) > 0, row  # backed off
+    settings_page = await shop.wp.php("""wp_set_current_user(1); ob_start();
+        \\VisitorService\\Settings::render(); return ob_get_clean();""")
+    assert "Waiting to be re-sent: 1 leads" in settings_page
+    assert shop.tenant.api_key not in settings_page
+
+    shop.service.start()
+    for _ in range(2):  # WP-Cron runs twice: the lead is delivered once
+        await shop.wp.php("""global $wpdb;
+            $table = \\VisitorService\\Outbox::table();
+            $wpdb->query("UPDATE $table SET next_attempt_at = 0");
+            wp_clear_scheduled_hook('visitor_service_retry');
+            wp_schedule_event(time() - 1, 'visitor_service_five_minutes', 'visitor_service_retry');
+            return true;""")
+        cron = await shop.http("/wp-cron.php")
+        assert cron.code == 200
+    leads = await eventually(lambda: documents(deps, "leads", shop.tenant.site_id),
+                             message="the kept lead")
+    assert [lead["email"] for lead in leads] == ["down@example.com"]
+    assert await shop.wp.php("return \\VisitorService\\Outbox::backlog();") == 0
+
+
+async def test_gpc_and_missing_consent_forward_nothing(open_shop: ShopFactory, deps):
+    shop = await open_shop({"requireConsent": True, "recordings": False})
+    assert await shop.wp.php("return \\VisitorService\\Options::requireConsent();") is True
+    lead = json.dumps({"visitorId": "visitor-gpc-1", "email": "gpc@example.com"})
+    gpc = await shop.http("/wp-json/service/v1/leads", "POST", body=lead,
+                          headers={**JSON, "Sec-GPC": "1"})
+    assert gpc.code == 204
+    no_consent = await shop.http("/wp-json/service/v1/leads", "POST", body=lead, headers=JSON)
+    assert json.loads(no_consent.body) == {"ok": True, "dropped": "consent_missing"}
+    statement = await shop.http("/wp-json/service/v1/statement?url=" + shop.wp.product_url,
+                                headers={"Sec-GPC": "1"})
+    assert json.loads(statement.body) == {"statement": None}
+    # Server-side captures too: a checkout and a PHP warning of a GPC visitor are not sent.
+    cookies = {"Cookie": "svc_vid=visitor-gpc-1; fake_wc_cart=%7B%222%22%3A1%7D", "Sec-GPC": "1"}
+    await shop.http("/?fake_wc_checkout=1&email=gpc@example.com", headers=cookies)
+    await shop.http("/?svc_warn=1&gpc=1", headers=cookies)
+    # Without consent (no consent cookie, no Consent API), nothing either.
+    await shop.http("/?svc_warn=1&consent=0")
+    await asyncio.sleep(1.5)
+    for collection in ("leads", "errors", "visitors"):
+        assert await documents(deps, collection, shop.tenant.site_id) == [], collection
+    assert await shop.wp.php("return \\VisitorService\\Outbox::backlog();") == 0
+
+
+async def test_the_settings_check_and_the_api_key_never_shown(open_shop: ShopFactory):
+    shop = await open_shop()
+    assert shop.check["ok"], shop.check
+    page = await shop.wp.php("""wp_set_current_user(1); ob_start();
+        \\VisitorService\\Settings::render(); return ob_get_clean();""")
+    assert shop.tenant.api_key not in page and 'type="password"' in page
+    autoload = await shop.wp.php("""global $wpdb; return $wpdb->get_var("SELECT autoload FROM
+        $wpdb->options WHERE option_name = 'visitor_service_api_key'");""")
+    assert autoload == "no"
+    wrong = await shop.wp.php("""\\VisitorService\\Options::saveApiKey('sk_wrong');
+        return \\VisitorService\\Settings::checkConnection();""")
+    assert not wrong["ok"] and "API key refused by the service." in wrong["messages"]
+    home = (await shop.http("/")).body.decode()
+    assert shop.tenant.api_key not in home and "sk_wrong" not in home
+
+
+async def test_deactivation_stops_collection_and_uninstall_removes_everything(
+        open_shop: ShopFactory):
+    shop = await open_shop()
+    try:
+        await shop.wp.php("deactivate_plugins('visitor-service/visitor-service.php'); return 1;")
+        await shop.http("/__cache/purge", "POST")
+        assert b"sdk/v1/loader.js" not in (await shop.http("/")).body
+        route = await shop.http("/wp-json/service/v1/statement?url=x")
+        assert route.code == 404
+        assert await shop.wp.php("return wp_next_scheduled('visitor_service_retry');") is False
+        left = await shop.wp.php("""uninstall_plugin('visitor-service/visitor-service.php');
+            global $wpdb;
+            return ['options' => $wpdb->get_col("SELECT option_name FROM $wpdb->options
+                        WHERE option_name LIKE 'visitor\\\\_service\\\\_%'"),
+                    'table' => $wpdb->get_var(
+                        "SHOW TABLES LIKE '{$wpdb->prefix}visitor_service_outbox'")];""")
+        assert left == {"options": [], "table": None}
+    finally:
+        await shop.wp.php("activate_plugin('visitor-service/visitor-service.php'); return 1;")

@@ -1,0 +1,160 @@
+<?php
+
+/**
+ * The shop's PHP errors (warnings, notices, fatal errors) sent to /ingest/errors.
+ *
+ * @package VisitorService
+ */
+
+declare(strict_types=1);
+
+namespace VisitorService;
+
+/**
+ * An error handler and a shutdown function collect the request's errors; they are sent once the
+ * response is out (fastcgi_finish_request where there is one, otherwise a request written and
+ * closed without waiting for the answer). At most MAX_PER_REQUEST distinct errors per request,
+ * each (type, file, line) once; while sending, new errors are ignored, so a failing send never
+ * becomes another error to send. Deprecation notices are not collected: WordPress core on a
+ * newer PHP raises many of them and they are not faults of the shop.
+ */
+final class Errors
+{
+    public const MAX_PER_REQUEST = 10;
+    private const MAX_FRAMES = 30;
+    private const FATAL = E_ERROR | E_PARSE | E_CORE_ERROR | E_COMPILE_ERROR | E_USER_ERROR | E_RECOVERABLE_ERROR;
+    private const COLLECTED = self::FATAL | E_WARNING | E_NOTICE | E_CORE_WARNING | E_COMPILE_WARNING
+        | E_USER_WARNING | E_USER_NOTICE;
+    private const NAMES = [
+        E_ERROR => 'E_ERROR', E_WARNING => 'E_WARNING', E_PARSE => 'E_PARSE', E_NOTICE => 'E_NOTICE',
+        E_CORE_ERROR => 'E_CORE_ERROR', E_CORE_WARNING => 'E_CORE_WARNING',
+        E_COMPILE_ERROR => 'E_COMPILE_ERROR', E_COMPILE_WARNING => 'E_COMPILE_WARNING',
+        E_USER_ERROR => 'E_USER_ERROR', E_USER_WARNING => 'E_USER_WARNING',
+        E_USER_NOTICE => 'E_USER_NOTICE', E_RECOVERABLE_ERROR => 'E_RECOVERABLE_ERROR',
+    ];
+
+    /** @var array<string, array<string, mixed>> collected errors by (type, file, line) */
+    private static array $errors = [];
+    private static int $skipped = 0;
+    private static bool $sending = false;
+    /** @var callable|null */
+    private static $previous = null;
+
+    public static function register(): void
+    {
+        self::$previous = set_error_handler([self::class, 'handle']);
+        register_shutdown_function([self::class, 'shutdown']);
+    }
+
+    /** The error handler: note the error, then let PHP (or the previous handler) go on as before. */
+    public static function handle(int $type, string $message, string $file = '', int $line = 0): bool
+    {
+        if (!self::$sending && ($type & self::COLLECTED) && (error_reporting() & $type)) {
+            $frames = [];
+            foreach (array_slice(debug_backtrace(DEBUG_BACKTRACE_IGNORE_ARGS, self::MAX_FRAMES + 1), 1) as $frame) {
+                $frames[] = self::frame($frame);
+            }
+            array_unshift($frames, self::frame(['file' => $file, 'line' => $line]));
+            self::note($type, $message, $file, $line, $frames);
+        }
+        if (self::$previous !== null) {
+            return (bool) call_user_func(self::$previous, $type, $message, $file, $line);
+        }
+        return false;
+    }
+
+    /** @param array<string, mixed> $frame @return array<string, mixed> */
+    private static function frame(array $frame): array
+    {
+        $out = [];
+        if (isset($frame['file'])) {
+            $out['file'] = substr((string) $frame['file'], -2048);
+        }
+        if (isset($frame['line'])) {
+            $out['line'] = max(0, (int) $frame['line']);
+        }
+        if (isset($frame['function'])) {
+            $class = isset($frame['class']) ? $frame['class'] . '::' : '';
+            $out['function'] = substr($class . $frame['function'], 0, 512);
+        }
+        return $out;
+    }
+
+    /** @param list<array<string, mixed>> $frames */
+    private static function note(int $type, string $message, string $file, int $line, array $frames): void
+    {
+        $key = $type . '|' . $file . '|' . $line;
+        if (isset(self::$errors[$key])) {
+            return;
+        }
+        if (count(self::$errors) >= self::MAX_PER_REQUEST) {
+            self::$skipped++;
+            return;
+        }
+        self::$errors[$key] = [
+            'source' => 'php',
+            'type' => self::NAMES[$type] ?? 'E_' . $type,
+            'message' => substr($message !== '' ? $message : 'unknown error', 0, 4000),
+            'frames' => array_slice(array_values(array_filter($frames)), 0, 100),
+            'context' => ['file' => substr($file, -2048), 'line' => $line],
+        ];
+    }
+
+    /** At shutdown: a fatal error is noted, the response finished, then everything sent. */
+    public static function shutdown(): void
+    {
+        $last = error_get_last();
+        if (is_array($last) && ($last['type'] & self::FATAL)) {
+            self::note((int) $last['type'], (string) $last['message'], (string) $last['file'], (int) $last['line'], [
+                self::frame(['file' => $last['file'], 'line' => $last['line']]),
+            ]);
+        }
+        if (self::$errors === [] || self::$sending) {
+            return;
+        }
+        self::$sending = true;
+        try {
+            self::send();
+        } catch (\Throwable $ignored) {
+            // Sending is best effort: nothing here may break the shop or loop.
+            unset($ignored);
+        }
+    }
+
+    private static function send(): void
+    {
+        $errors = array_values(self::$errors);
+        self::$errors = [];
+        if (!function_exists('get_option') || !Options::configured() || !Request::mayCollect()) {
+            return;
+        }
+        $context = self::visitorContext();
+        $finished = function_exists('fastcgi_finish_request');
+        Client::finishResponse();
+        $lost = self::$skipped;
+        foreach ($errors as $index => $error) {
+            $body = $error + $context;
+            $sent = $finished ? Client::post('/ingest/errors', $body, 2.0)['status'] === 200
+                : Client::fireAndForget('/ingest/errors', $body);
+            if (!$sent) {
+                // Unreachable (or refusing): the rest would fail too. Count them, try no more.
+                $lost += count($errors) - $index;
+                break;
+            }
+        }
+        if ($lost > 0) {
+            Options::countDropped('errors', $lost);
+        }
+    }
+
+    /** @return array<string, mixed> */
+    private static function visitorContext(): array
+    {
+        $context = ['url' => Request::currentUrl()] + Request::serverContext();
+        $visitor = Request::cookieVisitorId();
+        if ($visitor !== null) {
+            $context['visitorId'] = $visitor;
+        }
+        return $context;
+    }
+}

@@ -1,0 +1,179 @@
+<?php
+
+/**
+ * The durable outbox: leads and survey answers the route accepted, until the service has them.
+ *
+ * @package VisitorService
+ */
+
+declare(strict_types=1);
+
+namespace VisitorService;
+
+/**
+ * What must not be lost is written to the plugin's own table before the route answers, sent
+ * after the response, and deleted only once the service acknowledged it. What the service could
+ * not take is re-sent by WP-Cron with exponential backoff. Items carry their own id (leadId,
+ * responseId), so an item sent twice is stored once by the service.
+ */
+final class Outbox
+{
+    public const CRON_HOOK = 'visitor_service_retry';
+    public const SCHEDULE = 'visitor_service_five_minutes';
+    /** Ingest paths whose items are kept until delivered. */
+    public const DURABLE = ['/ingest/leads', '/ingest/surveys'];
+    private const BATCH = 50;
+    private const MAX_BACKOFF = 6 * HOUR_IN_SECONDS;
+
+    /** @var list<int> rows accepted in this request, sent after the response */
+    private static array $pending = [];
+    private static bool $shutdownHooked = false;
+
+    public static function table(): string
+    {
+        global $wpdb;
+        return $wpdb->prefix . 'visitor_service_outbox';
+    }
+
+    public static function hooks(): void
+    {
+        add_filter('cron_schedules', [self::class, 'schedules']);
+        add_action(self::CRON_HOOK, [self::class, 'retry']);
+    }
+
+    /**
+     * @param array<string, array<string, mixed>> $schedules
+     * @return array<string, array<string, mixed>>
+     */
+    public static function schedules(array $schedules): array
+    {
+        $schedules[self::SCHEDULE] = [
+            'interval' => 5 * MINUTE_IN_SECONDS,
+            'display' => __('Every five minutes (Visitor Service)', 'visitor-service'),
+        ];
+        return $schedules;
+    }
+
+    public static function activate(): void
+    {
+        global $wpdb;
+        require_once ABSPATH . 'wp-admin/includes/upgrade.php';
+        $charset = $wpdb->get_charset_collate();
+        dbDelta('CREATE TABLE ' . self::table() . " (
+            id bigint(20) unsigned NOT NULL AUTO_INCREMENT,
+            path varchar(64) NOT NULL,
+            body longtext NOT NULL,
+            attempts int(10) unsigned NOT NULL DEFAULT 0,
+            next_attempt_at bigint(20) unsigned NOT NULL DEFAULT 0,
+            created_at bigint(20) unsigned NOT NULL,
+            last_error varchar(255) NOT NULL DEFAULT '',
+            PRIMARY KEY  (id),
+            KEY next_attempt_at (next_attempt_at)
+        ) $charset;");
+        add_filter('cron_schedules', [self::class, 'schedules']);
+        if (!wp_next_scheduled(self::CRON_HOOK)) {
+            wp_schedule_event(time() + 5 * MINUTE_IN_SECONDS, self::SCHEDULE, self::CRON_HOOK);
+        }
+    }
+
+    /** Deactivation stops all collection: the plugin's code no longer runs, and cron stops too. */
+    public static function deactivate(): void
+    {
+        wp_clear_scheduled_hook(self::CRON_HOOK);
+    }
+
+    /**
+     * Keeps an item and sends it after the response. Answers false when it could not be kept.
+     *
+     * @param array<string, mixed> $body
+     */
+    public static function accept(string $path, array $body): bool
+    {
+        global $wpdb;
+        $kept = $wpdb->insert(self::table(), [
+            'path' => $path,
+            'body' => (string) wp_json_encode($body, JSON_UNESCAPED_SLASHES),
+            'attempts' => 0,
+            'next_attempt_at' => 0,
+            'created_at' => time(),
+        ]);
+        if ($kept === false) {
+            return false;
+        }
+        self::$pending[] = (int) $wpdb->insert_id;
+        if (!self::$shutdownHooked) {
+            self::$shutdownHooked = true;
+            add_action('shutdown', [self::class, 'sendPending'], 1);
+        }
+        return true;
+    }
+
+    /** After the response: the items accepted in this request, once each. */
+    public static function sendPending(): void
+    {
+        $ids = self::$pending;
+        self::$pending = [];
+        if ($ids === []) {
+            return;
+        }
+        Client::finishResponse();
+        self::sendRows(self::rows('id IN (' . implode(',', array_map('intval', $ids)) . ')'));
+    }
+
+    /** WP-Cron: every item that is due, oldest first, at most one batch per run. */
+    public static function retry(): void
+    {
+        if (!Options::configured()) {
+            return;
+        }
+        global $wpdb;
+        self::sendRows(self::rows($wpdb->prepare('next_attempt_at <= %d', time())));
+    }
+
+    /** @return list<object> */
+    private static function rows(string $where): array
+    {
+        global $wpdb;
+        // $where is built from integers only.
+        // phpcs:ignore
+        $rows = $wpdb->get_results('SELECT * FROM ' . self::table() . " WHERE $where ORDER BY id LIMIT " . self::BATCH);
+        return is_array($rows) ? $rows : [];
+    }
+
+    /** @param list<object> $rows */
+    private static function sendRows(array $rows): void
+    {
+        global $wpdb;
+        foreach ($rows as $row) {
+            $body = json_decode((string) $row->body, true);
+            $answer = is_array($body) ? Client::post((string) $row->path, $body, 5.0)
+                : ['status' => 422, 'error' => 'unreadable row'];
+            $status = $answer['status'];
+            if (($status >= 200 && $status < 300) || in_array($status, [400, 413, 415, 422], true)) {
+                // Delivered, or refused for good (it will never become valid): either way, done.
+                if ($status >= 400) {
+                    Options::countDropped('rejected');
+                }
+                $wpdb->delete(self::table(), ['id' => (int) $row->id]);
+                continue;
+            }
+            $attempts = (int) $row->attempts + 1;
+            $wpdb->update(self::table(), [
+                'attempts' => $attempts,
+                'next_attempt_at' => time() + min(self::MAX_BACKOFF, MINUTE_IN_SECONDS * (2 ** min($attempts - 1, 12))),
+                'last_error' => substr((string) $answer['error'], 0, 255),
+            ], ['id' => (int) $row->id]);
+            if ($status === 0) {
+                break; // unreachable: the rest would fail the same way; the next run tries again
+            }
+        }
+    }
+
+    /** How many accepted items the service does not have yet. */
+    public static function backlog(): int
+    {
+        global $wpdb;
+        $count = $wpdb->get_var('SELECT COUNT(*) FROM ' . self::table());
+        return (int) $count;
+    }
+}

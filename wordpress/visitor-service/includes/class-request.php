@@ -1,0 +1,110 @@
+<?php
+
+/**
+ * The visitor's request as the shop server sees it: address, user agent, GPC, consent, ids.
+ *
+ * @package VisitorService
+ */
+
+declare(strict_types=1);
+
+namespace VisitorService;
+
+/**
+ * Reads the facts the service needs from the current request. Nothing here is ever printed into
+ * a page: the user id and the visitor's address only travel from this server to the service.
+ */
+final class Request
+{
+    public const VISITOR_COOKIE = 'svc_vid';
+    public const ID_PATTERN = '/^[A-Za-z0-9_-]{1,64}$/';
+
+    /** Sec-GPC: 1 on the request (spec §1 rule 2: honoured unconditionally). */
+    public static function gpc(): bool
+    {
+        return isset($_SERVER['HTTP_SEC_GPC']) && trim((string) $_SERVER['HTTP_SEC_GPC']) === '1';
+    }
+
+    /**
+     * The consent state: the WordPress Consent API when a consent plugin provides it, else what
+     * the loader says the visitor decided ($claimed), else the loader's cookie: the loader writes
+     * svc_vid only once collection may start, so on a site that requires consent its presence
+     * means the visitor consented.
+     */
+    public static function consent(?string $claimed = null): string
+    {
+        if (function_exists('wp_has_consent') && wp_has_consent('statistics')) {
+            return 'granted';
+        }
+        if ($claimed === 'granted' || ($claimed === null && self::cookieVisitorId() !== null)) {
+            return 'granted';
+        }
+        return 'unknown';
+    }
+
+    /** Whether anything about this visitor may be forwarded at all. */
+    public static function mayCollect(?string $claimedConsent = null): bool
+    {
+        if (self::gpc()) {
+            return false;
+        }
+        return !Options::requireConsent() || self::consent($claimedConsent) === 'granted';
+    }
+
+    public static function cookieVisitorId(): ?string
+    {
+        $value = isset($_COOKIE[self::VISITOR_COOKIE]) ? (string) $_COOKIE[self::VISITOR_COOKIE] : '';
+        return preg_match(self::ID_PATTERN, $value) ? $value : null;
+    }
+
+    /** The visitor's address as this server saw it (filterable for shops behind a trusted proxy). */
+    public static function ip(): string
+    {
+        $ip = isset($_SERVER['REMOTE_ADDR']) ? (string) $_SERVER['REMOTE_ADDR'] : '';
+        $ip = (string) apply_filters('visitor_service_client_ip', $ip);
+        return filter_var($ip, FILTER_VALIDATE_IP) ? $ip : '';
+    }
+
+    public static function userAgent(): string
+    {
+        $agent = isset($_SERVER['HTTP_USER_AGENT']) ? (string) $_SERVER['HTTP_USER_AGENT'] : '';
+        return mb_substr($agent, 0, 2048);
+    }
+
+    /** The current page's absolute URL, as the browser shows it (without any fragment). */
+    public static function currentUrl(): string
+    {
+        $uri = isset($_SERVER['REQUEST_URI']) ? (string) $_SERVER['REQUEST_URI'] : '/';
+        $home = wp_parse_url(home_url());
+        $scheme = is_ssl() ? 'https' : ($home['scheme'] ?? 'http');
+        $host = isset($_SERVER['HTTP_HOST']) ? (string) $_SERVER['HTTP_HOST'] : ($home['host'] ?? '');
+        return mb_substr($scheme . '://' . $host . $uri, 0, 4096);
+    }
+
+    /**
+     * What the service's VisitorContext needs from this server: address, agent, GPC, consent,
+     * and the logged-in user id (read from the WordPress cookie, never from the page).
+     *
+     * @return array<string, mixed>
+     */
+    public static function serverContext(?string $claimedConsent = null): array
+    {
+        $context = [
+            'ip' => self::ip(),
+            'userAgent' => self::userAgent(),
+            'gpc' => self::gpc(),
+            'consent' => self::consent($claimedConsent),
+        ];
+        $user = function_exists('get_current_user_id') ? get_current_user_id() : 0;
+        if ($user > 0) {
+            $context['wpUserId'] = (string) $user;
+        }
+        return array_filter($context, static fn ($value) => $value !== '');
+    }
+
+    /** A fresh random id in the service's id alphabet. */
+    public static function newId(): string
+    {
+        return rtrim(strtr(base64_encode(random_bytes(16)), '+/', '-_'), '=');
+    }
+}

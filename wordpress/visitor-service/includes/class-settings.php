@@ -1,0 +1,199 @@
+<?php
+
+/**
+ * Settings → Visitor Service: service URL, keys, "Check connection", backlog.
+ *
+ * @package VisitorService
+ */
+
+declare(strict_types=1);
+
+namespace VisitorService;
+
+/**
+ * Only for manage_options. The API key is never printed back: the field is always empty, an
+ * empty submission keeps the saved key, and a key from wp-config.php cannot be edited here.
+ */
+final class Settings
+{
+    private const PAGE = 'visitor-service';
+    private const GROUP = 'visitor_service';
+
+    public static function hooks(): void
+    {
+        add_action('admin_menu', [self::class, 'menu']);
+        add_action('admin_init', [self::class, 'registerSettings']);
+        add_action('admin_post_visitor_service_check', [self::class, 'handleCheck']);
+    }
+
+    public static function menu(): void
+    {
+        add_options_page(
+            __('Visitor Service', 'visitor-service'),
+            __('Visitor Service', 'visitor-service'),
+            'manage_options',
+            self::PAGE,
+            [self::class, 'render']
+        );
+    }
+
+    public static function registerSettings(): void
+    {
+        register_setting(self::GROUP, Options::URL, [
+            'type' => 'string',
+            'sanitize_callback' => [self::class, 'sanitizeUrl'],
+            'default' => '',
+        ]);
+        register_setting(self::GROUP, Options::PUBLIC_KEY, [
+            'type' => 'string',
+            'sanitize_callback' => [self::class, 'sanitizeKey'],
+            'default' => '',
+        ]);
+        register_setting(self::GROUP, Options::API_KEY, [
+            'type' => 'string',
+            'sanitize_callback' => [self::class, 'sanitizeApiKey'],
+            'default' => '',
+        ]);
+    }
+
+    public static function sanitizeUrl($value): string
+    {
+        $url = esc_url_raw(trim((string) $value), ['https', 'http']);
+        return rtrim($url, '/');
+    }
+
+    public static function sanitizeKey($value): string
+    {
+        return preg_replace('/[^A-Za-z0-9_.-]/', '', (string) $value) ?? '';
+    }
+
+    /** An empty field keeps the saved key: the form never shows it, so it is never re-submitted. */
+    public static function sanitizeApiKey($value): string
+    {
+        $key = self::sanitizeKey($value);
+        return $key === '' ? (string) get_option(Options::API_KEY, '') : $key;
+    }
+
+    /**
+     * Proves the URL and both keys: the public key and this site's origin through the loader's
+     * own config endpoint (which also tells whether the site requires consent), the API key
+     * through an ingest endpoint given an empty body (401 for a wrong key, 4xx validation
+     * otherwise; nothing is stored).
+     *
+     * @return array{ok: bool, messages: list<string>}
+     */
+    public static function checkConnection(): array
+    {
+        $messages = [];
+        $ok = true;
+        if (!Options::configured()) {
+            $missing = __('Service URL, public key and API key are all needed.', 'visitor-service');
+            return ['ok' => false, 'messages' => [$missing]];
+        }
+        $home = wp_parse_url(home_url('/'));
+        $origin = ($home['scheme'] ?? 'https') . '://' . ($home['host'] ?? '')
+            . (isset($home['port']) ? ':' . $home['port'] : '');
+        $configPath = '/sdk/v1/' . rawurlencode(Options::publicKey()) . '/config';
+        $config = Client::get($configPath, ['Origin' => $origin]);
+        if ($config['status'] === 200 && is_array($config['body'])) {
+            update_option(Options::REQUIRE_CONSENT, !empty($config['body']['requireConsent']) ? 1 : 0, false);
+            $messages[] = __('Public key and this site\'s origin: accepted.', 'visitor-service');
+        } else {
+            $ok = false;
+            $messages[] = $config['status'] === 403
+                /* translators: %s: this site's origin */
+                ? sprintf(__('This origin (%s) is not allowed: add it to the site.', 'visitor-service'), $origin)
+                /* translators: %s: the error */
+                : sprintf(__('Public key refused or service unreachable (%s).', 'visitor-service'), $config['error']);
+        }
+        $ingest = Client::post('/ingest/visitors', [], 5.0);
+        if (in_array($ingest['status'], [400, 422], true)) {
+            $messages[] = __('API key: accepted.', 'visitor-service');
+        } else {
+            $ok = false;
+            $messages[] = $ingest['status'] === 401
+                ? __('API key refused by the service.', 'visitor-service')
+                : sprintf(__('API key could not be checked (%s).', 'visitor-service'), $ingest['error']);
+        }
+        $result = ['ok' => $ok, 'messages' => $messages];
+        update_option(Options::LAST_CHECK, $result + ['at' => time()], false);
+        return $result;
+    }
+
+    public static function handleCheck(): void
+    {
+        if (!current_user_can('manage_options')) {
+            wp_die(esc_html__('Sorry, you are not allowed to do that.', 'visitor-service'), 403);
+        }
+        check_admin_referer('visitor_service_check');
+        self::checkConnection();
+        wp_safe_redirect(admin_url('options-general.php?page=' . self::PAGE . '&checked=1'));
+        exit;
+    }
+
+    public static function render(): void
+    {
+        if (!current_user_can('manage_options')) {
+            return;
+        }
+        $check = get_option(Options::LAST_CHECK, null);
+        $dropped = Options::dropped();
+        echo '<div class="wrap"><h1>' . esc_html__('Visitor Service', 'visitor-service') . '</h1>';
+        if (is_array($check)) {
+            echo '<div class="notice ' . ($check['ok'] ? 'notice-success' : 'notice-error') . '">';
+            foreach ((array) $check['messages'] as $message) {
+                echo '<p>' . esc_html((string) $message) . '</p>';
+            }
+            echo '</div>';
+        }
+        echo '<form method="post" action="options.php">';
+        settings_fields(self::GROUP);
+        echo '<table class="form-table" role="presentation">';
+        $url = self::input('vs-url', 'url', Options::URL, Options::serviceUrl());
+        self::row('vs-url', __('Service URL', 'visitor-service'), $url);
+        $public = self::input('vs-public', 'text', Options::PUBLIC_KEY, Options::publicKey());
+        self::row('vs-public', __('Public key', 'visitor-service'), $public);
+        self::row('vs-api', __('Site API key', 'visitor-service'), self::apiKeyField());
+        echo '</table>';
+        submit_button();
+        echo '</form><form method="post" action="' . esc_url(admin_url('admin-post.php')) . '">';
+        echo '<input type="hidden" name="action" value="visitor_service_check">';
+        wp_nonce_field('visitor_service_check');
+        submit_button(__('Check connection', 'visitor-service'), 'secondary', 'check', false);
+        echo '</form><h2>' . esc_html__('Delivery', 'visitor-service') . '</h2>';
+        /* translators: %d: number of leads and survey answers waiting */
+        $backlog = __('Waiting to be re-sent: %d leads and survey answers.', 'visitor-service');
+        echo '<p id="visitor-service-backlog">' . esc_html(sprintf($backlog, Outbox::backlog())) . '</p>';
+        /* translators: 1: pageviews, 2: errors */
+        $lost = __('Dropped while the service was unreachable: %1$d pageviews, %2$d PHP errors.', 'visitor-service');
+        $lost = sprintf($lost, $dropped['pageviews'] ?? 0, $dropped['errors'] ?? 0);
+        echo '<p id="visitor-service-dropped">' . esc_html($lost) . '</p></div>';
+    }
+
+    /** Prints one form row; $field is already escaped HTML. */
+    private static function row(string $id, string $label, string $field): void
+    {
+        echo '<tr><th scope="row"><label for="' . esc_attr($id) . '">' . esc_html($label) . '</label></th><td>'
+            . $field . '</td></tr>'; // phpcs:ignore -- $field is escaped by its builder
+    }
+
+    private static function input(string $id, string $type, string $name, string $value): string
+    {
+        return '<input id="' . esc_attr($id) . '" class="regular-text" type="' . esc_attr($type) . '" name="'
+            . esc_attr($name) . '" value="' . esc_attr($value) . '">';
+    }
+
+    /** The API key is never printed back: an empty password field, or a note about wp-config.php. */
+    private static function apiKeyField(): string
+    {
+        if (Options::apiKeyFromConstant()) {
+            return '<p>' . esc_html__('Set in wp-config.php (VISITOR_SERVICE_API_KEY).', 'visitor-service') . '</p>';
+        }
+        $saved = Options::apiKey() !== '';
+        $note = $saved ? __('A key is saved. Leave empty to keep it.', 'visitor-service')
+            : __('Or define VISITOR_SERVICE_API_KEY in wp-config.php.', 'visitor-service');
+        return '<input id="vs-api" class="regular-text" type="password" autocomplete="off" name="'
+            . esc_attr(Options::API_KEY) . '" value="" placeholder="' . ($saved ? '••••••••' : '') . '">'
+            . '<p class="description">' . esc_html($note) . '</p>';
+    }
+}

@@ -1,0 +1,47 @@
+<?php
+
+/**
+ * Plugin Name:       Visitor Service
+ * Description:       Sends pageviews, leads, survey answers, PHP errors and product statements to the Visitor Service.
+ * Version:           0.1.0
+ * Requires at least: 6.1
+ * Requires PHP:      8.1
+ * Author:            Visitor Service
+ * License:           GPL-2.0-or-later
+ * Text Domain:       visitor-service
+ * WC requires at least: 7.0
+ *
+ * @package VisitorService
+ */
+
+declare(strict_types=1);
+
+if (!defined('ABSPATH')) {
+    exit;
+}
+
+define('VISITOR_SERVICE_VERSION', '0.1.0');
+define('VISITOR_SERVICE_FILE', __FILE__);
+
+require_once __DIR__ . '/includes/class-options.php';
+require_once __DIR__ . '/includes/class-request.php';
+require_once __DIR__ . '/includes/class-client.php';
+require_once __DIR__ . '/includes/class-statements.php';
+require_once __DIR__ . '/includes/class-outbox.php';
+require_once __DIR__ . '/includes/class-errors.php';
+require_once __DIR__ . '/includes/class-woocommerce.php';
+require_once __DIR__ . '/includes/class-rest.php';
+require_once __DIR__ . '/includes/class-front.php';
+require_once __DIR__ . '/includes/class-settings.php';
+
+// PHP errors are watched from the moment the plugin loads, before most of the shop runs.
+VisitorService\Errors::register();
+
+register_activation_hook(__FILE__, [VisitorService\Outbox::class, 'activate']);
+register_deactivation_hook(__FILE__, [VisitorService\Outbox::class, 'deactivate']);
+
+VisitorService\Outbox::hooks();
+VisitorService\Rest::hooks();
+VisitorService\Front::hooks();
+VisitorService\WooCommerce::hooks();
+VisitorService\Settings::hooks();
