@@ -76,6 +76,34 @@ system-deps:
 # STORE=wire: the production driver path against a local SecantusDB that keeps its data on disk.
 STORE ?= embedded
 
+# The WordPress plugin's tests run a real WordPress from Debian's packages with a private MariaDB
+# (tests/support/wordpress.py); php-codesniffer checks the plugin (PSR-12: the WordPress standard
+# is not packaged in the registries we use). Installed only when one is missing.
+WORDPRESS_PACKAGES := wordpress wordpress-theme-twentytwentythree mariadb-server php-cli \
+	php-mysql php-curl php-xml php-mbstring php-codesniffer
+PLUGIN_FILES := $(shell find wordpress/visitor-service -type f 2>/dev/null)
+
+wordpress-deps:
+	@missing=""; for package in $(WORDPRESS_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' "$$package" 2>/dev/null | grep -q 'ok installed' \
+	    || missing="$$missing $$package"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install \
+	    -y -qq --no-install-recommends $$missing >/dev/null; fi
+
+# The installable plugin archive (git-ignored): upload it under Plugins → Add New → Upload.
+dist/visitor-service.zip: $(PLUGIN_FILES)
+	@mkdir -p dist && rm -f $@
+	cd wordpress && $(PYTHON) -m zipfile -c ../$@ visitor-service/
+
+plugin-zip: dist/visitor-service.zip
+
+plugin-lint: wordpress-deps
+	@for file in $$(find wordpress/visitor-service -name '*.php'); do \
+	  php -l "$$file" >/dev/null || { php -l "$$file"; exit 1; }; done
+	phpcs --standard=wordpress/phpcs.xml
+
 run: deps sdk dashboard $(if $(filter wire,$(STORE)),test-store)
 ifeq ($(STORE),wire)
 	scripts/run-on-wire.sh
@@ -83,7 +111,7 @@ else
 	$(BIN)/visitor-service serve
 endif
 
-test: deps system-deps sdk dashboard
+test: deps system-deps wordpress-deps sdk dashboard plugin-lint plugin-zip
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
