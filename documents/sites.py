@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -153,18 +152,16 @@ def _statement_purpose(site_id: str) -> str:
 
 
 class SiteKeyring:
-    """Creates, rotates and resolves site keys."""
+    """Creates, rotates and resolves site keys.
 
-    #: Sites kept per process for key lookups; beyond this the least recently used is dropped.
-    CACHED_SITES = 4096
+    Keys are resolved by one indexed read per request and nothing is cached, so a rotated key,
+    a deleted site or a changed setting applies to the next request in every process.
+    """
 
     def __init__(self, store: Store, hasher: KeyHasher, sealer: SecretSealer) -> None:
         self._store = store
         self._hasher = hasher
         self._sealer = sealer
-        # Lookup key ("api:<digest>" or "public:<key>") -> (the store's write generation of
-        # `sites` read before the lookup that found the site, the site document found).
-        self._sites_by_key: OrderedDict[str, tuple[int | None, dict[str, Any]]] = OrderedDict()
 
     def _key_fields(self, site_id: str, api_key: str) -> dict[str, Any]:
         statement_key = derive_statement_key(api_key)
@@ -220,57 +217,18 @@ class SiteKeyring:
         return updated, api_key
 
     async def site_for_api_key(self, api_key: str) -> dict[str, Any] | None:
-        """The site owning this API key, or None; the digest comparison is constant-time.
-
-        The site returned may be shared with other requests: read it, never change it.
-        """
+        """The site owning this API key, or None; the digest comparison is constant-time."""
         digest = self._hasher.digest(api_key)
-        site = await self._current_site(f"api:{digest}", "apiKeyHash", digest)
+        site = await self._store.collection("sites").find_one({"apiKeyHash": digest})
         if site is None or not hmac.compare_digest(site["apiKeyHash"], digest):
             return None
         return site
 
     async def site_for_public_key(self, public_key: str) -> dict[str, Any] | None:
-        """The site with this public browser key, or None (shared: read it, never change it)."""
+        """The site with this public browser key, or None."""
         if not public_key.startswith(PUBLIC_KEY_PREFIX):
             return None
-        return await self._current_site(f"public:{public_key}", "publicKey", public_key)
-
-    async def _current_site(self, cache_key: str, field: str, value: str
-                            ) -> dict[str, Any] | None:
-        """The site whose `field` is `value` now: the cached copy while it is known current.
-
-        On the embedded store, a cached copy whose recorded write generation of `sites` is
-        still the store's is served without any read: the in-process store cannot change behind
-        its own back, and every write to `sites` moves that generation. Otherwise (a real
-        server, or a write since) the check reads three fields of one site by `_id`; only a
-        site seen for the first time, or changed since, is searched for by key and read whole.
-        The generation recorded is always the one read before the reads, so a write that runs
-        during them moves it past the recorded value and the copy is checked again next time.
-        """
-        generation = self._store.write_generation("sites")
-        entry = self._sites_by_key.get(cache_key)
-        if entry is not None:
-            cached_generation, cached = entry
-            if generation is not None and generation == cached_generation:
-                self._sites_by_key.move_to_end(cache_key)
-                return cached
-            current = await self._store.collection("sites").find_one(
-                {"_id": cached["_id"]}, {field: 1, "revision": 1})
-            if (current is not None and hmac.compare_digest(str(current.get(field)), value)
-                    and current.get("revision") == cached.get("revision")):
-                # Other requests ran during the read and may have dropped or replaced the entry.
-                if self._sites_by_key.get(cache_key) is entry:
-                    self._sites_by_key[cache_key] = (generation, cached)
-                    self._sites_by_key.move_to_end(cache_key)
-                return cached
-            self._sites_by_key.pop(cache_key, None)
-        site = await self._store.collection("sites").find_one({field: value})
-        if site is not None:
-            self._sites_by_key[cache_key] = (generation, site)
-            if len(self._sites_by_key) > self.CACHED_SITES:
-                self._sites_by_key.popitem(last=False)
-        return site
+        return await self._store.collection("sites").find_one({"publicKey": public_key})
 
     def statement_keys(self, site: dict[str, Any], now: datetime) -> list[bytes]:
         """The keys product statements may be signed with now: current, then previous in grace."""

@@ -8,10 +8,9 @@ module reaches collections through `Store.collection()`, which hands out a `Coll
   failure rather than a silent write outside the transaction on a real replica set;
 * on the embedded store (mongomock-motor has no sessions) the proxy strips the session and keeps
   a journal of pre-images, so an aborted transaction restores every touched document;
-* a `FaultPlan` can make chosen operations fail, for fault-injection tests and drills;
-* on the embedded store every write through the proxy (and every transaction roll-back) moves
-  its collection's write generation (`Store.write_generation`), so an in-process cache can tell
-  that nothing in a collection can have changed without reading it.
+* a `FaultPlan` can make chosen operations fail, for fault-injection tests and drills.
+
+The embedded store is mongomock-motor as shipped: nothing here patches or reaches into it.
 
 Moving from Motor to PyMongo's async client must stay a change inside this package.
 """
@@ -19,10 +18,8 @@ Moving from Motor to PyMongo's async client must stay a change inside this packa
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextvars
 import copy
-import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -196,116 +193,13 @@ class EmbeddedSession:
         self._undo.append((collection, doc_id, copy.deepcopy(pre_image)))
 
     async def roll_back(self) -> None:
-        """Put every touched document back as it was before the transaction.
-
-        The restores write to the raw collections, past the proxies' own bookkeeping, so the
-        touched collections' write generations are moved here: before the first restore and
-        after the last (see `_WriteGenerations` for why both).
-        """
-        touched = list({id(collection): collection for collection, _, _ in self._undo}.values())
-        for collection in touched:
-            collection._note_write()
-        try:
-            for collection, doc_id, pre_image in reversed(self._undo):
-                if pre_image is None:
-                    await collection._raw.delete_one({"_id": doc_id})
-                else:
-                    await collection._raw.replace_one({"_id": doc_id}, pre_image, upsert=True)
-        finally:
-            for collection in touched:
-                collection._note_write()
+        """Put every touched document back as it was before the transaction."""
+        for collection, doc_id, pre_image in reversed(self._undo):
+            if pre_image is None:
+                await collection._raw.delete_one({"_id": doc_id})
+            else:
+                await collection._raw.replace_one({"_id": doc_id}, pre_image, upsert=True)
         self._undo.clear()
-
-
-class _WriteGenerations:
-    """Per-collection write generations of one embedded database, shared by every wrapper.
-
-    A generation is a ticket from one counter, taken anew by each write just before it touches
-    the data and again once it has finished (also when it failed). Tickets are never reused, so
-    a collection whose generation still equals a value read earlier has had no write start or
-    finish since that value was read.
-
-    Why both tickets. A reader reads the generation *before* it awaits its read, caches what
-    it read with that value, and serves the cache only while the generation is unchanged:
-
-    * a write that finished before the generation was read is in what the reader then reads;
-    * a write that was in flight when the generation was read, or that starts later, takes its
-      closing ticket after its last change, so once it finishes the cached copy (which may
-      predate it) is no longer served. While it is still unfinished the copy is served, as a
-      read ordered before an unacknowledged write may be;
-    * the opening ticket keeps a copy cached before a write began from being served while the
-      write is part-way through (a multi-document update, or a roll-back restoring several
-      documents across awaits): readers re-read instead, and their new copy is dropped again
-      at the closing ticket.
-
-    A TTL index deletes documents on reads without any write, so such collections have no
-    trustworthy generation (`Store.write_generation` answers None for them).
-    """
-
-    __slots__ = ("_by_collection", "_everything", "_tickets")
-
-    def __init__(self) -> None:
-        self._tickets = itertools.count(1)
-        self._by_collection: dict[str, int] = {}
-        # Ticket of the last write whose target could not be told: it moves every collection.
-        self._everything = 0
-
-    def bump(self, collection_name: str) -> None:
-        """A write to `collection_name` is starting or has finished."""
-        self._by_collection[collection_name] = next(self._tickets)
-
-    def bump_all(self) -> None:
-        """A write to an unknown collection is starting or has finished."""
-        self._everything = next(self._tickets)
-
-    def current(self, collection_name: str) -> int:
-        """The collection's generation now (tickets only grow, so the later one counts)."""
-        generation = self._by_collection.get(collection_name, 0)
-        return generation if generation > self._everything else self._everything
-
-
-def _embedded_write_generations(client: Any, database_name: str
-                                ) -> tuple[_WriteGenerations, dict[str, Any]] | None:
-    """The write generations kept on the embedded database's own data, and its collections' data.
-
-    They hang on mongomock's `DatabaseStore`, the object that holds the documents, so every
-    `Store` wrapper over the same in-memory data shares one set. None when the client is not
-    mongomock's (then nothing can be known about its writes).
-    """
-    from mongomock.store import DatabaseStore
-
-    try:
-        data = client._store[database_name]
-    except (AttributeError, KeyError, TypeError):
-        return None
-    if not isinstance(data, DatabaseStore) or not isinstance(
-            getattr(data, "_collections", None), dict):
-        return None
-    generations = getattr(data, "_visitor_service_write_generations", None)
-    if generations is None:
-        generations = _WriteGenerations()
-        data._visitor_service_write_generations = generations
-    return generations, data._collections
-
-
-def _pipeline_targets(pipeline: Sequence[Any]) -> set[str] | None:
-    """Collections an aggregation pipeline writes to (`$out`, `$merge`); None when unsure."""
-    targets: set[str] = set()
-    for stage in pipeline:
-        if not isinstance(stage, dict):
-            return None
-        for operator in ("$out", "$merge"):
-            if operator not in stage:
-                continue
-            spec = stage[operator]
-            if operator == "$merge" and isinstance(spec, dict):
-                spec = spec.get("into")
-            if isinstance(spec, dict):
-                spec = spec.get("coll")
-            if not isinstance(spec, str):
-                return None
-            targets.add(spec)
-    return targets
 
 
 _active_transaction: contextvars.ContextVar[tuple[Store, Any] | None] = contextvars.ContextVar(
@@ -322,12 +216,6 @@ class Collection:
         self._store = store
         self._raw = raw
         self.name = name
-        self._generations = store._write_generations
-
-    def _note_write(self) -> None:
-        """Move this collection's write generation (embedded store only: one dict store)."""
-        if self._generations is not None:
-            self._generations.bump(self.name)
 
     def _session_for(self, operation: str, session: Any) -> Any:
         """Check the session rule and the fault plan; return what to pass to the driver."""
@@ -388,24 +276,7 @@ class Collection:
                   **kwargs: Any) -> Any:
         """An aggregation cursor."""
         s = self._session_for("aggregate", session)
-        if self._generations is None:
-            return self._raw.aggregate(pipeline, **self._kw(s, kwargs))
-        targets = _pipeline_targets(pipeline)
-        if targets == set():
-            return self._raw.aggregate(pipeline, **self._kw(s, kwargs))
-        # mongomock runs the whole pipeline, `$out` included, inside this call.
-        self._note_pipeline(targets)
-        try:
-            return self._raw.aggregate(pipeline, **self._kw(s, kwargs))
-        finally:
-            self._note_pipeline(targets)
-
-    def _note_pipeline(self, targets: set[str] | None) -> None:
-        if targets is None:
-            self._generations.bump_all()
-        else:
-            for target in targets:
-                self._generations.bump(target)
+        return self._raw.aggregate(pipeline, **self._kw(s, kwargs))
 
     async def distinct(self, key: str, filter_: dict[str, Any] | None = None, *,
                        session: Any = None) -> list[Any]:
@@ -418,11 +289,7 @@ class Collection:
     async def insert_one(self, document: dict[str, Any], *, session: Any = None) -> Any:
         """Insert one document."""
         s = self._session_for("insert_one", session)
-        self._note_write()
-        try:
-            result = await self._raw.insert_one(document, **self._kw(s, {}))
-        finally:
-            self._note_write()
+        result = await self._raw.insert_one(document, **self._kw(s, {}))
         if isinstance(session, EmbeddedSession):
             session.remember(self, result.inserted_id, None)
         return result
@@ -435,22 +302,13 @@ class Collection:
             for doc in documents:
                 doc.setdefault("_id", ObjectId())
                 session.remember(self, doc["_id"], None)
-        self._note_write()
-        try:
-            return await self._raw.insert_many(list(documents), ordered=ordered,
-                                               **self._kw(s, {}))
-        finally:
-            self._note_write()
+        return await self._raw.insert_many(list(documents), ordered=ordered, **self._kw(s, {}))
 
     async def _write(self, operation: str, filter_: dict[str, Any], *args: Any,
                      session: Any = None, **kwargs: Any) -> Any:
         s = self._session_for(operation, session)
         await self._journal(session, filter_, operation in _WRITE_MANY, kwargs.get("sort"))
-        self._note_write()
-        try:
-            result = await getattr(self._raw, operation)(filter_, *args, **self._kw(s, kwargs))
-        finally:
-            self._note_write()
+        result = await getattr(self._raw, operation)(filter_, *args, **self._kw(s, kwargs))
         if isinstance(session, EmbeddedSession):
             upserted = getattr(result, "upserted_id", None)
             if upserted is not None:
@@ -508,12 +366,7 @@ class Collection:
             # mongod refuses most index builds in a transaction; some servers accept them, so
             # the rule is kept here, where every back-end sees it.
             raise IndexBuildInTransaction(f"index on {self.name} built inside a transaction")
-        # Changes no document; the generation moves anyway, as for any write (a rare call).
-        self._note_write()
-        try:
-            return await self._raw.create_index(list(keys), **options)
-        finally:
-            self._note_write()
+        return await self._raw.create_index(list(keys), **options)
 
     async def index_information(self) -> dict[str, Any]:
         """The indexes this collection has."""
@@ -616,8 +469,6 @@ class Store:
         self.database = client[database_name]
         self.embedded = embedded
         self.faults = FaultPlan()
-        embedded_data = _embedded_write_generations(client, database_name) if embedded else None
-        self._write_generations, self._collections_data = embedded_data or (None, {})
         self._collections: dict[str, Collection] = {}
         self._buckets: dict[str, Bucket] = {}
 
@@ -628,23 +479,6 @@ class Store:
             proxy = Collection(self, self.database[name], name)
             self._collections[name] = proxy
         return proxy
-
-    def write_generation(self, collection_name: str) -> int | None:
-        """A value that changes whenever a document of the collection may have changed; or None.
-
-        On the embedded store every write runs in this process and moves the value (see
-        `_WriteGenerations`), so an unchanged value means an unchanged collection. None means
-        "unknown, read it": a real server (other processes write to it), or a collection with a
-        TTL index (documents expire without a write). Writes made past the proxies (on
-        `self.database` directly) are not counted; the service makes none.
-        """
-        generations = self._write_generations
-        if generations is None:
-            return None
-        data = self._collections_data.get(collection_name)
-        if data is not None and getattr(data, "_ttl_indexes", True):
-            return None
-        return generations.current(collection_name)
 
     def bucket(self, name: str) -> Bucket:
         """The GridFS bucket `name`."""
@@ -672,8 +506,7 @@ class Store:
                 _active_transaction.reset(token)
                 await session.roll_back()
                 raise
-            # A commit changes nothing: the writes are already in place, each with its own
-            # generation move.
+            # A commit changes nothing: the writes are already in place.
             session.active = False
             _active_transaction.reset(token)
             return result
@@ -724,153 +557,7 @@ def open_store(mongodb_uri: str, database_name: str) -> Store:
         return Store(client, database_name, embedded=False)
     from mongomock_motor import AsyncMongoMockClient
 
-    _speed_up_embedded_engine()
     return Store(AsyncMongoMockClient(tz_aware=True), database_name, embedded=True)
-
-
-def _speed_up_embedded_engine() -> None:
-    """Apply the embedded engine's speed-ups once per process (each keeps results identical)."""
-    from mongomock import collection as mongomock_collection
-
-    cls = mongomock_collection.Collection
-    if getattr(cls, "_visitor_service_speed_ups", False):
-        return
-    _enable_embedded_id_lookups(cls)
-    _enable_embedded_fast_copies()
-    _enable_embedded_fast_updates(cls)
-    cls._visitor_service_speed_ups = True
-
-
-def _enable_embedded_id_lookups(cls: Any) -> None:
-    """Let the embedded engine find a document by `_id` without scanning the collection.
-
-    mongomock evaluates every filter against every document, so an `_id` lookup costs as much
-    as a full scan. Its documents are already kept in a dict keyed by `_id`; this routes filters
-    that pin `_id` to one value through that dict and applies the rest of the filter to the one
-    document found. Results are identical; only the cost changes.
-    """
-    from mongomock.filtering import filter_applies
-
-    scan = cls._iter_documents
-
-    def iter_documents(self: Any, filter_: Any) -> Any:
-        if isinstance(filter_, dict):
-            wanted = filter_.get("_id")
-            if isinstance(wanted, str | int | ObjectId) and not isinstance(wanted, bool):
-                documents = self._store
-                # One expiry sweep and one dict lookup instead of two locked store calls.
-                documents._remove_expired_documents()
-                document = documents._documents.get(wanted)
-                if document is not None and filter_applies(filter_, document):
-                    return iter([document])
-                return iter([])
-        return scan(self, filter_)
-
-    cls._iter_documents = iter_documents
-
-
-def _enable_embedded_fast_updates(cls: Any) -> None:
-    """Let the embedded engine insert, read and update one document by `_id` directly.
-
-    On every ingest request mongomock's generic machinery (a cursor for each read, a deep-copied
-    snapshot to detect a change, projection specs, two or three lookups per
-    `find_one_and_update`, a generic walk and index pass per insert) cost several times the
-    work itself. The fast
-    paths in `documents.embedded_engine` do only that work, and only for inputs whose result
-    they reproduce exactly; every other call runs mongomock's own code.
-    """
-    from documents import embedded_engine
-
-    if not embedded_engine.enable_fast_id_operations(cls):
-        log.warning("embedded engine: mongomock version not covered by the fast paths")
-
-
-#: Values the embedded engine may share instead of copying: immutable, and never nested.
-_ATOMIC_TYPES = frozenset({str, int, float, bool, type(None), bytes, datetime, ObjectId})
-
-
-def _copy_value(value: Any, memo: Any = None) -> Any:
-    """A deep copy of a document value, specialised for what documents hold.
-
-    `copy.deepcopy` reduces every datetime through `__reduce_ex__` and keeps a memo dict; for
-    plain dicts, lists and immutable leaves that is an order of magnitude slower than a walk.
-    Anything else falls back to `copy.deepcopy`, so the result is the same.
-    """
-    kind = type(value)
-    if kind in _ATOMIC_TYPES:
-        return value
-    if kind is dict:
-        return {k: v if type(v) in _ATOMIC_TYPES else _copy_value(v) for k, v in value.items()}
-    if kind is list:
-        return [v if type(v) in _ATOMIC_TYPES else _copy_value(v) for v in value]
-    if kind is collections.OrderedDict:
-        return collections.OrderedDict(
-            (k, v if type(v) in _ATOMIC_TYPES else _copy_value(v)) for k, v in value.items())
-    return copy.deepcopy(value)
-
-
-def _copy_shallow(value: Any) -> Any:
-    """`copy.copy`, without the dispatch for immutable leaves (they are returned as they are)."""
-    return value if type(value) in _ATOMIC_TYPES else copy.copy(value)
-
-
-def _enable_embedded_fast_copies() -> None:
-    """Give the embedded engine copies and datetime handling that cost less per document.
-
-    mongomock deep-copies every document it updates (to roll back on a unique-index clash)
-    and walks every document it stores or returns to adjust datetimes; on documents with many
-    embedded events these walks were most of an ingest request. The replacements return equal
-    values for every input (unknown types take the original path), so behaviour is unchanged.
-    """
-    import types
-
-    from mongomock import collection as mongomock_collection
-    from mongomock import helpers as mongomock_helpers
-
-    mongomock_collection.copy = types.SimpleNamespace(deepcopy=_copy_value, copy=_copy_shallow)
-
-    def copy_field(value: Any, container: Any) -> Any:
-        # mongomock's `_copy_field` (every document it returns goes through it): lists become
-        # lists, mappings become `container`, anything else is `copy.copy`-ed.
-        kind = type(value)
-        if kind in _ATOMIC_TYPES:
-            return value
-        if isinstance(value, list):
-            return [v if type(v) in _ATOMIC_TYPES else copy_field(v, container) for v in value]
-        if isinstance(value, dict):
-            copied = container()
-            for k, v in value.items():
-                copied[k] = v if type(v) in _ATOMIC_TYPES else copy_field(v, container)
-            return copied
-        return copy.copy(value)
-
-    mongomock_collection._copy_field = copy_field
-    mongomock_helpers.patch_datetime_awareness_in_document = _walk_documents(
-        mongomock_helpers.patch_datetime_awareness_in_document)
-    mongomock_helpers.make_datetime_timezone_aware_in_document = _walk_documents(
-        mongomock_helpers.make_datetime_timezone_aware_in_document)
-
-
-def _walk_documents(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """`original` (one of mongomock's datetime walks), with plain dicts, lists and leaves
-    walked here and every other value (datetimes, Timestamps, OrderedDicts) left to it."""
-
-    def walk(value: Any) -> Any:
-        kind = type(value)
-        if kind is dict:
-            return {k: v if type(v) in _PLAIN_TYPES else walk(v) for k, v in value.items()}
-        if kind in _PLAIN_TYPES:
-            return value
-        if kind is list or kind is tuple:
-            return [v if type(v) in _PLAIN_TYPES else walk(v) for v in value]
-        return original(value)
-
-    return walk
-
-
-#: Leaves that neither datetime walk changes (datetimes, Timestamps and the rest take the
-#: original path).
-_PLAIN_TYPES = frozenset({str, int, float, bool, type(None), bytes, ObjectId})
 
 
 async def retry_temporary(work: Callable[[], Awaitable[T]], attempts: int = 3,
