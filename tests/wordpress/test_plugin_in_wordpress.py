@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+import pytest
 from playwright.async_api import Browser, BrowserContext
 
 from tests.support.browser import eventually
@@ -138,12 +139,16 @@ async def test_a_survey_answer_is_posted_through_the_route_and_bad_input_is_refu
     bad = await shop.http("/wp-json/service/v1/surveys", "POST", headers=JSON, body=json.dumps(
         {"visitorId": "v1", "surveyId": "nps", "answers": [{"score": "high"}]}))
     assert bad.code == 400 and json.loads(bad.body)["code"] == "rest_invalid_param"
+    no_email = await shop.http("/wp-json/service/v1/leads", "POST", headers=JSON,
+                               body=json.dumps({"visitorId": "v1", "email": "not-an-email"}))
+    assert no_email.code == 400 and "email" in json.loads(no_email.body)["data"]["params"]
     stranger = await shop.http("/wp-json/service/v1/pageview", "POST", headers=JSON,
                                body=json.dumps({"visitorId": "v1", "url": shop.url + "/",
                                                 "wpUserId": 1}))
     assert stranger.code == 401  # no login (or no nonce): nobody can post as a user
     await asyncio.sleep(0.5)
     assert len(await documents(deps, "survey_responses", shop.tenant.site_id)) == 1
+    assert await documents(deps, "leads", shop.tenant.site_id) == []
 
 
 async def test_a_php_warning_of_the_theme_arrives_as_an_error_from_php(
@@ -158,6 +163,23 @@ async def test_a_php_warning_of_the_theme_arrives_as_an_error_from_php(
     assert '"php"' in text and "E_WARNING" in text
     assert "visitor-service-test/functions.php" in text
     assert error["visitorId"] == "visitor-php-1"
+
+
+@pytest.mark.parametrize("where", ["svc_fatal_early", "svc_fatal"])
+async def test_a_fatal_error_arrives_with_or_without_wordpress_error_page(
+        open_shop: ShopFactory, deps, where: str):
+    shop = await open_shop({"recordings": False})
+    page = await shop.http(f"/?{where}=1", headers={"Cookie": "svc_vid=visitor-php-2"})
+    if where == "svc_fatal_early":  # before any output: WordPress's page, which ends the request
+        assert page.code == 500 and b"critical error" in page.body
+    else:  # the theme had started the page: no error page, PHP's shutdown goes on
+        assert page.code == 200 and b"critical error" not in page.body
+    error = (await eventually(lambda: documents(deps, "errors", shop.tenant.site_id),
+                              message="the fatal error"))[0]
+    assert "Call to undefined function visitor_service_test_theme_missing_function" in (
+        error["message"])
+    assert "E_ERROR" in json.dumps(error, default=str)
+    assert error["visitorId"] == "visitor-php-2"
 
 
 async def test_a_completed_order_ends_the_visitors_recording(

@@ -44,6 +44,39 @@ final class Errors
     {
         self::$previous = set_error_handler([self::class, 'handle']);
         register_shutdown_function([self::class, 'shutdown']);
+        // WordPress's own fatal-error handler runs first at shutdown and ends the request with its
+        // error page (wp_die), so later shutdown functions never run: send from its filter.
+        add_filter('wp_php_error_message', [self::class, 'beforeErrorPage'], 10, 2);
+    }
+
+    /**
+     * @param mixed $message
+     * @param mixed $error what error_get_last() answered
+     * @return mixed the message, unchanged
+     */
+    public static function beforeErrorPage($message, $error = null)
+    {
+        if (is_array($error) && isset($error['type']) && !self::$sending) {
+            self::noteLast($error);
+            self::$sending = true;
+            try {
+                self::send(false);
+            } catch (\Throwable $ignored) {
+                unset($ignored);
+            }
+        }
+        return $message;
+    }
+
+    /** @param array<string, mixed> $last */
+    private static function noteLast(array $last): void
+    {
+        if (((int) $last['type']) & self::FATAL) {
+            $frame = self::frame(['file' => $last['file'] ?? '', 'line' => $last['line'] ?? 0]);
+            $message = (string) ($last['message'] ?? '');
+            $file = (string) ($last['file'] ?? '');
+            self::note((int) $last['type'], $message, $file, (int) ($last['line'] ?? 0), [$frame]);
+        }
     }
 
     /** The error handler: note the error, then let PHP (or the previous handler) go on as before. */
@@ -87,7 +120,7 @@ final class Errors
         if (isset(self::$errors[$key])) {
             return;
         }
-        if (count(self::$errors) >= self::MAX_PER_REQUEST) {
+        if (count(self::$errors) >= self::MAX_PER_REQUEST && !($type & self::FATAL)) {
             self::$skipped++;
             return;
         }
@@ -103,25 +136,27 @@ final class Errors
     /** At shutdown: a fatal error is noted, the response finished, then everything sent. */
     public static function shutdown(): void
     {
-        $last = error_get_last();
-        if (is_array($last) && ($last['type'] & self::FATAL)) {
-            self::note((int) $last['type'], (string) $last['message'], (string) $last['file'], (int) $last['line'], [
-                self::frame(['file' => $last['file'], 'line' => $last['line']]),
-            ]);
+        if (self::$sending) {
+            return;
         }
-        if (self::$errors === [] || self::$sending) {
+        $last = error_get_last();
+        if (is_array($last)) {
+            self::noteLast($last);
+        }
+        if (self::$errors === []) {
             return;
         }
         self::$sending = true;
         try {
-            self::send();
+            self::send(true);
         } catch (\Throwable $ignored) {
             // Sending is best effort: nothing here may break the shop or loop.
             unset($ignored);
         }
     }
 
-    private static function send(): void
+    /** Sends the collected errors; after the response when $afterResponse and the server can. */
+    private static function send(bool $afterResponse): void
     {
         $errors = array_values(self::$errors);
         self::$errors = [];
@@ -129,8 +164,10 @@ final class Errors
             return;
         }
         $context = self::visitorContext();
-        $finished = function_exists('fastcgi_finish_request');
-        Client::finishResponse();
+        $finished = $afterResponse && function_exists('fastcgi_finish_request');
+        if ($afterResponse) {
+            Client::finishResponse();
+        }
         $lost = self::$skipped;
         foreach ($errors as $index => $error) {
             $body = $error + $context;

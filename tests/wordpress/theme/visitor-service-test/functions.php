@@ -10,3 +10,17 @@ function visitor_service_test_theme_warning(): string
     $sizes = ['small' => 'S'];
     return (string) $sizes['extra-large'];
 }
+
+/** Ends the request with a fatal error (a call to a function that does not exist). */
+function visitor_service_test_theme_fatal(): void
+{
+    $name = 'visitor_service_test_theme_' . 'missing_function';
+    $name();
+}
+
+// A fatal error before any output: WordPress answers with its own error page (and wp_die).
+add_action('template_redirect', static function (): void {
+    if (isset($_GET['svc_fatal_early'])) {
+        visitor_service_test_theme_fatal();
+    }
+});

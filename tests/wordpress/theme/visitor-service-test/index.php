@@ -6,6 +6,9 @@
 </head>
 <body <?php body_class(); ?>>
 <?php
+if (isset($_GET['svc_fatal'])) {
+    visitor_service_test_theme_fatal();
+}
 if (isset($_GET['svc_warn'])) {
     echo '<p id="size">' . esc_html(visitor_service_test_theme_warning()) . '</p>';
 }
