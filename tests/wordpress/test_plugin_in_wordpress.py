@@ -281,6 +281,36 @@ async def test_the_settings_check_and_the_api_key_never_shown(open_shop: ShopFac
     assert shop.tenant.api_key not in home and "sk_wrong" not in home
 
 
+async def test_the_settings_screen_is_for_administrators_and_checks_the_connection(
+        browser: Browser, open_shop: ShopFactory):
+    from tests.support.wordpress import ADMIN, CUSTOMER
+    shop = await open_shop()
+    screen = shop.url + "/wp-admin/options-general.php?page=visitor-service"
+    customer = await browser.new_context()
+    await _log_in(customer, shop, CUSTOMER)
+    page = await customer.new_page()
+    await page.goto(screen)
+    assert "not allowed" in await page.content()
+    await customer.close()
+
+    admin = await browser.new_context()
+    await _log_in(admin, shop, ADMIN)
+    page = await admin.new_page()
+    await page.goto(screen)
+    assert await page.input_value("#vs-api") == ""
+    assert shop.tenant.api_key not in await page.content()
+    # Saving the form with the key field left empty keeps the saved key.
+    await page.fill("#vs-public", shop.tenant.public_key)
+    await page.click("#submit")
+    await page.wait_for_load_state()
+    await page.click("#check")
+    await page.wait_for_url("**checked=1")
+    notice = await page.text_content(".notice-success")
+    assert "API key: accepted." in notice and "Public key and this site" in notice
+    assert shop.tenant.api_key not in await page.content()
+    await admin.close()
+
+
 async def test_deactivation_stops_collection_and_uninstall_removes_everything(
         open_shop: ShopFactory):
     shop = await open_shop()
