@@ -10,9 +10,8 @@ lives in a `LoopThread`; in tests it is the test's own loop, so every store call
 thread. The task is idempotent (see tasks/errors.py), which is why it may use `acks_late`: a job
 redelivered after a worker died, or relayed from the outbox, is counted once.
 
-Publishing runs in the server's own process, on its event loop, so it is kept cheap: a
-`BrokerPublisher` (tasks/broker_publish.py) writes the message `send_task` would and pushes a
-whole batch to Redis in one command, without a thread.
+Jobs are published with Celery's own `send_task`, which is synchronous, so the sender runs it
+in a thread, a batch of jobs per hop.
 """
 
 from __future__ import annotations
@@ -29,12 +28,12 @@ from typing import Any, TypeVar
 
 from celery import Celery
 from kombu import Queue
+from kombu.exceptions import OperationalError
 from redis.exceptions import RedisError
 
 from config.metrics import Metrics
 from documents.store import is_temporary_store_error
 from tasks.background import stop_task
-from tasks.broker_publish import BrokerPublisher
 from tasks.outbox import SENDS_HELP, SENDS_METRIC, ErrorOutbox, OutboxRelay
 from tasks.queue import (
     QUEUE_NAME,
@@ -123,7 +122,7 @@ class CeleryErrorQueue:
 
     #: Jobs accepted and waiting for the sender; beyond this they wait for the relay instead.
     SEND_BACKLOG = 10_000
-    #: Jobs published per Redis round trip.
+    #: Jobs published per hop to the sending thread.
     SEND_BATCH = 200
     #: The pause after a batch that was not full, so that the next one gathers more jobs.
     SEND_PAUSE_SECONDS = 0.005
@@ -131,7 +130,6 @@ class CeleryErrorQueue:
     def __init__(self, app: Celery, *, outbox: ErrorOutbox | None = None,
                  metrics: Metrics | None = None, relay_interval_seconds: float = 5.0) -> None:
         self.app = app
-        self.publisher = BrokerPublisher(app, queue_name=QUEUE_NAME, task_name=TASK_NAME)
         self.outbox = outbox
         self.metrics = metrics or Metrics()
         self.relay = (OutboxRelay(outbox, functools.partial(self.send, via="relay"), self.metrics,
@@ -175,23 +173,35 @@ class CeleryErrorQueue:
         return await self._send_batch([job], via=via) == 1
 
     async def _send_batch(self, jobs: list[dict[str, Any]], *, via: str) -> int:
-        """Publish `jobs` in one command; how many went out (all, or none on any failure).
+        """Publish `jobs` in order; how many went out before the broker refused one.
 
-        A send whose connection failed before Redis answered may have stored the batch all
-        the same, so a failed batch counts 0: the jobs stay in the outbox and the relay sends
-        them again, and a copy is harmless (the task is idempotent) where a job counted as
-        sent and lost would not be.
+        A job that did not go out, or whose send failed after Redis may have stored it, stays
+        in the outbox and the relay sends it again: a copy is harmless (the task is
+        idempotent) where a job counted as sent and lost would not be.
         """
-        try:
-            await self.publisher.publish(jobs, job_argsrepr)
-        except (RedisError, OSError) as exc:
+        sent, failure = await asyncio.to_thread(self._publish, jobs)
+        if sent:
+            self.metrics.count(SENDS_METRIC, SENDS_HELP, sent, via=via, outcome="sent")
+        if failure is not None:
             log.warning("error queue unreachable; the jobs wait in the outbox",
-                        extra={"jobs": len(jobs), "via": via, "error": _described(exc)})
-            self.metrics.count(SENDS_METRIC, SENDS_HELP, len(jobs), via=via,
+                        extra={"jobs": len(jobs) - sent, "via": via,
+                               "error": _described(failure)})
+            self.metrics.count(SENDS_METRIC, SENDS_HELP, len(jobs) - sent, via=via,
                                outcome="broker_unavailable")
-            return 0
-        self.metrics.count(SENDS_METRIC, SENDS_HELP, len(jobs), via=via, outcome="sent")
-        return len(jobs)
+        return sent
+
+    def _publish(self, jobs: list[dict[str, Any]]) -> tuple[int, BaseException | None]:
+        """Send each job with `send_task` on one producer (in a thread); the count and any error."""
+        sent = 0
+        try:
+            with self.app.producer_or_acquire() as producer:
+                for job in jobs:
+                    self.app.send_task(TASK_NAME, args=[job], queue=QUEUE_NAME,
+                                       producer=producer, argsrepr=job_argsrepr(job))
+                    sent += 1
+        except (OperationalError, RedisError, OSError) as exc:
+            return sent, exc
+        return sent, None
 
     async def _send_accepted(self) -> None:
         assert self._unsent is not None
@@ -223,7 +233,6 @@ class CeleryErrorQueue:
         self._sender = self._unsent = None
         if self.relay is not None:
             await self.relay.close()
-        await self.publisher.close()
         await asyncio.to_thread(self.app.close)
 
 
@@ -232,7 +241,7 @@ def job_argsrepr(job: dict[str, Any]) -> str:
 
     Celery would put the repr of the whole job there, which worker logs, Flower and `celery
     inspect` display: the error's message, stack and context, kept outside the store's erasure
-    and retention. Building that repr was also half of the CPU a publish costs.
+    and retention.
     """
     return f"[<error job {job.get('jobId')}>]"
 
