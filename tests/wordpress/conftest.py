@@ -49,6 +49,16 @@ class Service:
         self.app, self.settings = app, settings
         self.server: tornado.httpserver.HTTPServer | None = None
         self.port = 0
+        #: Every request answered: (method, path, status), as the access log sees it.
+        self.requests: list[tuple[str, str, int]] = []
+        log_request = app.settings["log_function"]
+
+        def record(handler: tornado.web.RequestHandler) -> None:
+            self.requests.append((handler.request.method or "", handler.request.path,
+                                  handler.get_status()))
+            log_request(handler)
+
+        app.settings["log_function"] = record
         self.start()
         self.url = f"http://127.0.0.1:{self.port}"
 

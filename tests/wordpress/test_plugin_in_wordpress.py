@@ -39,6 +39,16 @@ async def _log_in(context: BrowserContext, shop, user: tuple[str, str]) -> None:
     await page.close()
 
 
+async def test_rendering_a_page_makes_no_call_to_the_service(open_shop: ShopFactory):
+    shop = await open_shop({"recordings": False})
+    before = len(shop.service.requests)
+    for path in ("/", shop.wp.product_url.removeprefix(shop.url), "/?s=mug"):
+        answer = await shop.http(path, headers={"Cookie": "svc_vid=visitor-ttfb-1"})
+        assert answer.code == 200 and b"sdk/v1/loader.js" in answer.body
+    await asyncio.sleep(0.5)
+    assert shop.service.requests[before:] == []
+
+
 async def test_two_visitors_of_one_cached_product_page_each_get_their_view_attributed(
         browser: Browser, open_shop: ShopFactory, deps):
     shop = await open_shop({"recordings": False})
@@ -250,6 +260,9 @@ async def test_gpc_and_missing_consent_forward_nothing(open_shop: ShopFactory, d
     assert gpc.code == 204
     no_consent = await shop.http("/wp-json/service/v1/leads", "POST", body=lead, headers=JSON)
     assert json.loads(no_consent.body) == {"ok": True, "dropped": "consent_missing"}
+    granted = await shop.http("/wp-json/service/v1/leads", "POST", headers=JSON, body=json.dumps(
+        {"visitorId": "visitor-consent-1", "email": "yes@example.com", "consent": "granted"}))
+    assert granted.code == 202  # the same route forwards once the visitor consented
     statement = await shop.http("/wp-json/service/v1/statement?url=" + shop.wp.product_url,
                                 headers={"Sec-GPC": "1"})
     assert json.loads(statement.body) == {"statement": None}
@@ -260,8 +273,11 @@ async def test_gpc_and_missing_consent_forward_nothing(open_shop: ShopFactory, d
     # Without consent (no consent cookie, no Consent API), nothing either.
     await shop.http("/?svc_warn=1&consent=0")
     await asyncio.sleep(1.5)
-    for collection in ("leads", "errors", "visitors"):
-        assert await documents(deps, collection, shop.tenant.site_id) == [], collection
+    assert await documents(deps, "errors", shop.tenant.site_id) == []
+    leads = await documents(deps, "leads", shop.tenant.site_id)
+    assert [lead["email"] for lead in leads] == ["yes@example.com"]
+    visitors = await documents(deps, "visitors", shop.tenant.site_id)
+    assert [visitor["visitorId"] for visitor in visitors] == ["visitor-consent-1"]
     assert await shop.wp.php("return \\VisitorService\\Outbox::backlog();") == 0
 
 

@@ -16,6 +16,7 @@ foreach (
     [
         'visitor_service_url', 'visitor_service_public_key', 'visitor_service_api_key',
         'visitor_service_require_consent', 'visitor_service_dropped', 'visitor_service_last_check',
+        'visitor_service_db_version',
     ] as $visitor_service_option
 ) {
     delete_option($visitor_service_option);

@@ -22,11 +22,12 @@ final class Options
     public const REQUIRE_CONSENT = 'visitor_service_require_consent';
     public const DROPPED = 'visitor_service_dropped';
     public const LAST_CHECK = 'visitor_service_last_check';
+    public const DB_VERSION = 'visitor_service_db_version';
 
     /** Every option the plugin writes, removed by uninstall.php. */
     public const ALL = [
         self::URL, self::PUBLIC_KEY, self::API_KEY, self::REQUIRE_CONSENT, self::DROPPED,
-        self::LAST_CHECK,
+        self::LAST_CHECK, self::DB_VERSION,
     ];
 
     public static function serviceUrl(): string

@@ -39,6 +39,15 @@ final class Outbox
     {
         add_filter('cron_schedules', [self::class, 'schedules']);
         add_action(self::CRON_HOOK, [self::class, 'retry']);
+        // Updates do not run the activation hook: the table follows the plugin's version.
+        add_action('plugins_loaded', [self::class, 'upgrade']);
+    }
+
+    public static function upgrade(): void
+    {
+        if (get_option(Options::DB_VERSION) !== VISITOR_SERVICE_VERSION) {
+            self::activate();
+        }
     }
 
     /**
@@ -70,6 +79,7 @@ final class Outbox
             PRIMARY KEY  (id),
             KEY next_attempt_at (next_attempt_at)
         ) $charset;");
+        update_option(Options::DB_VERSION, VISITOR_SERVICE_VERSION, true);
         add_filter('cron_schedules', [self::class, 'schedules']);
         if (!wp_next_scheduled(self::CRON_HOOK)) {
             wp_schedule_event(time() + 5 * MINUTE_IN_SECONDS, self::SCHEDULE, self::CRON_HOOK);
