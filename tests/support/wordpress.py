@@ -276,6 +276,7 @@ def _start(root: Path, processes: list[subprocess.Popen[bytes]]) -> WordPress:
     processes.append(subprocess.Popen(
         ["php", "-d", "display_errors=0", "-d", "log_errors=1",
          "-d", f"error_log={root / 'php-errors.log'}", "-d", "memory_limit=256M",
+         "-d", "opcache.enable_cli=1",  # as a production PHP would run WordPress
          "-S", f"127.0.0.1:{php_port}", "-t", str(site), str(root / "router.php")],
         stdout=php_log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
     php_log.close()
