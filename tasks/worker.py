@@ -67,6 +67,8 @@ class WorkerClients:
     store: Store
     bus: RedisBus
     notifier: Notifier
+    #: False when the caller handed the store in: then the caller closes it.
+    owns_store: bool = True
 
     async def close(self) -> None:
         """Let deliveries in flight finish (bounded), then close the bus and the store."""
@@ -74,19 +76,24 @@ class WorkerClients:
         # would be neither sent nor recorded as failed.
         await self.notifier.close()
         await self.bus.close()
-        self.store.close()
+        if self.owns_store:
+            self.store.close()
 
 
 async def open_worker_clients(settings: Settings, *, store: Store | None = None
                               ) -> WorkerClients:
-    """The worker's clients, created on the loop that will use them; indexes ensured."""
+    """The worker's clients, created on the loop that will use them; indexes ensured.
+
+    A store handed in stays the caller's to close.
+    """
+    owns_store = store is None
     store = store or open_store(settings.mongodb_uri, settings.mongodb_database)
     await documents.prepare_store(store)
     notifier = Notifier(store, SecretSealer(settings.master_key), public_url=settings.public_url,
                         max_attempts=settings.notify_max_attempts,
                         retry_seconds=settings.notify_retry_seconds,
                         allow_private_webhooks=settings.webhook_allow_private_addresses)
-    return WorkerClients(store, RedisBus(settings.redis_url), notifier)
+    return WorkerClients(store, RedisBus(settings.redis_url), notifier, owns_store)
 
 
 def run_worker(settings: Settings) -> None:

@@ -14,10 +14,19 @@ from tests.support.app import Fetch, Tenant
 
 @pytest.fixture
 def log_lines():
+    """Every log line, at DEBUG; the levels and handlers are put back afterwards, or later
+    tests would capture every library's debug records (the driver's, on the wire)."""
+    root, tornado_general = logging.getLogger(), logging.getLogger("tornado.general")
+    levels = root.level, tornado_general.level
+    handlers = list(root.handlers)
     stream = io.StringIO()
     handler = configure_logging("DEBUG", stream)
     yield stream
-    logging.getLogger().removeHandler(handler)
+    root.removeHandler(handler)
+    for kept in handlers:
+        root.addHandler(kept)
+    root.setLevel(levels[0])
+    tornado_general.setLevel(levels[1])
 
 
 async def test_credentials_sent_in_every_channel_never_reach_any_log(

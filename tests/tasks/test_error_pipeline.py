@@ -251,6 +251,7 @@ async def test_the_full_ip_address_is_stored_in_no_collection(
     full_v6 = "2001:db8:abcd:12:3456:789a:bcde:f012"
     await post_error(fetch, tenant)
     await post_error(fetch, tenant, js_error(ip=full_v6, context={"peer": full_v6}))
+    await queue.join()  # the first two are processed before the store starts failing
     store.faults.fail("errors", "find_one_and_update", times=100)
     await post_error(fetch, tenant, js_error(message="Other", type="RangeError"))
     await queue.join()
