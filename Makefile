@@ -111,9 +111,14 @@ else
 	$(BIN)/visitor-service serve
 endif
 
-test: deps system-deps wordpress-deps sdk dashboard plugin-lint plugin-zip
+# Two runs: the whole suite on the embedded store, then every test that touches the store
+# (marked `store` by tests/conftest.py) again through the real driver on a fresh SecantusDB.
+test: deps system-deps wordpress-deps test-store sdk dashboard plugin-lint plugin-zip
 	$(BIN)/ruff check .
+	@echo "=== the whole suite on the embedded store (mongomock-motor)"
 	$(BIN)/python -m pytest -q
+	@echo "=== every test that touches the store, on the wire (SecantusDB, real driver)"
+	$(BIN)/python -m pytest -q --store=wire -m store -rs
 
 lint: deps
 	$(BIN)/ruff check .
