@@ -269,8 +269,10 @@ function start(script) {
     if (cmsRoute && loggedIn()) {
       // A logged-in visitor's pageview goes through the shop, which adds the user id; should
       // the login have ended meanwhile, it is sent as an anonymous one after all.
-      firstPageview = false;
-      cms('pageview', body).then((r) => { if (!r || r.status >= 300) sendAnonymous(body); });
+      cms('pageview', body).then((r) => {
+        if (!r || r.status >= 300) sendAnonymous(body);
+        else firstPageview = false;
+      });
       return;
     }
     sendAnonymous(body);

@@ -26,6 +26,22 @@ final class Front
         add_action('wp_head', [self::class, 'printLoader'], 1);
         add_action('set_logged_in_cookie', [self::class, 'markLogin'], 10, 4);
         add_action('clear_auth_cookie', [self::class, 'unmarkLogin']);
+        add_action('template_redirect', [self::class, 'syncLoginMarker']);
+    }
+
+    /**
+     * A login from before the plugin was active has no marker: it gets one (a session cookie).
+     * A marker left behind by an expired login is removed. Anonymous pages without a marker,
+     * which caches keep, never get a Set-Cookie from here.
+     */
+    public static function syncLoginMarker(): void
+    {
+        $marked = isset($_COOKIE[self::LOGIN_MARKER]);
+        if (!$marked && is_user_logged_in()) {
+            self::markLogin('', 0);
+        } elseif ($marked && !is_user_logged_in()) {
+            self::unmarkLogin();
+        }
     }
 
     public static function printLoader(): void
