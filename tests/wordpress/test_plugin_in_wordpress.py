@@ -232,9 +232,20 @@ async def test_a_lead_accepted_while_the_service_is_down_arrives_once_when_it_is
         return $wpdb->get_row('SELECT attempts, next_attempt_at - UNIX_TIMESTAMP() AS wait,
             last_error FROM ' . \\VisitorService\\Outbox::table(), ARRAY_A);""")
     assert int(row["attempts"]) == 1 and int(row["wait"]) > 0, row  # backed off
+    # Pageviews and PHP errors are not kept: dropped, and counted.
+    warned = await shop.http("/?svc_warn=1", headers={"Cookie": "svc_vid=visitor-down-1"})
+    assert warned.code == 200
+    pageview = await shop.wp.php(f"""wp_set_current_user({shop.wp.customer_id});
+        $request = new WP_REST_Request('POST', '/service/v1/pageview');
+        $request->set_header('Content-Type', 'application/json');
+        $request->set_body(wp_json_encode(['visitorId' => 'visitor-down-1',
+            'url' => home_url('/')]));
+        return rest_do_request($request)->get_status();""")
+    assert pageview == 202
     settings_page = await shop.wp.php("""wp_set_current_user(1); ob_start();
         \\VisitorService\\Settings::render(); return ob_get_clean();""")
     assert "Waiting to be re-sent: 1 leads" in settings_page
+    assert "unreachable: 1 pageviews, 1 PHP errors" in settings_page
     assert shop.tenant.api_key not in settings_page
 
     shop.service.start()
