@@ -92,3 +92,43 @@ def anonymise_address(address: ClientAddress) -> str:
     if isinstance(address, ipaddress.IPv4Address):
         return str(ipaddress.IPv4Address(int(address) & _IPV4_KEPT_MASK))
     return ipaddress.IPv6Address(int(address) & _IPV6_KEPT_MASK).compressed
+
+
+#: An IPv4 address in free text: four groups of up to three digits, on word boundaries.
+_IPV4_IN_TEXT = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b")
+#: Found in every text `_IPV4_IN_TEXT` finds a valid address in; several times faster to search
+#: for (it starts with a digit, not a word boundary), and most texts hold version or line
+#: numbers but no address.
+_IPV4_HINT = re.compile(r"[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]")
+#: An IPv6 candidate in free text: hex groups with two or more colons, perhaps an IPv4 tail and a
+#: zone id, standing apart from words, so `Cache::add` or `std::vector` are never taken for one.
+#: Each candidate is still parsed; what does not parse is left as it is.
+_IPV6_IN_TEXT = re.compile(
+    r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9A-Fa-f]{1,4})?"
+    r"(?:%[0-9A-Za-z]+)?(?![\w:])")
+
+
+def _anonymised_match(match: re.Match[str]) -> str:
+    return anonymise_ip(match.group(0)) or match.group(0)
+
+
+def anonymise_addresses_in(text: str) -> str:
+    """`text` with every IPv4 and IPv6 address written in it replaced by its anonymised form."""
+    # Every address written out holds a dot or a colon; most short texts hold neither.
+    if ":" in text:
+        text = _IPV6_IN_TEXT.sub(_anonymised_match, text)
+    if "." in text and _IPV4_HINT.search(text) is not None:
+        text = _IPV4_IN_TEXT.sub(_anonymised_match, text)
+    return text
+
+
+#: The free texts of an item that come from the visitor's request, not from the shop.
+REQUEST_TEXT_FIELDS = ("url", "title", "referrer", "pageUrl")
+
+
+def anonymise_request_texts(item: dict[str, object]) -> None:
+    """Anonymise the addresses in the item's request texts (URL, title, referrer), in place."""
+    for field in REQUEST_TEXT_FIELDS:
+        value = item.get(field)
+        if isinstance(value, str) and value:
+            item[field] = anonymise_addresses_in(value)

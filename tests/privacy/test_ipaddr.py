@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from privacy.ipaddr import address_spellings, anonymise_address, anonymise_ip, parse_client_ip
+from privacy.ipaddr import (
+    address_spellings,
+    anonymise_address,
+    anonymise_addresses_in,
+    anonymise_ip,
+    anonymise_request_texts,
+    parse_client_ip,
+)
 
 LOW_80_BITS = (1 << 80) - 1
 IPV6_48_MASK = ((1 << 128) - 1) ^ LOW_80_BITS
@@ -213,3 +220,31 @@ def test_address_spellings_are_the_text_as_sent_and_its_canonical_forms(
 @pytest.mark.parametrize("raw", [None, "", "not an address", "203.0.113.256", "010.0.0.1"])
 def test_address_spellings_of_no_address_is_none(raw: str | None) -> None:
     assert address_spellings(raw) is None
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("https://shop.example/?from=203.0.113.77", "https://shop.example/?from=203.0.113.0"),
+    ("http://[2001:db8:abcd:12::7]/admin", "http://[2001:db8:abcd::]/admin"),
+    ("Order for 2001:db8:abcd:12::7 (198.51.100.23)", "Order for 2001:db8:abcd:: (198.51.100.0)"),
+    ("Sale 10:00-12:00, 1.2.3 items, Foo::bar", "Sale 10:00-12:00, 1.2.3 items, Foo::bar"),
+    ("", ""),
+])
+def test_addresses_written_in_free_text_are_anonymised(text: str, expected: str) -> None:
+    assert anonymise_addresses_in(text) == expected
+
+
+@given(st.ip_addresses(v=6), st.sampled_from(["{}", "at {} now", "[{}]:80", "x={}&y=1"]))
+def test_any_ipv6_address_in_text_keeps_only_its_48_prefix(
+        address: ipaddress.IPv6Address, template: str) -> None:
+    text = template.format(address.compressed)
+    expected = template.format(anonymise_ip(address.compressed))
+    assert anonymise_addresses_in(text) == expected
+
+
+def test_request_texts_of_an_item_are_anonymised_and_other_fields_left() -> None:
+    item = {"url": "https://shop.example/?ip=203.0.113.77", "title": "From 2001:db8:1:2::9",
+            "referrer": "http://198.51.100.23/", "visitorId": "203.0.113.77"}
+    anonymise_request_texts(item)
+    assert item == {"url": "https://shop.example/?ip=203.0.113.0",
+                    "title": "From 2001:db8:1::", "referrer": "http://198.51.100.0/",
+                    "visitorId": "203.0.113.77"}

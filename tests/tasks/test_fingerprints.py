@@ -81,6 +81,13 @@ def test_a_job_carries_its_own_id_and_no_full_ip_address_anywhere():
     ("no address: 999.1.1.1 or 01.2.3.4", "no address: 999.1.1.1 or 01.2.3.4"),
     ("own address 2001:DB8::1 and 2001:0db8:0000:0000:0000:0000:0000:0001",
      "own address 2001:db8:: and 2001:db8::"),
+    # Other people's IPv6 addresses, however written, are cut to their /48 as well.
+    ("upstream 2a01:4f8:c17:b8f::2 and [2001:db8:abcd:12:3456:789a:bcde:f012]:443 and ::1",
+     "upstream 2a01:4f8:c17:: and [2001:db8:abcd::]:443 and ::"),
+    ("mapped ::ffff:203.0.113.77 then fe80::1%eth0", "mapped 203.0.113.0 then fe80::"),
+    # What only looks like hex and colons stays: times, MACs, code, URLs.
+    ("at 10:00:01.123 on 00:1a:2b:3c:4d:5e in Cache::add() std::vector https://a.example:8443/",
+     "at 10:00:01.123 on 00:1a:2b:3c:4d:5e in Cache::add() std::vector https://a.example:8443/"),
 ])
 def test_every_address_in_the_error_text_is_anonymised(text: str, scrubbed: str):
     job = error_job("site-1", {"ip": "2001:DB8::1", "type": "Error", "message": text,
