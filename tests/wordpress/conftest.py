@@ -9,6 +9,7 @@ never blocking the event loop the service runs in.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ def wordpress(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WordPress]:
         yield wp
     finally:
         context.__exit__(None, None, None)
+        shutil.rmtree(root, ignore_errors=True)  # about 175 MB: WordPress and its database
 
 
 class Service:
