@@ -294,6 +294,24 @@ async def test_gpc_and_missing_consent_forward_nothing(open_shop: ShopFactory, d
     assert await shop.wp.php("return \\VisitorService\\Outbox::backlog();") == 0
 
 
+async def test_require_consent_switched_on_in_the_dashboard_reaches_the_route_by_cron(
+        open_shop: ShopFactory, fetch, deps):
+    shop = await open_shop({"recordings": False})
+    assert await shop.wp.php("return \\VisitorService\\Options::requireConsent();") is False
+    changed = await fetch(f"/api/v1/sites/{shop.tenant.site_id}", "PATCH",
+                          token=shop.tenant.token, json_body={"settings": {"requireConsent": True}})
+    assert changed.code == 200, changed
+    await shop.wp.php("""update_option('visitor_service_settings_read_at', time() - 7200);
+        wp_clear_scheduled_hook('visitor_service_retry');
+        wp_schedule_event(time() - 1, 'visitor_service_five_minutes', 'visitor_service_retry');
+        return true;""")
+    assert (await shop.http("/wp-cron.php")).code == 200
+    assert await shop.wp.php("return \\VisitorService\\Options::requireConsent();") is True
+    lead = await shop.http("/wp-json/service/v1/leads", "POST", headers=JSON, body=json.dumps(
+        {"visitorId": "visitor-later-1", "email": "later@example.com"}))
+    assert json.loads(lead.body) == {"ok": True, "dropped": "consent_missing"}
+
+
 async def test_the_settings_check_and_the_api_key_never_shown(open_shop: ShopFactory):
     shop = await open_shop()
     assert shop.check["ok"], shop.check

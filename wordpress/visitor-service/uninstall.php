@@ -12,13 +12,8 @@ if (!defined('WP_UNINSTALL_PLUGIN')) {
     exit;
 }
 
-foreach (
-    [
-        'visitor_service_url', 'visitor_service_public_key', 'visitor_service_api_key',
-        'visitor_service_require_consent', 'visitor_service_dropped', 'visitor_service_last_check',
-        'visitor_service_db_version',
-    ] as $visitor_service_option
-) {
+require_once __DIR__ . '/includes/class-options.php';
+foreach (VisitorService\Options::ALL as $visitor_service_option) {
     delete_option($visitor_service_option);
 }
 wp_clear_scheduled_hook('visitor_service_retry');

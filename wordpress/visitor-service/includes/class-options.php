@@ -23,11 +23,12 @@ final class Options
     public const DROPPED = 'visitor_service_dropped';
     public const LAST_CHECK = 'visitor_service_last_check';
     public const DB_VERSION = 'visitor_service_db_version';
+    public const SETTINGS_READ_AT = 'visitor_service_settings_read_at';
 
     /** Every option the plugin writes, removed by uninstall.php. */
     public const ALL = [
         self::URL, self::PUBLIC_KEY, self::API_KEY, self::REQUIRE_CONSENT, self::DROPPED,
-        self::LAST_CHECK, self::DB_VERSION,
+        self::LAST_CHECK, self::DB_VERSION, self::SETTINGS_READ_AT,
     ];
 
     public static function serviceUrl(): string

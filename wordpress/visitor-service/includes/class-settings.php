@@ -24,6 +24,7 @@ final class Settings
         add_action('admin_menu', [self::class, 'menu']);
         add_action('admin_init', [self::class, 'registerSettings']);
         add_action('admin_post_visitor_service_check', [self::class, 'handleCheck']);
+        add_action(Outbox::CRON_HOOK, [self::class, 'refreshSiteSettings']);
     }
 
     public static function menu(): void
@@ -90,13 +91,8 @@ final class Settings
             $missing = __('Service URL, public key and API key are all needed.', 'visitor-service');
             return ['ok' => false, 'messages' => [$missing]];
         }
-        $home = wp_parse_url(home_url('/'));
-        $origin = ($home['scheme'] ?? 'https') . '://' . ($home['host'] ?? '')
-            . (isset($home['port']) ? ':' . $home['port'] : '');
-        $configPath = '/sdk/v1/' . rawurlencode(Options::publicKey()) . '/config';
-        $config = Client::get($configPath, ['Origin' => $origin]);
-        if ($config['status'] === 200 && is_array($config['body'])) {
-            update_option(Options::REQUIRE_CONSENT, !empty($config['body']['requireConsent']) ? 1 : 0, false);
+        [$config, $origin] = self::readSiteSettings();
+        if ($config['status'] === 200) {
             $messages[] = __('Public key and this site\'s origin: accepted.', 'visitor-service');
         } else {
             $ok = false;
@@ -118,6 +114,36 @@ final class Settings
         $result = ['ok' => $ok, 'messages' => $messages];
         update_option(Options::LAST_CHECK, $result + ['at' => time()], false);
         return $result;
+    }
+
+    /**
+     * Reads the site's settings the loader gets (GET /sdk/v1/{pk}/config, with this site's
+     * Origin) and keeps "require consent", which the REST route enforces too.
+     *
+     * @return array{0: array{status: int, body: mixed, error: string}, 1: string}
+     */
+    public static function readSiteSettings(): array
+    {
+        $home = wp_parse_url(home_url('/'));
+        $origin = ($home['scheme'] ?? 'https') . '://' . ($home['host'] ?? '')
+            . (isset($home['port']) ? ':' . $home['port'] : '');
+        $configPath = '/sdk/v1/' . rawurlencode(Options::publicKey()) . '/config';
+        $config = Client::get($configPath, ['Origin' => $origin]);
+        if ($config['status'] === 200 && is_array($config['body'])) {
+            update_option(Options::REQUIRE_CONSENT, !empty($config['body']['requireConsent']) ? 1 : 0, false);
+            update_option(Options::SETTINGS_READ_AT, time(), false);
+        } elseif ($config['status'] === 200) {
+            $config['status'] = 0;
+        }
+        return [$config, $origin];
+    }
+
+    /** WP-Cron: a change of "require consent" in the dashboard reaches the route within an hour. */
+    public static function refreshSiteSettings(): void
+    {
+        if (Options::configured() && (int) get_option(Options::SETTINGS_READ_AT, 0) < time() - HOUR_IN_SECONDS) {
+            self::readSiteSettings();
+        }
     }
 
     public static function handleCheck(): void
@@ -160,7 +186,10 @@ final class Settings
         echo '<input type="hidden" name="action" value="visitor_service_check">';
         wp_nonce_field('visitor_service_check');
         submit_button(__('Check connection', 'visitor-service'), 'secondary', 'check', false);
-        echo '</form><h2>' . esc_html__('Delivery', 'visitor-service') . '</h2>';
+        echo '</form><p id="visitor-service-consent">' . esc_html(Options::requireConsent()
+            ? __('The site requires consent: nothing is sent for visitors who have not given it.', 'visitor-service')
+            : __('The site does not require consent before collecting.', 'visitor-service')) . '</p>';
+        echo '<h2>' . esc_html__('Delivery', 'visitor-service') . '</h2>';
         /* translators: %d: number of leads and survey answers waiting */
         $backlog = __('Waiting to be re-sent: %d leads and survey answers.', 'visitor-service');
         echo '<p id="visitor-service-backlog">' . esc_html(sprintf($backlog, Outbox::backlog())) . '</p>';
