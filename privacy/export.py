@@ -4,8 +4,10 @@ and 20), streamed as one JSON document.
 The document is produced as text fragments, one item at a time from database cursors, so memory
 does not grow with the visitor's history. Recording footage is described, not embedded; faults
 are reduced to what and when (never the aggregate error record); profiles of the same person on
-other browsers (same `wpUserId`) are listed separately, never merged. The manifest at the end
-counts every collection that holds visitor data.
+other browsers (same `wpUserId`) are listed separately, never merged. There is one section per
+entry of `privacy.subject_data.VISITOR_DATA`, the table erasure walks too, so everything erasure
+deletes or anonymises is shown here; the manifest at the end counts each. A visitor with no
+profile but other data held (a consent decision, a recording) is exported as well.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 from documents import activity, visitors
 from documents.store import ASCENDING, Store
 from errors import NotFound
-from privacy.subject_data import EXPORTED_COLLECTIONS, VISITOR_DATA, SubjectKeys, subject_keys
+from privacy.subject_data import VISITOR_DATA, SubjectKeys, subject_keys
 
 FORMAT = "visitor-service/access-export/v1"
 
@@ -98,17 +100,25 @@ class VisitorExport:
         self._request_id = request_id
         self.manifest: dict[str, int] = {}
 
-    async def open(self) -> tuple[dict[str, Any], SubjectKeys]:
-        """The profile and keys; NotFound before anything is written when there is none."""
+    async def open(self) -> tuple[dict[str, Any] | None, SubjectKeys]:
+        """The profile (None when only other data is held) and keys; NotFound before anything
+        is written when nothing at all is held."""
         profile = await visitors.find_profile(self._store, self._site["_id"], self._visitor_id)
-        if profile is None:
-            raise NotFound("no data is held for this visitor")
         keys = await subject_keys(self._store, self._site["_id"], self._visitor_id)
+        if profile is None and not await self._holds_anything(keys):
+            raise NotFound("no data is held for this visitor")
         return profile, keys
 
-    async def fragments(self, profile: dict[str, Any], keys: SubjectKeys
+    async def _holds_anything(self, keys: SubjectKeys) -> bool:
+        for source in VISITOR_DATA:
+            if await self._store.collection(source.collection).find_one(
+                    source.find(keys), {"_id": 1}) is not None:
+                return True
+        return False
+
+    async def fragments(self, profile: dict[str, Any] | None, keys: SubjectKeys
                         ) -> AsyncIterator[str]:
-        """The document, as JSON text fragments."""
+        """The document, as JSON text fragments: one section per entry of VISITOR_DATA."""
         transparency = {**DEFAULT_TRANSPARENCY,
                         **self._site.get("settings", {}).get("transparency", {})}
         yield "{" + _json("format") + ":" + _json(FORMAT)
@@ -118,57 +128,57 @@ class VisitorExport:
                                                  "name": self._site["name"]})
         yield "," + _json("information") + ":" + _json({**transparency,
                                                         "categories": CATEGORIES})
-        yield "," + _json("visitor") + ":" + _json(_profile_view(profile))
-        self.manifest["visitors"] = 1
-        for name, collection, items in self._sections(keys):
-            yield "," + _json(name) + ":["
+        sections = self._sections(keys)
+        for source in VISITOR_DATA:
+            if source.section == "visitor":
+                yield "," + _json("visitor") + ":" + _json(
+                    _profile_view(profile) if profile is not None
+                    else {"visitorId": self._visitor_id, "profileHeld": False})
+                self.manifest[source.collection] = int(profile is not None)
+                continue
+            yield "," + _json(source.section) + ":["
             count = 0
-            async for item in items():
+            async for item in sections[source.category](source.find(keys)):
                 yield ("," if count else "") + _json(item)
                 count += 1
             yield "]"
-            self.manifest[collection] = self.manifest.get(collection, 0) + count
+            self.manifest[source.collection] = count
         yield "," + _json("linkedProfiles") + ":["
         linked = 0
-        async for other in self._linked_profiles(profile):
-            yield ("," if linked else "") + _json(other)
-            linked += 1
+        if profile is not None:
+            async for other in self._linked_profiles(profile):
+                yield ("," if linked else "") + _json(other)
+                linked += 1
         yield "]"
         yield "," + _json("manifest") + ":" + _json({
-            "collections": {name: self.manifest.get(name, 0)
-                            for name in sorted(EXPORTED_COLLECTIONS)},
-            "notExported": {
-                "errors": "aggregate error records are not handed over; the faults you hit are "
-                          "listed under 'faults'",
-                "error_outbox": "operational queue of error reports waiting to be processed",
-                "failed_jobs": "operational queue of unprocessed error reports",
-                "heatmaps.files": "images rendered across many visitors' recordings",
-            },
-            "linkedProfiles": linked,
-        })
+            "collections": dict(sorted(self.manifest.items())), "linkedProfiles": linked})
         yield "}"
 
     def _sections(self, keys: SubjectKeys
-                  ) -> list[tuple[str, str, Callable[[], AsyncIterator[dict[str, Any]]]]]:
-        return [
-            ("pageviews", "pageview_buckets", lambda: self._pageviews()),
-            ("leads", "leads", lambda: self._leads()),
-            ("recordings", "recordings", lambda: self._recordings()),
-            ("recordingSegments", "segments.files", lambda: self._segments(keys)),
-            ("interactions", "interaction_buckets", lambda: self._interactions()),
-            ("surveyResponses", "survey_responses", lambda: self._surveys(keys)),
-            ("consentDecisions", "consent_decisions", lambda: self._consents()),
-            ("faults", "error_occurrences", lambda: self._faults()),
-            ("errorSessions", "error_sessions", lambda: self._error_sessions(keys)),
-            ("chatTranscripts", "chat_transcripts", lambda: self._chats(keys)),
-        ]
+                  ) -> dict[str, Callable[[dict[str, Any]], AsyncIterator[dict[str, Any]]]]:
+        """How each category of VISITOR_DATA is shown, given the query that finds it."""
+        return {
+            "pageviews": lambda _query: self._pageviews(),
+            "interactions": self._interactions,
+            "recordingSegments": self._segments,
+            "recordings": self._recordings,
+            "heatmapImages": lambda query: self._heatmaps(query, keys),
+            "leads": self._leads,
+            "chatTranscripts": self._chats,
+            "surveyResponses": self._surveys,
+            "consentDecisions": self._consents,
+            "errorOccurrences": self._faults,
+            "errorSessionLinks": self._error_sessions,
+            "pendingErrorJobs": lambda query: self._error_reports("error_outbox", query,
+                                                                  "receivedAt"),
+            "failedErrorJobs": lambda query: self._error_reports("failed_jobs", query,
+                                                                 "failedAt"),
+            "errorRecordsAnonymised": lambda query: self._error_records(query, keys),
+        }
 
     def _find(self, collection: str, query: dict[str, Any], sort: str,
               projection: dict[str, Any] | None = None) -> Any:
         return self._store.collection(collection).find(query, projection).sort(sort, ASCENDING)
-
-    def _source_query(self, collection: str, keys: SubjectKeys) -> dict[str, Any]:
-        return next(s for s in VISITOR_DATA if s.collection == collection).find(keys)
 
     async def _pageviews(self) -> AsyncIterator[dict[str, Any]]:
         async for event in activity.pageviews_of(self._store, self._site["_id"],
@@ -176,20 +186,19 @@ class VisitorExport:
             yield {key: event.get(key) for key in ("id", "at", "url", "title", "referrer",
                                                   "duration", "sessionId", "product")}
 
-    async def _leads(self) -> AsyncIterator[dict[str, Any]]:
-        async for lead in self._find("leads", self._visitor_query(), "createdAt"):
+    async def _leads(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        async for lead in self._find("leads", query, "createdAt"):
             yield {"id": lead["_id"], **{key: lead.get(key) for key in (
                 "createdAt", "kind", "formId", "url", "email", "name", "phone", "fields", "cart",
                 "ecommerceSessionId", "orderCompleted")}}
 
-    async def _recordings(self) -> AsyncIterator[dict[str, Any]]:
-        async for recording in self._find("recordings", self._visitor_query(), "startedAt"):
+    async def _recordings(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        async for recording in self._find("recordings", query, "startedAt"):
             yield {"id": recording["_id"], **{key: recording.get(key) for key in (
                 "sessionId", "startedAt", "endedAt", "endReason", "pages")},
                 "legacyFootage": recording.get("legacyFootage")}
 
-    async def _segments(self, keys: SubjectKeys) -> AsyncIterator[dict[str, Any]]:
-        query = self._source_query("segments.files", keys)
+    async def _segments(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         async for segment in self._find("segments.files", query, "uploadDate",
                                         {"filename": 1, "length": 1, "metadata": 1}):
             metadata = segment.get("metadata", {})
@@ -198,41 +207,69 @@ class VisitorExport:
                    "endedAt": metadata.get("endedAt"), "pageUrl": metadata.get("pageUrl"),
                    "bytes": segment.get("length")}
 
-    async def _interactions(self) -> AsyncIterator[dict[str, Any]]:
-        async for bucket in self._find("interaction_buckets", self._visitor_query(), "firstAt"):
+    async def _interactions(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        async for bucket in self._find("interaction_buckets", query, "firstAt"):
             for event in bucket.get("events", []):
                 yield {key: value for key, value in event.items() if key != "_id"}
 
-    async def _surveys(self, keys: SubjectKeys) -> AsyncIterator[dict[str, Any]]:
-        query = self._source_query("survey_responses", keys)
+    async def _surveys(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         async for response in self._find("survey_responses", query, "answeredAt"):
             yield {"id": response["_id"], "surveyId": response.get("surveyId"),
                    "answeredAt": response.get("answeredAt"), "answers": response.get("answers"),
                    "linkedBy": "visitor" if response.get("visitorId") else "session"}
 
-    async def _consents(self) -> AsyncIterator[dict[str, Any]]:
-        async for decision in self._find("consent_decisions", self._visitor_query(),
-                                         "decidedAt"):
+    async def _consents(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        async for decision in self._find("consent_decisions", query, "decidedAt"):
             yield {key: decision.get(key) for key in ("decision", "signal", "categories",
                                                      "url", "decidedAt")}
 
-    async def _faults(self) -> AsyncIterator[dict[str, Any]]:
-        async for occurrence in self._find("error_occurrences", self._visitor_query(),
-                                           "occurredAt"):
+    async def _faults(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        async for occurrence in self._find("error_occurrences", query, "occurredAt"):
             yield {"what": f"{occurrence.get('type')}: {occurrence.get('message')}",
                    "type": occurrence.get("type"), "message": occurrence.get("message"),
                    "when": occurrence.get("occurredAt"), "sessionId": occurrence.get("sessionId")}
 
-    async def _error_sessions(self, keys: SubjectKeys) -> AsyncIterator[dict[str, Any]]:
-        query = self._source_query("error_sessions", keys)
+    async def _error_sessions(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         async for link in self._find("error_sessions", query, "sessionId"):
             yield {"sessionId": link.get("sessionId"), "errorId": link.get("errorId")}
 
-    async def _chats(self, keys: SubjectKeys) -> AsyncIterator[dict[str, Any]]:
-        query = self._source_query("chat_transcripts", keys)
+    async def _chats(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         async for transcript in self._find("chat_transcripts", query, "startedAt"):
             yield {"id": transcript["_id"], "startedAt": transcript.get("startedAt"),
                    "messages": transcript.get("messages", [])}
+
+    async def _heatmaps(self, query: dict[str, Any], keys: SubjectKeys
+                        ) -> AsyncIterator[dict[str, Any]]:
+        """Images rendered from the visitor's recordings: described, never embedded."""
+        async for image in self._find("heatmaps.files", query, "uploadDate",
+                                      {"uploadDate": 1, "length": 1, "metadata": 1}):
+            metadata = image.get("metadata", {})
+            yield {"id": image["_id"], "pageUrl": metadata.get("pageUrl"),
+                   "renderedAt": image.get("uploadDate"), "bytes": image.get("length"),
+                   "fromYourRecordings": sorted(set(metadata.get("sourceRecordingIds", []))
+                                                & set(keys.recording_ids))}
+
+    async def _error_reports(self, collection: str, query: dict[str, Any], sort: str
+                             ) -> AsyncIterator[dict[str, Any]]:
+        """Error reports about the visitor not (yet) processed, reduced to what and when."""
+        async for entry in self._find(collection, query, sort, {"job": 1, sort: 1}):
+            error = entry.get("job", {}).get("error", {})
+            yield {"what": f"{error.get('type')}: {error.get('message')}",
+                   "when": error.get("occurredAt") or entry.get(sort),
+                   "sessionId": error.get("sessionId")}
+
+    async def _error_records(self, query: dict[str, Any], keys: SubjectKeys
+                             ) -> AsyncIterator[dict[str, Any]]:
+        """Aggregates that point at the visitor: the fault and which identifiers of the
+        visitor it holds (what erasure clears); never the aggregate itself."""
+        projection = {"type": 1, "message": 1, "lastOccurredAt": 1, "visitorId": 1,
+                      "sessionId": 1, "wpUserId": 1, "ipAddress": 1, "context": 1}
+        async for record in self._find("errors", query, "lastOccurredAt", projection):
+            held = [name for name in ("visitorId", "sessionId") if record.get(name) in
+                    (keys.visitor_id, *keys.session_ids)]
+            held += [name for name in ("wpUserId", "ipAddress", "context") if record.get(name)]
+            yield {"what": f"{record.get('type')}: {record.get('message')}",
+                   "when": record.get("lastOccurredAt"), "holdsAboutYou": held}
 
     async def _linked_profiles(self, profile: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         if not profile.get("wpUserId"):
@@ -243,5 +280,3 @@ class VisitorExport:
         async for other in cursor:
             yield _profile_view(other)
 
-    def _visitor_query(self) -> dict[str, Any]:
-        return {"siteId": self._site["_id"], "visitorId": self._visitor_id}

@@ -1,9 +1,10 @@
 """Where a visitor's data lives: the one table that export, erasure and their tests share.
 
 Every collection that can hold a visitor's personal data is listed in `VISITOR_DATA` with how
-to find the visitor's documents in it and what erasure does there. The export's manifest counts
-by this table, erasure walks it, and a test fails when the service writes visitor data to a
-collection the table does not name.
+to find the visitor's documents in it, what erasure does there and the export section that
+shows it. The export has one section per entry and erasure walks the same entries, so the two
+cannot drift apart; a test fails when the service writes visitor data to a collection the table
+does not name.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ class VisitorDataSource:
     category: str
     action: Action
     find: Callable[[SubjectKeys], dict[str, Any]]
+    #: The access export's section for this data ("visitor" for the profile).
+    section: str
 
 
 def _by_visitor(keys: SubjectKeys) -> dict[str, Any]:
@@ -79,32 +82,36 @@ def _profile(keys: SubjectKeys) -> dict[str, Any]:
 #: Every collection that can hold a visitor's personal data, in erasure order (the profile last,
 #: so an interrupted erasure on a store without transactions can always be found and redone).
 VISITOR_DATA: tuple[VisitorDataSource, ...] = (
-    VisitorDataSource("pageview_buckets", "pageviews", "delete", _by_visitor),
-    VisitorDataSource("interaction_buckets", "interactions", "delete", _by_visitor),
-    VisitorDataSource("segments.files", "recordingSegments", "delete_files", _segments),
-    VisitorDataSource("recordings", "recordings", "delete", _by_visitor),
-    VisitorDataSource("heatmaps.files", "heatmapImages", "delete_files", _heatmaps),
-    VisitorDataSource("leads", "leads", "delete", _by_visitor),
-    VisitorDataSource("chat_transcripts", "chatTranscripts", "delete", _chats),
-    VisitorDataSource("survey_responses", "surveyResponses", "delete", _by_visitor_or_session),
-    VisitorDataSource("consent_decisions", "consentDecisions", "delete", _by_visitor),
-    VisitorDataSource("error_occurrences", "errorOccurrences", "delete", _by_visitor),
-    VisitorDataSource("error_sessions", "errorSessionLinks", "delete", _by_visitor_or_session),
+    VisitorDataSource("pageview_buckets", "pageviews", "delete", _by_visitor, "pageviews"),
+    VisitorDataSource("interaction_buckets", "interactions", "delete", _by_visitor,
+                      "interactions"),
+    VisitorDataSource("segments.files", "recordingSegments", "delete_files", _segments,
+                      "recordingSegments"),
+    VisitorDataSource("recordings", "recordings", "delete", _by_visitor, "recordings"),
+    VisitorDataSource("heatmaps.files", "heatmapImages", "delete_files", _heatmaps,
+                      "heatmapImages"),
+    VisitorDataSource("leads", "leads", "delete", _by_visitor, "leads"),
+    VisitorDataSource("chat_transcripts", "chatTranscripts", "delete", _chats,
+                      "chatTranscripts"),
+    VisitorDataSource("survey_responses", "surveyResponses", "delete", _by_visitor_or_session,
+                      "surveyResponses"),
+    VisitorDataSource("consent_decisions", "consentDecisions", "delete", _by_visitor,
+                      "consentDecisions"),
+    VisitorDataSource("error_occurrences", "errorOccurrences", "delete", _by_visitor, "faults"),
+    VisitorDataSource("error_sessions", "errorSessionLinks", "delete", _by_visitor_or_session,
+                      "errorSessions"),
     # A job still waiting in the outbox holds the error as sent; erasing it also makes the
     # worker skip the job (tasks/outbox.py), so it cannot write the visitor back afterwards.
-    VisitorDataSource("error_outbox", "pendingErrorJobs", "delete", _error_jobs),
-    VisitorDataSource("failed_jobs", "failedErrorJobs", "delete", _error_jobs),
-    VisitorDataSource("errors", "errorRecordsAnonymised", "anonymise", _by_visitor_or_session),
-    VisitorDataSource("visitors", "visitorProfile", "delete", _profile),
+    VisitorDataSource("error_outbox", "pendingErrorJobs", "delete", _error_jobs,
+                      "pendingErrorReports"),
+    VisitorDataSource("failed_jobs", "failedErrorJobs", "delete", _error_jobs,
+                      "unprocessedErrorReports"),
+    # The aggregate is anonymised, not deleted; the export shows it reduced to the fault and
+    # what of it points at the visitor (spec §2 rule 2).
+    VisitorDataSource("errors", "errorRecordsAnonymised", "anonymise", _by_visitor_or_session,
+                      "errorRecords"),
+    VisitorDataSource("visitors", "visitorProfile", "delete", _profile, "visitor"),
 )
-
-#: Collections whose documents are the visitor's own data, exported item by item.
-EXPORTED_COLLECTIONS = frozenset(s.collection for s in VISITOR_DATA) - {
-    # The aggregate error record is never handed over (spec §2 rule 2); the visitor's
-    # occurrences are. Pending and failed jobs are an operational queue, not a record about
-    # the visitor.
-    "errors", "error_outbox", "failed_jobs", "heatmaps.files",
-}
 
 
 async def _distinct(store: Store, collection: str, key: str, query: dict[str, Any],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from privacy.subject_data import EXPORTED_COLLECTIONS, VISITOR_DATA
+from privacy.subject_data import VISITOR_DATA
 from tests.support.app import Fetch, Tenant
 from tests.support.visitor_data import seed_visitor
 
@@ -69,11 +69,40 @@ async def test_every_collection_holding_visitor_data_is_exported_or_says_why_not
     registered = {source.collection for source in VISITOR_DATA}
     assert holding <= registered, f"not in privacy.subject_data: {holding - registered}"
     export = (await fetch(_export_path(tenant, seeded.visitor_id), token=tenant.token)).json()
-    manifest = export["manifest"]
-    listed = set(manifest["collections"]) | set(manifest["notExported"])
-    assert registered <= listed, f"missing from the manifest: {registered - listed}"
-    for name in holding & EXPORTED_COLLECTIONS:
-        assert manifest["collections"][name] >= 1, name
+    manifest = export["manifest"]["collections"]
+    assert set(manifest) == registered
+    for name in holding:
+        assert manifest[name] >= 1, f"{name} holds the visitor's data but the export shows none"
+    for source in VISITOR_DATA:
+        assert source.section in export, source.section
+
+
+async def test_everything_erasure_would_touch_is_in_the_export(
+        fetch: Fetch, tenant: Tenant, deps):
+    """The export and erasure walk the same table: what one counts, the other shows."""
+    seeded = await seed_visitor(fetch, tenant, deps)
+    export = (await fetch(_export_path(tenant, seeded.visitor_id), token=tenant.token)).json()
+    erased = (await fetch(f"/api/v1/sites/{tenant.site_id}/visitors/{seeded.visitor_id}/data",
+                          "DELETE", token=tenant.token)).json()
+    shown = {source.category: export["manifest"]["collections"][source.collection]
+             for source in VISITOR_DATA}
+    for category, count in erased["counts"].items():
+        if count:
+            assert shown[category] >= 1, f"erasure touched {category}, the export showed none"
+    assert export["heatmapImages"][0]["fromYourRecordings"] == [seeded.recording_id]
+
+
+async def test_a_visitor_with_only_a_consent_decision_is_exported_not_404(
+        fetch: Fetch, tenant: Tenant):
+    key = {"X-Service-Key": tenant.api_key}
+    consent = await fetch("/ingest/consents", "POST", headers=key, json_body={
+        "visitorId": "consent-only", "decision": "denied", "signal": "banner"})
+    assert consent.code == 200, consent
+    export = await fetch(_export_path(tenant, "consent-only"), token=tenant.token)
+    assert export.code == 200, export
+    body = export.json()
+    assert body["visitor"] == {"visitorId": "consent-only", "profileHeld": False}
+    assert [d["decision"] for d in body["consentDecisions"]] == ["denied"]
 
 
 async def test_an_unknown_visitor_is_404_and_the_request_is_logged_as_failed(
