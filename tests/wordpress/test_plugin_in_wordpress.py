@@ -221,6 +221,20 @@ async def test_a_completed_order_ends_the_visitors_recording(
     await context.close()
 
 
+async def test_an_order_placed_through_the_block_checkout_is_captured_too(
+        open_shop: ShopFactory, deps):
+    shop = await open_shop({"recordings": False})
+    cart = "%7B%22" + str(shop.wp.product_id) + "%22%3A3%7D"
+    placed = await shop.http("/?fake_wc_checkout=1&block=1&email=blocks@example.com", headers={
+        "Cookie": f"svc_vid=visitor-block-1; fake_wc_cart={cart}; fake_wc_session=wcblock7"})
+    assert placed.code == 200 and b"received" in placed.body
+    lead = (await eventually(lambda: documents(deps, "leads", shop.tenant.site_id),
+                             message="the block checkout's lead"))[0]
+    assert lead["kind"] == "checkout" and lead["orderCompleted"] is True
+    assert lead["visitorId"] == "visitor-block-1" and lead["ecommerceSessionId"] == "wcblock7"
+    assert lead["cart"]["items"][0]["quantity"] == 3 and lead["cart"]["total"] == 37.5
+
+
 async def test_a_lead_accepted_while_the_service_is_down_arrives_once_when_it_is_back(
         open_shop: ShopFactory, deps):
     shop = await open_shop({"recordings": False})

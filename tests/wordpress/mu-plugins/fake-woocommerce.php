@@ -8,7 +8,8 @@
  *              cannot be installed from the registries these tests may use.
  *
  * The cart lives in the cookie fake_wc_cart ({"productId": quantity}), the session id in the
- * cookie fake_wc_session. GET /?fake_wc_checkout=1&email=… places an order from the cart.
+ * cookie fake_wc_session. GET /?fake_wc_checkout=1&email=… places an order from the cart
+ * (with &block=1 through the block checkout's Store API hook).
  */
 
 declare(strict_types=1);
@@ -147,11 +148,24 @@ function WC(): WooCommerce
     static $instance = null;
     if ($instance === null) {
         $instance = new WooCommerce();
-        $instance->cart = new Fake_WC_Cart();
-        $instance->session = new Fake_WC_Session();
     }
     return $instance;
 }
+
+/** As WooCommerce: the cart and session exist once loaded (front-end pages load them). */
+function wc_load_cart(): void
+{
+    WC()->cart = WC()->cart ?? new Fake_WC_Cart();
+    WC()->session = WC()->session ?? new Fake_WC_Session();
+}
+
+// As WooCommerce: front-end requests get the cart, REST requests do not.
+add_action('wp_loaded', static function (): void {
+    $uri = isset($_SERVER['REQUEST_URI']) ? (string) $_SERVER['REQUEST_URI'] : '';
+    if (!is_admin() && strpos($uri, trailingslashit(rest_get_url_prefix())) === false) {
+        wc_load_cart();
+    }
+});
 
 function get_woocommerce_currency(): string
 {
@@ -178,7 +192,11 @@ add_action('template_redirect', static function (): void {
     }
     $email = sanitize_email(wp_unslash((string) ($_GET['email'] ?? '')));
     $order = new Fake_WC_Order(random_int(1000, 999999), $email, WC()->cart->get_cart());
-    do_action('woocommerce_checkout_order_processed', $order->get_id(), ['billing_email' => $email], $order);
+    if (isset($_GET['block'])) {
+        do_action('woocommerce_store_api_checkout_order_processed', $order);
+    } else {
+        do_action('woocommerce_checkout_order_processed', $order->get_id(), ['billing_email' => $email], $order);
+    }
     WC()->cart->empty_cart();
     nocache_headers();
     echo '<!doctype html><title>Order received</title><p id="order">Order ' . (int) $order->get_id() . ' received</p>';

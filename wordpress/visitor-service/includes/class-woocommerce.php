@@ -25,6 +25,27 @@ final class WooCommerce
     {
         add_action('before_woocommerce_init', [self::class, 'declareCompatibility']);
         add_action('woocommerce_checkout_order_processed', [self::class, 'checkoutProcessed'], 20, 3);
+        // The block checkout (Store API) places orders through its own hook.
+        add_action('woocommerce_store_api_checkout_order_processed', [self::class, 'blockCheckoutProcessed']);
+    }
+
+    /** @param object $order a WC_Order */
+    public static function blockCheckoutProcessed($order): void
+    {
+        if (is_object($order) && method_exists($order, 'get_id')) {
+            self::checkoutProcessed($order->get_id(), null, $order);
+        }
+    }
+
+    /**
+     * WooCommerce loads the cart and session for front-end pages only, not for REST requests:
+     * the route asks for them with wc_load_cart() (public since WooCommerce 3.6.4).
+     */
+    private static function loadCart(): void
+    {
+        if (self::active() && (!isset(WC()->cart) || !isset(WC()->session)) && function_exists('wc_load_cart')) {
+            wc_load_cart();
+        }
     }
 
     /** Declares that the plugin works with WooCommerce's custom order tables. */
@@ -54,6 +75,7 @@ final class WooCommerce
     /** @return array<string, mixed>|null the live cart in the service's LeadIngest shape */
     public static function cart(): ?array
     {
+        self::loadCart();
         if (!self::active() || !isset(WC()->cart) || !is_object(WC()->cart)) {
             return null;
         }
@@ -81,6 +103,7 @@ final class WooCommerce
     /** The WooCommerce session (customer) id, when there is a session. */
     public static function sessionId(): ?string
     {
+        self::loadCart();
         if (!self::active() || !isset(WC()->session) || !is_object(WC()->session)) {
             return null;
         }
