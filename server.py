@@ -18,7 +18,6 @@ import signal
 import ssl
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from auth.tokens import TokenIssuer
 from config import Settings, SettingsError, load_settings
 from config.logging import configure_logging, log_request
 from config.metrics import Metrics
+from demo import seed_demo, seed_demo_activity
 from documents.accounts import is_family_revoked
 from documents.requests import SubjectDigester
 from documents.sites import KeyHasher, SiteKeyring
@@ -51,20 +51,21 @@ from handlers import sites as site_handlers
 from handlers import ui as ui_handlers
 from handlers import visitors as visitor_handlers
 from handlers.base import NotFoundHandler
+from handlers.deps import Deps
 from handlers.validation import SchemaValidator
 from ingest.intake import VisitorIntake
 from ingest.ratelimit import SiteRateLimiter
 from ingest.recordings import RecordingLifecycle
+from ingest.segment_sweeper import SegmentSweeper
 from ingest.statements import StatementAttributor
 from privacy.geo import open_country_resolver
 from privacy.geo_default import default_database_path
 from privacy.sealing import SecretSealer
+from privacy.statements import derive_statement_key
 from privacy.useragent import UserAgentParser
 from realtime.bus import EventBus, InProcessBus, RedisBus
 from realtime.hub import LiveHub
 from tasks.notifications import Notifier
-from tasks.queue import ErrorQueue
-from tasks.segments import SegmentSweeper
 from tasks.worker import open_error_queue, run_worker
 
 log = logging.getLogger("visitor_service")
@@ -79,50 +80,6 @@ MAX_HEADER_BYTES = 64 * 1024
 #: How long a request body may take to arrive once its headers have (a trickling client is cut
 #: off after it).
 BODY_TIMEOUT_SECONDS = 60.0
-
-
-@dataclass
-class Deps:
-    """Everything the handlers need, created once per process and passed in."""
-
-    settings: Settings
-    store: Store
-    auth: AuthService
-    keyring: SiteKeyring
-    sealer: SecretSealer
-    schemas: SchemaValidator
-    metrics: Metrics
-    intake: VisitorIntake
-    rate_limiter: SiteRateLimiter
-    bus: EventBus
-    recordings: RecordingLifecycle
-    segment_sweeper: SegmentSweeper
-    queue: ErrorQueue
-    hub: LiveHub
-    notifier: Notifier
-    statements: StatementAttributor
-    subject_digester: SubjectDigester
-    readiness_checks: dict[str, Callable[[], Awaitable[Any]]] = field(default_factory=dict)
-    closers: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
-
-    async def readiness(self) -> dict[str, bool]:
-        """Run every readiness check; a check that raises or times out is not ready."""
-        results: dict[str, bool] = {}
-        for name, check in self.readiness_checks.items():
-            try:
-                await asyncio.wait_for(check(), timeout=2.0)
-                results[name] = True
-            except Exception:  # noqa: BLE001 - any failure means "not ready"
-                log.warning("readiness check failed", extra={"check": name})
-                results[name] = False
-        return results
-
-    async def close(self) -> None:
-        """Close every client, newest first."""
-        for closer in reversed(self.closers):
-            result = closer()
-            if asyncio.iscoroutine(result):
-                await result
 
 
 async def build_deps(settings: Settings, *, store: Store | None = None) -> Deps:
@@ -141,7 +98,7 @@ async def build_deps(settings: Settings, *, store: Store | None = None) -> Deps:
     countries = open_country_resolver(settings.geoip_database or default_database_path())
     intake = VisitorIntake(store, settings, metrics, countries, UserAgentParser())
     recordings = RecordingLifecycle(store, settings, intake)
-    keyring = SiteKeyring(store, KeyHasher(settings.secret_key), sealer)
+    keyring = SiteKeyring(store, KeyHasher(settings.secret_key), sealer, derive_statement_key)
     bus: EventBus = RedisBus(settings.redis_url) if settings.redis_url else InProcessBus()
     notifier = Notifier(store, sealer, public_url=settings.public_url,
                         max_attempts=settings.notify_max_attempts,
@@ -260,8 +217,6 @@ def make_http_server(settings: Settings, app: tornado.web.Application, *,
 
 async def write_demo_file(settings: Settings, deps: Deps) -> dict[str, Any]:
     """Seed the embedded store's demo data and write its credentials file."""
-    from documents.demo import seed_demo, seed_demo_activity
-
     demo = await seed_demo(deps.store, deps.keyring, email=settings.demo_email,
                            password=settings.demo_password, public_url=settings.public_url)
     await seed_demo_activity(deps, demo.siteId)

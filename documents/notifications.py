@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 from pymongo import ReturnDocument
 
 from documents.accounts import new_id
+from documents.sites import Sealer
 from documents.store import ASCENDING, DESCENDING, Index, Store
 from errors import InvalidInput
-from privacy.sealing import SecretSealer
 
 CHANNELS = "notification_channels"
 DELIVERIES = "notification_deliveries"
@@ -122,7 +122,7 @@ def public_view(doc: dict[str, Any] | None) -> dict[str, Any]:
     return view
 
 
-async def save_channels(store: Store, sealer: SecretSealer, site: dict[str, Any],
+async def save_channels(store: Store, sealer: Sealer, site: dict[str, Any],
                         body: dict[str, Any], *, allow_private_webhooks: bool
                         ) -> tuple[dict[str, Any], list[str]]:
     """Replace the site's channels; a secret left out is kept, null clears it."""

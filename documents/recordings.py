@@ -2,9 +2,9 @@
 
 A recording (spec §2 "Recording session") belongs to a visitor and has a start, an end and the
 pages recorded. Its segments are compressed rrweb event arrays stored as received in the bucket
-"segments", one file per (recording, seq). A segment is served for replay only after the
-sweeper (tasks/segments.py) has checked it: console events removed unless the site captures
-them, and anything that does not inflate to a sane rrweb array rejected.
+"segments", one file per (recording, seq). A segment is served for replay only after the segment
+sweeper (ingest/segment_sweeper.py) has checked it: console events removed unless the site
+captures them, and anything that does not inflate to a sane rrweb array rejected.
 
 Idempotency comes from unique indexes, never from check-then-write:
 
@@ -43,7 +43,7 @@ INDEXES = [
                          ("startedAt", ASCENDING))),
     Index("recordings", (("siteId", ASCENDING), ("status", ASCENDING),
                          ("lastActivityAt", ASCENDING))),
-    # The idle sweep looks across sites (tasks/segments.py).
+    # The idle sweep looks across sites (ingest/segment_sweeper.py).
     Index("recordings", (("status", ASCENDING), ("lastActivityAt", ASCENDING))),
     Index(f"{SEGMENTS_BUCKET}.files", (("metadata.sentFor", ASCENDING),
                                        ("metadata.seq", ASCENDING)),

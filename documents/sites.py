@@ -5,12 +5,8 @@ pepper; lookups go by that digest and compare in constant time. The public key i
 design. The product-statement signing key is derived from the API key and must stay
 recoverable after the key itself is gone, so it is sealed with AES-256-GCM.
 
-Every write to a site increments its `revision`. Key lookups keep the sites they found in a
-small per-process cache and, on each request, re-read only the `_id`, key and `revision` of the
-cached site: a rotated key or a changed setting takes effect at once in every process, and the
-request is spared a search and a copy of the whole site document. On the embedded store even
-that read is skipped while the store's write generation of `sites` is unchanged: the data lives
-in this process, so it cannot change without a write the store itself counts.
+A key lookup is one indexed read, so a rotated key or a changed setting applies at once in
+every process. The crypto (the sealer, the statement-key derivation) is passed in.
 """
 
 from __future__ import annotations
@@ -18,9 +14,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from pymongo import ReturnDocument
@@ -28,9 +25,6 @@ from pymongo import ReturnDocument
 from documents.accounts import AuthenticatedUser, new_id
 from documents.store import ASCENDING, Index, Store
 from errors import Forbidden, InvalidInput, NotFound
-from privacy.exclusion import ExclusionRule, validate_pattern
-from privacy.sealing import SecretSealer
-from privacy.statements import derive_statement_key
 
 INDEXES = [
     Index("sites", (("organizationId", ASCENDING), ("createdAt", ASCENDING))),
@@ -47,6 +41,14 @@ DEFAULT_SETTINGS: dict[str, Any] = {
 
 API_KEY_PREFIX = "sk_"
 PUBLIC_KEY_PREFIX = "pk_"
+
+
+class Sealer(Protocol):
+    """Seals secrets bound to a purpose (privacy.sealing.SecretSealer, passed in)."""
+
+    def seal(self, plaintext: str, purpose: str) -> str: ...
+
+    def open(self, sealed: str, purpose: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -97,30 +99,9 @@ def normalise_origin(origin: str) -> str:
 
 
 def normalise_settings(current: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """Merge validated setting changes into the current settings."""
-    merged = {**DEFAULT_SETTINGS, **current}
-    for key, value in changes.items():
-        if key == "excludedUrls":
-            rules = []
-            for index, rule in enumerate(value):
-                try:
-                    pattern = validate_pattern(rule["pattern"])
-                except ValueError as exc:
-                    raise InvalidInput(str(exc), field=f"settings.excludedUrls.{index}.pattern"
-                                       ) from None
-                rules.append({"pattern": pattern, "scope": rule.get("scope", "replay")})
-            merged[key] = rules
-        else:
-            merged[key] = value
-    return merged
-
-
-def exclusion_rules(site: dict[str, Any]) -> list[ExclusionRule]:
-    """The site's excluded-URL rules."""
-    return [
-        ExclusionRule(rule["pattern"], rule.get("scope", "replay"))
-        for rule in site.get("settings", {}).get("excludedUrls", [])
-    ]
+    """Merge setting changes, already checked (privacy.exclusion.checked_settings), into the
+    current settings."""
+    return {**DEFAULT_SETTINGS, **current, **changes}
 
 
 def public_view(site: dict[str, Any]) -> dict[str, Any]:
@@ -158,13 +139,15 @@ class SiteKeyring:
     a deleted site or a changed setting applies to the next request in every process.
     """
 
-    def __init__(self, store: Store, hasher: KeyHasher, sealer: SecretSealer) -> None:
+    def __init__(self, store: Store, hasher: KeyHasher, sealer: Sealer,
+                 derive_statement_key: Callable[[str], bytes]) -> None:
         self._store = store
         self._hasher = hasher
         self._sealer = sealer
+        self._derive_statement_key = derive_statement_key
 
     def _key_fields(self, site_id: str, api_key: str) -> dict[str, Any]:
-        statement_key = derive_statement_key(api_key)
+        statement_key = self._derive_statement_key(api_key)
         return {
             "apiKeyHash": self._hasher.digest(api_key),
             "apiKeyHint": api_key[:6] + "…" + api_key[-4:],

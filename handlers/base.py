@@ -39,7 +39,7 @@ from errors import (
 )
 
 if TYPE_CHECKING:
-    from server import Deps
+    from handlers.deps import Deps
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from ingest import activity
 from ingest.intake import Outcome
 
 if TYPE_CHECKING:
-    from server import Deps
+    from handlers.deps import Deps
 
 #: What a JSON ingest endpoint does with a validated body: the answer's JSON object.
 Accept = Callable[["Deps", dict[str, Any], dict[str, Any]], Awaitable[dict[str, Any]]]

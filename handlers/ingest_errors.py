@@ -16,7 +16,7 @@ from handlers.ingest import ingest_route
 from tasks.queue import submit_error
 
 if TYPE_CHECKING:
-    from server import Deps
+    from handlers.deps import Deps
 
 
 async def _error(deps: Deps, site: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from ingest.interactions import BatchOutcome, record_interactions
 from ingest.recordings import SegmentOutcome, SegmentUpload
 
 if TYPE_CHECKING:
-    from server import Deps
+    from handlers.deps import Deps
 
 #: Segment metadata header -> field of the RecordingSegmentHeaders schema.
 SEGMENT_HEADERS = {

@@ -31,7 +31,7 @@ from realtime.hub import (
 )
 
 if TYPE_CHECKING:
-    from server import Deps
+    from handlers.deps import Deps
 
 log = logging.getLogger(__name__)
 

@@ -7,6 +7,7 @@ from typing import Any
 from documents import activity
 from documents import sites as site_documents
 from ingest.intake import Outcome, VisitorIntake
+from privacy.exclusion import site_exclusion_rules
 
 
 async def record_time_on_page(intake: VisitorIntake, site: dict[str, Any],
@@ -33,5 +34,5 @@ def loader_config(site: dict[str, Any]) -> dict[str, Any]:
         "recordings": bool(settings["recordings"]),
         "consoleCapture": bool(settings["consoleCapture"]),
         "excludedUrls": [{"pattern": rule.pattern, "scope": rule.scope}
-                         for rule in site_documents.exclusion_rules(site)],
+                         for rule in site_exclusion_rules(site)],
     }

@@ -17,9 +17,10 @@ from config.metrics import Metrics
 from documents import sites as site_documents
 from documents import visitors
 from documents.store import Store
+from privacy.exclusion import site_exclusion_rules
 from privacy.gate import CollectionContext, GateDecision, ItemKind, decide
 from privacy.geo import CountryResolver, NullCountryResolver
-from privacy.ipaddr import anonymise_address, parse_client_ip
+from privacy.ipaddr import anonymise_address, anonymise_request_texts, parse_client_ip
 from privacy.useragent import UserAgentParser
 
 ITEMS_METRIC = "ingest_items_total"
@@ -72,7 +73,11 @@ class VisitorIntake:
 
     async def admit(self, site: dict[str, Any], kind: ItemKind, payload: dict[str, Any],
                     *, gpc: bool = False) -> GateDecision:
-        """Whether this item may be stored; a refusal is counted with its reason."""
+        """Whether this item may be stored; a refusal is counted with its reason.
+
+        An admitted item's request texts (URL, title, referrer) have every IP address in them
+        anonymised in place, as the visitor's own address is (privacy rule 1).
+        """
         flags = await visitors.privacy_flags(self.store, site["_id"], payload.get("visitorId"))
         settings = {**site_documents.DEFAULT_SETTINGS, **site.get("settings", {})}
         decision = decide(CollectionContext(
@@ -82,12 +87,14 @@ class VisitorIntake:
             consent_granted=payload.get("consent") == "granted",
             require_consent=bool(settings["requireConsent"]),
             recordings_enabled=bool(settings["recordings"]),
-            exclusions=site_documents.exclusion_rules(site),
+            exclusions=site_exclusion_rules(site),
             visitor_restricted=flags.restricted,
             visitor_objected=flags.objected,
         ))
         if not decision.allowed:
             self.count(kind, "dropped", decision.reason or "unknown")
+        else:
+            anonymise_request_texts(payload)
         return decision
 
     def count(self, kind: str, outcome: str, reason: str = "", amount: int = 1) -> None:

@@ -2,24 +2,23 @@
 
 A recording ends after RECORDING_INACTIVITY_SECONDS without activity, on a completed order, or
 by rotation after RECORDING_CAP_SECONDS of continuous activity, and the next activity starts a
-new recording that `continuesFrom` the old one. The background sweeper ends idle recordings
-(`end_idle`, run by tasks/segments.py), so an abandoned one does not stay active waiting for a
-segment that may never come. Whichever notices first, the sweeper or a late segment, the end
-reason ("inactivity") and time (the last activity) are the same.
+new recording that `continuesFrom` the old one. The segment sweeper (ingest/segment_sweeper.py)
+ends idle recordings (`end_idle`), so an abandoned one does not wait for a segment that may
+never come; whichever notices first, the end reason and time are the same.
 
 Segments are routed with atomic conditional updates only: a segment sent for a recording that is
 no longer live walks the chain of successors (each with a deterministic id, see
 documents.recordings.successor_id), ending and creating as it goes, so a caller that retries
 after any failure converges on the same state and two concurrent segments create one successor.
 
-Segments are stored exactly as received (never decompressed here); tasks/segments.py checks them
-off the request path before they can be replayed.
+Segments are stored exactly as received (never decompressed here); the sweeper checks them off
+the request path before they can be replayed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -30,6 +29,7 @@ from documents.sites import DEFAULT_SETTINGS
 from documents.store import Store
 from errors import Conflict, InvalidInput
 from ingest.intake import Outcome, VisitorIntake, parse_time
+from privacy.ipaddr import anonymise_addresses_in
 
 #: Longest chain of successors one segment may walk. Each link stands for at least one cap's
 #: worth of activity (about 25 minutes), so this covers days of a tab left open.
@@ -145,6 +145,7 @@ class RecordingLifecycle:
         decision = await self.intake.admit(site, "recording", upload.gate_payload())
         if not decision.allowed:
             return SegmentOutcome(Outcome.dropped(decision.reason or "refused"))
+        upload = replace(upload, page_url=anonymise_addresses_in(upload.page_url))
         now = self.clock()
         # A fast path for retries; the unique index below is what actually guarantees it.
         stored_before = await recordings.find_segment(self.store, site["_id"],

@@ -35,8 +35,10 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import SplitResult, unquote, urlsplit
+
+from errors import InvalidInput
 
 ExclusionScope = Literal["replay", "all"]
 Exclusion = Literal["none", "replay", "all"]
@@ -79,6 +81,29 @@ class ExclusionRule:
             raise ValueError(f"Unknown exclusion scope {self.scope!r}.")
         # Frozen dataclasses only allow this route for storing the normalised value.
         object.__setattr__(self, "pattern", validate_pattern(self.pattern))
+
+
+def site_exclusion_rules(site: dict[str, Any]) -> list[ExclusionRule]:
+    """The site's excluded-URL rules."""
+    return [
+        ExclusionRule(rule["pattern"], rule.get("scope", "replay"))
+        for rule in site.get("settings", {}).get("excludedUrls", [])
+    ]
+
+
+def checked_settings(changes: dict[str, Any]) -> dict[str, Any]:
+    """Site setting changes with their excluded-URL patterns normalised; InvalidInput names
+    the first bad one."""
+    if "excludedUrls" not in changes:
+        return changes
+    rules = []
+    for index, rule in enumerate(changes["excludedUrls"]):
+        try:
+            pattern = validate_pattern(rule["pattern"])
+        except ValueError as exc:
+            raise InvalidInput(str(exc), field=f"settings.excludedUrls.{index}.pattern") from None
+        rules.append({"pattern": pattern, "scope": rule.get("scope", "replay")})
+    return {**changes, "excludedUrls": rules}
 
 
 @dataclass(frozen=True, slots=True)

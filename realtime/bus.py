@@ -23,8 +23,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
+from config.background import stop_task
 from realtime.events import EVENT_TYPES, validate_event
-from tasks.background import stop_task
 
 log = logging.getLogger(__name__)
 

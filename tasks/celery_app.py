@@ -31,9 +31,9 @@ from kombu import Queue
 from kombu.exceptions import OperationalError
 from redis.exceptions import RedisError
 
+from config.background import stop_task
 from config.metrics import Metrics
 from documents.store import is_temporary_store_error
-from tasks.background import stop_task
 from tasks.outbox import SENDS_HELP, SENDS_METRIC, ErrorOutbox, OutboxRelay
 from tasks.queue import (
     QUEUE_NAME,

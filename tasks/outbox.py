@@ -18,10 +18,10 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from config.background import stop_task
 from config.metrics import Metrics
 from documents import error_outbox
 from documents.store import Store
-from tasks.background import stop_task
 
 log = logging.getLogger(__name__)
 

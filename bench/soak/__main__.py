@@ -47,7 +47,7 @@ import documents
 import server
 from bench.loadgen import free_port, run_load, start_process, wait_for_port
 from config import load_settings
-from documents.demo import seed_demo
+from demo import seed_demo
 from documents.store import Store
 
 SECONDS = float(os.environ.get("BENCH_SOAK_SECONDS", "300"))

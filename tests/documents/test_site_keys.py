@@ -5,13 +5,14 @@ from __future__ import annotations
 from config import Settings
 from documents.sites import KeyHasher, SiteKeyring
 from privacy.sealing import SecretSealer
+from privacy.statements import derive_statement_key
 from tests.support.app import Fetch, Tenant
 
 
 def _other_process(settings: Settings, deps) -> SiteKeyring:
     """A second keyring on the same database: what another server process would hold."""
     return SiteKeyring(deps.store, KeyHasher(settings.secret_key),
-                       SecretSealer(settings.master_key))
+                       SecretSealer(settings.master_key), derive_statement_key)
 
 
 async def test_a_key_rotated_by_another_process_stops_at_once(

@@ -12,7 +12,7 @@ import pytest
 
 from documents import recordings
 from errors import NotFound
-from tasks.segments import SegmentRejected, inflate
+from ingest.segment_sweeper import SegmentRejected, inflate
 from tests.recordings.conftest import SendSegment
 from tests.recordings.kit import gzip_json, new_recording_id, rrweb_events
 from tests.support.app import Tenant

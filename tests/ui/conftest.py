@@ -24,12 +24,12 @@ from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 import server
 from config import Settings
-from documents.demo import demo_recording_events, seed_demo, seed_demo_activity
+from demo import demo_recording_events, seed_demo, seed_demo_activity
 from tests.support.app import Answer
 from tests.support.browser import artifacts, browser, chromium_path, eventually  # noqa: F401
 
 DEMO_PASSWORD = "demo password for the browser"
-#: Demo visitors seeded by documents.demo: Mia has two recordings and a lead, Jonas a lead.
+#: Demo visitors seeded by demo.py: Mia has two recordings and a lead, Jonas a lead.
 MIA = "demo-visitor-mia"
 JONAS = "demo-visitor-jonas"
 

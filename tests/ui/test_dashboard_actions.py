@@ -19,7 +19,7 @@ from tests.support.browser import eventually
 from tests.ui.conftest import JONAS, MIA, Dashboard, downloaded_text, ingest, record_page, sign_in
 
 SHOP = "https://demo-shop.example"
-#: A demo error (documents.demo) and the stack it was seeded with, which its fingerprint covers.
+#: A demo error (demo.py) and the stack it was seeded with, which its fingerprint covers.
 DEMO_ERROR = "ReferenceError: wc_cart_fragments_params is not defined"
 DEMO_ERROR_STACK = ("ReferenceError: wc_cart_fragments_params is not defined\n"
                     "    at updateCart (cart.js:42:17)")

@@ -13,7 +13,7 @@ import io
 import pytest
 from playwright.async_api import Download, Page, expect
 
-from documents.demo import DEMO_ERRORS
+from demo import DEMO_ERRORS
 from tests.ui.conftest import JONAS, MIA, Dashboard, downloaded_text, sign_in
 
 

@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from tasks import background
-from tasks.background import stop_task
+from config import background
+from config.background import stop_task
 
 
 async def test_a_task_that_swallows_one_cancellation_is_cancelled_again_and_stops():
@@ -42,7 +42,7 @@ async def test_a_task_that_never_stops_is_left_behind_with_an_error_instead_of_a
 
     task = asyncio.create_task(immortal(), name="immortal")
     await asyncio.sleep(0)
-    with caplog.at_level(logging.ERROR, logger="tasks.background"):
+    with caplog.at_level(logging.ERROR, logger="config.background"):
         await asyncio.wait_for(stop_task(task), timeout=5)
     assert not task.done()
     assert "ignored cancellation" in caplog.text

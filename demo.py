@@ -1,4 +1,8 @@
-"""The demo organization, owner and site the embedded default starts with, and its demo data."""
+"""The demo organization, owner and site the embedded default starts with, and its demo data.
+
+Used by `visitor-service serve` on the embedded store only; it sits above every layer because
+it drives the intake, the recordings and the error queue the way real traffic does.
+"""
 
 from __future__ import annotations
 

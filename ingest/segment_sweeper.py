@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from config.background import stop_task
 from config.metrics import Metrics
 from documents import recordings
 from documents.accounts import new_id
 from documents.store import Store
-from tasks.background import stop_task
 
 if TYPE_CHECKING:
     from ingest.recordings import RecordingLifecycle
