@@ -48,6 +48,24 @@ def redact(text: str) -> str:
     return _SERVICE_KEY_RE.sub(REDACTED, text)
 
 
+#: Path segments that follow one of these name a visitor: a visitor's identifier is visitor data.
+_VISITOR_SEGMENT_RE = re.compile(r"(/visitors/)[^/?#]+")
+
+
+def loggable_uri(uri: str) -> str:
+    """The URI as logs may keep it: visitor ids in the path and every query value replaced.
+
+    Logs outlive erasure, so they hold only our own record ids: a search (`?q=` with an e-mail
+    address), a visitor id or any other value a visitor's data may be in never reaches them.
+    """
+    path, _, query = uri.partition("?")
+    path = _VISITOR_SEGMENT_RE.sub(rf"\1{REDACTED}", path)
+    if not query:
+        return path
+    names = [part.partition("=")[0] for part in query.split("&") if part]
+    return path + "?" + "&".join(f"{name}={REDACTED}" for name in names)
+
+
 class JsonLinesFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, and any `extra` context."""
 
@@ -100,7 +118,7 @@ def log_access(method: str, uri: str, status: int, seconds: Callable[[], float])
         level,
         "%s %s %d",
         method,
-        redact(uri),
+        redact(loggable_uri(uri)),
         status,
         extra={"duration_ms": round(1000.0 * seconds(), 2)},
     )

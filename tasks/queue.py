@@ -180,7 +180,8 @@ class ErrorPipeline:
                               extra={"jobId": job.get("jobId")})
             else:
                 self._count("lost")
-                log.exception("failed error job could not be stored", extra={"job": job})
+                log.exception("failed error job could not be stored",
+                              extra={"jobId": job.get("jobId"), "siteId": job.get("siteId")})
             return False
         self._count("failed")
         return True

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from config.logging import configure_logging, redact
+from config.logging import configure_logging, loggable_uri, redact
 from tests.support.app import Fetch, Tenant
 
 
@@ -64,3 +64,26 @@ async def test_credentials_sent_in_every_channel_never_reach_any_log(
 ])
 def test_redaction_replaces_values_and_leaves_other_text(raw: str, expected: str):
     assert redact(raw) == expected
+
+
+async def test_searches_and_visitor_ids_never_reach_the_access_log(
+        fetch: Fetch, tenant: Tenant, log_lines):
+    """Logs outlive erasure: what names or finds a visitor stays out of them."""
+    await fetch("/api/v1/sites/" + tenant.site_id + "/visitors?q=ada.lovelace%40example.com",
+                token=tenant.token)
+    await fetch(f"/api/v1/sites/{tenant.site_id}/visitors/visitor-ada-77/export.json",
+                token=tenant.token)
+    text = log_lines.getvalue()
+    assert "ada.lovelace" not in text and "visitor-ada-77" not in text
+    assert f"/api/v1/sites/{tenant.site_id}/visitors?q=[redacted]" in text
+    assert f"/api/v1/sites/{tenant.site_id}/visitors/[redacted]/export.json" in text
+
+
+@pytest.mark.parametrize(("uri", "expected"), [
+    ("/api/v1/sites/s1/visitors/v-9/data", "/api/v1/sites/s1/visitors/[redacted]/data"),
+    ("/dashboard/visitors/abc/sessions?x=1&y", "/dashboard/visitors/[redacted]/sessions"
+                                                "?x=[redacted]&y=[redacted]"),
+    ("/healthz", "/healthz"),
+])
+def test_loggable_uris_keep_the_route_and_our_own_ids_only(uri: str, expected: str):
+    assert loggable_uri(uri) == expected

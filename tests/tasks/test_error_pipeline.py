@@ -167,6 +167,25 @@ async def test_a_store_that_stays_down_puts_the_job_in_failed_jobs_after_exactly
     assert deps.metrics.value("error_jobs_total", outcome="failed") == 1
 
 
+async def test_a_job_that_cannot_even_be_kept_is_counted_and_logged_by_id_only(
+        fetch: Fetch, tenant: Tenant, deps, queue, store, caplog):
+    """Logs outlive erasure: the last-resort line names the job, never what the visitor sent."""
+    caplog.set_level(logging.DEBUG)
+    store.faults.fail("errors", "find_one_and_update", times=100)
+    store.faults.fail("failed_jobs", None, times=100)
+    body = js_error(message="cart of ada@example.com is undefined",
+                    context={"user": {"email": "ada@example.com"}})
+    assert (await post_error(fetch, tenant, body)).json() == {"ok": True}
+    await queue.join()
+    lost = deps.metrics.value("error_jobs_total", outcome="lost")
+    kept = deps.metrics.value("error_jobs_total", outcome="left_in_outbox")
+    assert lost + kept == 1
+    assert "could not be stored" in caplog.text
+    # Every attribute of every record: the JSON-lines formatter writes the `extra` fields too.
+    everything = repr([vars(record) for record in caplog.records])
+    assert "ada@example.com" not in everything and "cart of" not in everything
+
+
 async def test_a_failure_that_is_not_temporary_goes_to_failed_jobs_at_once(
         tenant: Tenant, deps, queue, store):
     store.faults.fail("errors", "find_one_and_update", error=lambda: ValueError("bad document"))
