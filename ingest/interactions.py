@@ -17,6 +17,7 @@ from documents import interactions, visitors
 from documents.accounts import new_id
 from documents.store import Store
 from ingest.intake import VisitorIntake, parse_time
+from privacy.ipaddr import anonymise_addresses_in
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ def _event(body: dict[str, Any], item: dict[str, Any], now: datetime) -> dict[st
         "id": new_id(),
         "kind": item["kind"],
         "at": parse_time(item.get("at"), now),
-        "url": item.get("url") or body.get("url"),
+        "url": anonymise_addresses_in(item.get("url") or body.get("url") or "") or None,
         "sessionId": body.get("sessionId"),
         "recordingId": body.get("recordingId"),
     }

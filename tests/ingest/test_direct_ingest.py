@@ -60,6 +60,23 @@ async def test_the_full_ip_address_is_stored_nowhere_and_logged_nowhere(
     assert full not in caplog.text and full_v6 not in caplog.text
 
 
+async def test_addresses_in_the_page_url_title_and_referrer_are_stored_anonymised(
+        fetch: Fetch, tenant: Tenant, deps):
+    """A shop's own pages can carry addresses ("?ip=…", an admin page titled with one)."""
+    v4, v6 = "198.51.100.123", "2001:db8:abcd:12:3456:789a:bcde:f012"
+    answer = await _ingest(fetch, tenant, "pageviews", _pageview(
+        url=f"https://shop.example/track?ip={v4}", title=f"Session of {v6}",
+        referrer=f"http://[{v6}]:8080/from"))
+    assert answer.code == 200, answer
+    text = await all_documents_text(deps.store)
+    assert v4 not in text and v6 not in text
+    bucket = await deps.store.collection("pageview_buckets").find_one({"visitorId": "v-1"})
+    event = bucket["events"][0]
+    assert event["url"] == "https://shop.example/track?ip=198.51.100.0"
+    assert event["title"] == "Session of 2001:db8:abcd::"
+    assert event["referrer"] == "http://[2001:db8:abcd::]:8080/from"
+
+
 async def test_repeated_pageviews_go_to_capped_buckets_not_one_growing_array(
         fetch: Fetch, tenant: Tenant, deps):
     from documents import activity
