@@ -6,7 +6,7 @@ memberships carrying a role (owner, admin or viewer).
 
 from __future__ import annotations
 
-import os
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -35,16 +35,8 @@ COLLECTIONS = ("accounts",)
 
 
 def new_id() -> str:
-    """A fresh random identifier: version 4 UUID text, as `str(uuid.uuid4())` gives it.
-
-    Built from the random bytes directly, at a third of uuid4's cost: ingest makes one or more
-    per request.
-    """
-    raw = bytearray(os.urandom(16))
-    raw[6] = raw[6] & 0x0F | 0x40  # version 4
-    raw[8] = raw[8] & 0x3F | 0x80  # RFC 4122 variant
-    text = raw.hex()
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+    """A fresh random identifier: version 4 UUID text."""
+    return str(uuid.uuid4())
 
 
 def normalise_email(email: str) -> str:

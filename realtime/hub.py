@@ -4,8 +4,7 @@ The hub knows nothing about WebSockets (Zulip keeps its client registry apart fr
 transport the same way): a socket hands the hub a `Transport`, the bus hands it events. Each
 event is serialised once per process, into one finished WebSocket frame, and that same frame
 is written to every watching socket without waiting, so a slow or dead socket can never hold
-up the others; a socket that keeps up costs no allocation per event (docs/events.md,
-"Fan-out cost"). A socket with LIVE_QUEUE_LIMIT frames still unwritten is closed with
+up the others. A socket with LIVE_QUEUE_LIMIT frames still unwritten is closed with
 CLOSE_SLOW_CONSUMER. A periodic sweep closes sockets whose session was revoked (logout) since
 they authenticated. Close codes are documented in docs/events.md.
 """
@@ -22,8 +21,8 @@ from typing import Any, Protocol
 
 from tornado.websocket import WebSocketClosedError
 
+from config.background import stop_task
 from documents.accounts import AuthenticatedUser
-from tasks.background import stop_task
 
 log = logging.getLogger(__name__)
 
