@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import ssl
 import sys
 from collections.abc import Awaitable, Callable
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import tornado.httpserver
+import tornado.netutil
 import tornado.web
 
 import documents
@@ -37,6 +39,7 @@ from documents.accounts import is_family_revoked
 from documents.requests import SubjectDigester
 from documents.sites import KeyHasher, SiteKeyring
 from documents.store import Store, open_store
+from handlers import api_docs as api_docs_handlers
 from handlers import auth as auth_handlers
 from handlers import csv_exports as csv_export_handlers
 from handlers import data_api as data_api_handlers
@@ -170,6 +173,7 @@ def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
         *csv_export_handlers.default_handlers,
         *live_handlers.default_handlers,
         *notification_handlers.default_handlers,
+        *api_docs_handlers.default_handlers,
         *ui_handlers.default_handlers,
     ]
     return tornado.web.Application(
@@ -235,6 +239,8 @@ def _write_private_file(path: Path, text: str) -> None:
 
 async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     """Run the server until SIGTERM or SIGINT, then stop accepting and drain."""
+    # The port first: a start that cannot listen must not replace the saved demo login.
+    sockets = _bind(settings)
     deps = await build_deps(settings)
     if settings.generated_secrets:
         log.warning("generated ephemeral secrets for the embedded store; tokens and sealed "
@@ -253,7 +259,7 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     # process; moving it out of the collector's view keeps full collections, which otherwise
     # walk all of it, short under load (Instagram's gc.freeze practice).
     gc.freeze()
-    server.listen(settings.port, settings.host)
+    server.add_sockets(sockets)
     log.info("listening", extra={"url": settings.public_url, "embedded": settings.embedded})
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -271,16 +277,33 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     await deps.close()
 
 
+def _bind(settings: Settings) -> list[socket.socket]:
+    """The listening sockets for HOST and PORT; SettingsError in one line when they are taken."""
+    try:
+        return tornado.netutil.bind_sockets(settings.port, settings.host)
+    except OSError as exc:
+        raise SettingsError(f"PORT: cannot listen on {settings.host}:{settings.port} "
+                            f"({exc.strerror}); stop whatever uses it or set another PORT"
+                            ) from None
+
+
 def _demo_banner(settings: Settings, demo: dict[str, Any]) -> str:
+    url = settings.public_url
+    event = json.dumps({"visitorId": "first-visitor", "url": "https://shop.example/"})
     return (
-        "\nVisitor Service is running on the embedded store (data lives in memory).\n"
-        f"  Dashboard:  {settings.public_url}/\n"
-        f"  E-mail:     {demo['email']}\n"
-        f"  Password:   {demo['password']}\n"
-        f"  Site id:    {demo['siteId']}\n"
-        f"  API key:    {demo['apiKey']}\n"
-        f"  Public key: {demo['publicKey']}\n"
-        f"  Written to: {settings.demo_file}\n"
+        "\nVisitor Service is running on the embedded store (data lives in memory).\n\n"
+        f"1. Open the dashboard: {url}/\n"
+        f"   and sign in as {demo['email']} with the password {demo['password']}\n\n"
+        "2. Paste this into your shop's pages, before </head> (the page's origin must be one of\n"
+        "   the site's allowed origins, under Sites in the dashboard):\n"
+        "   <script>window.svc = window.svc || function () { (svc.q = svc.q || [])"
+        ".push(arguments); };</script>\n"
+        f'   <script async src="{url}/sdk/v1/loader.js?key={demo["publicKey"]}"></script>\n\n'
+        "3. Send a test event from your shop's server, then find it under Visitors:\n"
+        f"   curl -sS -X POST {url}/ingest/pageviews -H 'Content-Type: application/json' "
+        f"-H 'X-Service-Key: {demo['apiKey']}' -d '{event}'\n\n"
+        f"API reference: {url}/api/docs\n"
+        f"Site id {demo['siteId']}; the login and keys are saved in {settings.demo_file}\n"
     )
 
 
@@ -363,25 +386,56 @@ def _since(text: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+OPERATOR_HELP = """\
+Visitor Service collects what visitors do on a shop, keeps one profile per visitor, shows
+new errors and leads live on a dashboard, and answers GDPR data-subject requests.
+
+It is configured by environment variables (README.md and docs/operations.md). Without
+MONGODB_URI, `serve` runs everything in one process on an in-memory store with demo data, to
+try it out. In production set MONGODB_URI (a replica set), REDIS_URL, SECRET_KEY and
+MASTER_KEY, serve TLS (TLS_CERT_FILE and TLS_KEY_FILE, or a proxy in front), and run
+`worker` beside `serve`.
+"""
+
+OPERATOR_EXAMPLES = """\
+examples:
+  visitor-service serve
+  MONGODB_URI=mongodb://db/?replicaSet=rs0 REDIS_URL=redis://cache visitor-service worker
+  visitor-service create-user --email owner@shop.example --organization "My shop"
+  visitor-service create-site --email owner@shop.example --name Shop \\
+      --origin https://shop.example
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="visitor-service", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("serve", help="run the HTTP server")
-    sub.add_parser("worker", help="run the errors-ingest Celery worker (needs REDIS_URL)")
-    user = sub.add_parser("create-user", help="create an account with an owner (real MongoDB)")
-    user.add_argument("--email", required=True)
-    user.add_argument("--name")
-    user.add_argument("--account")
-    user.add_argument("--organization", default="My organization")
-    site = sub.add_parser("create-site", help="create a site and print its keys (real MongoDB)")
+    parser = argparse.ArgumentParser(
+        prog="visitor-service", description=OPERATOR_HELP, epilog=OPERATOR_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+    sub.add_parser("serve", help="run the web server: ingest, browser SDK, dashboard, API and "
+                   "live feed (SIGTERM stops it gracefully)")
+    sub.add_parser("worker", help="process reported errors in the background: grouping and "
+                   "notifications (needs MONGODB_URI and REDIS_URL)")
+    user = sub.add_parser("create-user", help="create an account with its owner login; asks for "
+                          "the password (or reads VISITOR_SERVICE_PASSWORD); needs MONGODB_URI")
+    user.add_argument("--email", required=True, help="the owner's login")
+    user.add_argument("--name", help="the owner's display name (default: the e-mail)")
+    user.add_argument("--account", help="the account's name (default: the e-mail)")
+    user.add_argument("--organization", default="My organization",
+                      help="the first organization's name")
+    site = sub.add_parser("create-site", help="add a shop site and print its API key and public "
+                          "key, shown only here (needs MONGODB_URI)")
     site.add_argument("--email", required=True, help="an owner or admin of the organization")
-    site.add_argument("--name", required=True)
-    site.add_argument("--organization")
-    site.add_argument("--origin", action="append", help="allowed origin, repeatable")
-    rotate = sub.add_parser("rotate-key", help="rotate a site's API key (real MongoDB)")
+    site.add_argument("--name", required=True, help="the site's name")
+    site.add_argument("--organization", help="the organization's id (default: the user's first)")
+    site.add_argument("--origin", action="append",
+                      help="an origin the shop's pages are served from, e.g. "
+                           "https://shop.example (repeatable)")
+    rotate = sub.add_parser("rotate-key", help="replace a site's API key; the old key stops "
+                            "working at once (needs MONGODB_URI)")
     rotate.add_argument("--site-id", required=True)
-    replay = sub.add_parser("replay-erasures", help="after a restore, erase again every visitor "
-                            "erased since the given time (real MongoDB)")
+    replay = sub.add_parser("replay-erasures", help="after restoring a backup, erase again every "
+                            "visitor erased since the backup was taken (needs MONGODB_URI)")
     replay.add_argument("--since", required=True, type=_since,
                         help="ISO date or date-time (UTC if no offset): when the backup was taken")
     return parser

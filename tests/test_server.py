@@ -6,7 +6,9 @@ import asyncio
 import datetime
 import json
 import os
+import shlex
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -55,6 +57,7 @@ async def test_serve_on_the_embedded_default_writes_demo_credentials_that_log_in
                             "DEMO_PASSWORD": "demo password 123"}, tmp_path)
     try:
         await _wait_listening(port)
+        banner = _banner(process)
         demo = json.loads((tmp_path / "demo.json").read_text())
         assert set(demo) == {"email", "password", "siteId", "apiKey", "publicKey"}
         assert demo["email"] == "owner@demo.example"
@@ -70,11 +73,73 @@ async def test_serve_on_the_embedded_default_writes_demo_credentials_that_log_in
         assert [s["id"] for s in json.loads(sites.body)] == [demo["siteId"]]
     finally:
         process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=30)
     assert process.returncode == 0, err
-    assert demo["password"] in out  # printed for the person who ran `make run`
+    assert demo["password"] in banner  # printed for the person who ran `make run`
     assert "generated ephemeral secrets" in err
     assert '"message": "shutting down"' in err
+
+
+def _banner(process: subprocess.Popen) -> str:
+    """The start banner, up to its last line (printed before the server listens)."""
+    lines = []
+    while not (line := process.stdout.readline()).startswith("Site id "):
+        assert line, "no banner"
+        lines.append(line)
+    return "".join(lines)
+
+
+async def test_the_banner_says_what_to_do_next_and_its_curl_line_sends_an_event(tmp_path):
+    process, port = _start({}, tmp_path)
+    try:
+        await _wait_listening(port)
+        banner = _banner(process)
+        demo = json.loads((tmp_path / "demo.json").read_text())
+        url = f"http://127.0.0.1:{port}"
+        assert f"Open the dashboard: {url}/" in banner
+        assert f'<script async src="{url}/sdk/v1/loader.js?key={demo["publicKey"]}">' in banner
+        assert f"API reference: {url}/api/docs" in banner
+        (curl,) = [line.strip() for line in banner.splitlines()
+                   if line.strip().startswith("curl ")]
+        sending = await asyncio.create_subprocess_exec(*shlex.split(curl),
+                                                       stdout=subprocess.PIPE)
+        sent, _ = await asyncio.wait_for(sending.communicate(), timeout=30)
+        assert json.loads(sent)["ok"] is True, sent
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=30)
+
+
+def test_serve_on_a_busy_port_fails_in_one_line_and_keeps_the_saved_login(tmp_path):
+    saved = tmp_path / "demo.json"
+    saved.write_text('{"email": "kept@demo.example"}\n')
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if k not in ("MONGODB_URI", "REDIS_URL")}
+        result = subprocess.run(
+            [sys.executable, str(ROOT / "server.py"), "serve"], cwd=ROOT, capture_output=True,
+            env={**env, "PORT": str(port), "DEMO_FILE": str(saved)}, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.strip() == (
+        f"configuration error: PORT: cannot listen on 127.0.0.1:{port} (Address already in "
+        f"use); stop whatever uses it or set another PORT")
+    assert saved.read_text() == '{"email": "kept@demo.example"}\n'
+
+
+def test_help_describes_the_commands_for_an_operator():
+    result = subprocess.run([sys.executable, str(ROOT / "server.py"), "--help"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0
+    text = result.stdout
+    for command in ("serve", "worker", "create-user", "create-site", "rotate-key",
+                    "replay-erasures"):
+        assert f"    {command}" in text, command
+    assert "MONGODB_URI" in text and "REDIS_URL" in text and "examples:" in text
+    # What the code is made of is not an operator's concern.
+    assert "make_app" not in text and "Deps" not in text
 
 
 def test_a_malformed_setting_stops_the_start_with_one_line(tmp_path):
