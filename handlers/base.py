@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from tornado.httputil import HTTPHeaders
 from tornado.web import HTTPError, RequestHandler, stream_request_body
 
+from config.logging import loggable_uri
 from documents.accounts import AuthenticatedUser
 from documents.store import is_temporary_store_error
 from errors import (
@@ -92,7 +93,8 @@ def answerable(exc: BaseException, path: str) -> BaseException:
     """`exc`, or Unavailable (503) when it is a temporary database failure (logged)."""
     if not isinstance(exc, ServiceError) and is_temporary_store_error(exc):
         # A lost connection is neither the caller's fault nor a bug: tell it to come back.
-        log.warning("store unavailable", extra={"path": path, "error": repr(exc)})
+        log.warning("store unavailable", extra={"path": loggable_uri(path),
+                                                "error": type(exc).__name__})
         return Unavailable("the database is briefly unavailable",
                            retry_after=STORE_RETRY_AFTER_SECONDS)
     return exc
@@ -263,6 +265,12 @@ class BaseHandler(RequestHandler):
         body, retry_after = error_answer(status_code, exc, self._reason)
         if retry_after is not None:
             self.set_header("Retry-After", str(retry_after))
+        if status_code == 401:
+            # RFC 7235 requires a challenge on every 401; RFC 6750 says how a bearer one reads.
+            challenge = 'Bearer realm="visitor-service"'
+            if self.request.headers.get("Authorization"):
+                challenge += ', error="invalid_token"'
+            self.set_header("WWW-Authenticate", challenge)
         self.set_header("Content-Type", JSON_CONTENT_TYPE)
         self.finish(body)
 
