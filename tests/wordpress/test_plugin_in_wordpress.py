@@ -177,6 +177,20 @@ async def test_a_php_warning_of_the_theme_arrives_as_an_error_from_php(
     assert error["visitorId"] == "visitor-php-1"
 
 
+async def test_php_errors_are_bounded_and_deduplicated_per_request(open_shop: ShopFactory):
+    shop = await open_shop({"recordings": False})
+    page = await shop.http("/?svc_noise=1", headers={"Cookie": "svc_vid=visitor-noise-1"})
+    assert page.code == 200
+
+    async def sent() -> list[tuple[str, str, int]]:
+        return [r for r in shop.service.requests if r[1] == "/ingest/errors"]
+
+    await eventually(sent, message="the errors")
+    await asyncio.sleep(1)
+    # 30 times the same warning is one error; of the 16 distinct ones, the first 10 are sent.
+    assert len(await sent()) == 10
+
+
 @pytest.mark.parametrize("where", ["svc_fatal_early", "svc_fatal"])
 async def test_a_fatal_error_arrives_with_or_without_wordpress_error_page(
         open_shop: ShopFactory, deps, where: str):

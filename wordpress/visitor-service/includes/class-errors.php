@@ -168,7 +168,7 @@ final class Errors
         if ($afterResponse) {
             Client::finishResponse();
         }
-        $lost = self::$skipped;
+        $lost = 0;
         foreach ($errors as $index => $error) {
             $body = $error + $context;
             $sent = $finished ? Client::post('/ingest/errors', $body, 2.0)['status'] === 200

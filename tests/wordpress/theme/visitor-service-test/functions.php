@@ -24,3 +24,14 @@ add_action('template_redirect', static function (): void {
         visitor_service_test_theme_fatal();
     }
 });
+
+/** A noisy page: one warning raised 30 times, and 15 distinct warnings (each on its own line). */
+function visitor_service_test_theme_noise(): void
+{
+    for ($i = 0; $i < 30; $i++) {
+        trigger_error('the same warning', E_USER_WARNING);
+    }
+    for ($i = 1; $i <= 15; $i++) {
+        eval(str_repeat("\n", $i) . "trigger_error('warning number {$i}', E_USER_WARNING);");
+    }
+}

@@ -9,6 +9,9 @@
 if (isset($_GET['svc_fatal'])) {
     visitor_service_test_theme_fatal();
 }
+if (isset($_GET['svc_noise'])) {
+    visitor_service_test_theme_noise();
+}
 if (isset($_GET['svc_warn'])) {
     echo '<p id="size">' . esc_html(visitor_service_test_theme_warning()) . '</p>';
 }
