@@ -31,8 +31,17 @@ class ReadinessHandler(BaseHandler):
         self.write_json({"status": "ready", "checks": checks})
 
 
+#: Headers a reverse proxy adds; a request carrying one came through a proxy.
+PROXY_HEADERS = ("Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto",
+                 "X-Real-IP", "Via")
+
+
 class MetricsHandler(BaseHandler):
-    """GET /metrics: Prometheus text; needs METRICS_TOKEN, or a loopback caller when unset."""
+    """GET /metrics: Prometheus text; needs METRICS_TOKEN, or a direct loopback caller when unset.
+
+    Behind a reverse proxy on the same host every outside caller arrives from loopback, so a
+    request that came through a proxy never counts as a loopback caller.
+    """
 
     authentication = "none"
 
@@ -41,6 +50,8 @@ class MetricsHandler(BaseHandler):
         presented = self.request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
         if token:
             allowed = hmac.compare_digest(presented.encode(), token.encode())
+        elif any(name in self.request.headers for name in PROXY_HEADERS):
+            allowed = False
         else:
             try:
                 allowed = ipaddress.ip_address(self.request.remote_ip or "").is_loopback

@@ -86,5 +86,15 @@ async def test_metrics_answer_loopback_callers_in_prometheus_text(fetch: Fetch, 
     assert 'demo_items_total{reason="stored"} 1' in answer.body.decode()
 
 
+@pytest.mark.parametrize("header", [
+    ("X-Forwarded-For", "203.0.113.9"), ("X-Real-IP", "203.0.113.9"),
+    ("Forwarded", "for=203.0.113.9"), ("Via", "1.1 nginx"),
+])
+async def test_metrics_refuse_a_loopback_peer_that_is_a_reverse_proxy(fetch: Fetch, header):
+    """Behind a proxy on the same host, every outside caller's peer is loopback."""
+    answer = await fetch("/metrics", headers=dict([header]))
+    _assert_error_shape(answer, 404)
+
+
 async def test_a_missing_static_file_answers_the_one_json_error_shape(fetch: Fetch):
     _assert_error_shape(await fetch("/static/no-such-file.js"), 404)
