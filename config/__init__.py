@@ -289,7 +289,8 @@ class Settings:
     metrics_token: str = _setting(
         "METRICS_TOKEN",
         "",
-        "Bearer token for /metrics. Empty: /metrics answers only loopback callers.",
+        "Bearer token for /metrics. Empty: /metrics answers only direct loopback callers "
+        "(never a request that came through a proxy).",
         _text,
     )
     live_queue_limit: int = _setting(
