@@ -340,6 +340,42 @@ async def test_require_consent_switched_on_in_the_dashboard_reaches_the_route_by
     assert json.loads(lead.body) == {"ok": True, "dropped": "consent_missing"}
 
 
+async def test_the_wp_consent_api_unlocks_the_route_on_a_site_that_requires_consent(
+        open_shop: ShopFactory, deps):
+    shop = await open_shop({"requireConsent": True, "recordings": False})
+    lead = json.dumps({"visitorId": "visitor-cms-1", "email": "cms@example.com"})
+    refused = await shop.http("/wp-json/service/v1/leads", "POST", body=lead, headers=JSON)
+    assert json.loads(refused.body)["dropped"] == "consent_missing"
+    allowed = await shop.http("/wp-json/service/v1/leads", "POST", body=lead, headers={
+        **JSON, "Cookie": "wp_consent_statistics=allow"})
+    assert allowed.code == 202
+    leads = await eventually(lambda: documents(deps, "leads", shop.tenant.site_id),
+                             message="the lead with the banner's consent")
+    assert [lead["email"] for lead in leads] == ["cms@example.com"]
+
+
+async def test_the_api_key_from_wp_config_wins_and_is_not_editable(
+        open_shop: ShopFactory, deps):
+    shop = await open_shop({"recordings": False})
+    flag = shop.wp.site / "wp-content" / "mu-plugins" / "api-key-constant.txt"
+    flag.write_text(shop.tenant.api_key)
+    try:
+        check = await shop.wp.php("""\\VisitorService\\Options::saveApiKey('sk_not_this_one');
+            return \\VisitorService\\Settings::checkConnection();""")
+        assert check["ok"], check
+        page = await shop.wp.php("""wp_set_current_user(1); ob_start();
+            \\VisitorService\\Settings::render(); return ob_get_clean();""")
+        assert "Set in wp-config.php" in page and 'id="vs-api"' not in page
+        assert shop.tenant.api_key not in page
+        lead = await shop.http("/wp-json/service/v1/leads", "POST", headers=JSON,
+                               body=json.dumps({"visitorId": "v-const", "email": "c@example.com"}))
+        assert lead.code == 202
+        await eventually(lambda: documents(deps, "leads", shop.tenant.site_id),
+                         message="a lead sent with the constant's key")
+    finally:
+        flag.unlink()
+
+
 async def test_the_settings_check_and_the_api_key_never_shown(open_shop: ShopFactory):
     shop = await open_shop()
     assert shop.check["ok"], shop.check
