@@ -57,7 +57,7 @@ from handlers.base import NotFoundHandler
 from handlers.deps import Deps
 from handlers.validation import SchemaValidator
 from ingest.intake import VisitorIntake
-from ingest.ratelimit import SiteRateLimiter
+from ingest.ratelimit import SharedSiteRateLimiter, SiteRateLimiter
 from ingest.recordings import RecordingLifecycle
 from ingest.segment_sweeper import SegmentSweeper
 from ingest.statements import StatementAttributor
@@ -122,7 +122,11 @@ async def build_deps(settings: Settings, *, store: Store | None = None) -> Deps:
         segment_sweeper=SegmentSweeper(
             store, metrics, recordings, max_inflated_bytes=settings.segment_max_inflated_bytes,
             interval_seconds=settings.segment_sweep_interval_seconds),
-        rate_limiter=SiteRateLimiter(settings.site_rate_per_second, settings.site_rate_burst),
+        rate_limiter=(
+            SharedSiteRateLimiter(settings.redis_url, settings.site_rate_per_second,
+                                  settings.site_rate_burst)
+            if settings.redis_url
+            else SiteRateLimiter(settings.site_rate_per_second, settings.site_rate_burst)),
         bus=bus,
         hub=LiveHub(settings.live_queue_limit,
                     is_session_revoked=lambda family: is_family_revoked(store, family),
@@ -140,6 +144,7 @@ async def build_deps(settings: Settings, *, store: Store | None = None) -> Deps:
     deps.closers.append(store.close)
     deps.closers.append(countries.close)
     deps.closers.append(deps.bus.close)
+    deps.closers.append(deps.rate_limiter.close)
     deps.closers.append(deps.segment_sweeper.close)
     deps.closers.append(deps.hub.close)
     deps.closers.append(deps.notifier.close)

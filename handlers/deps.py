@@ -16,7 +16,7 @@ from documents.sites import SiteKeyring
 from documents.store import Store
 from handlers.validation import SchemaValidator
 from ingest.intake import VisitorIntake
-from ingest.ratelimit import SiteRateLimiter
+from ingest.ratelimit import SharedSiteRateLimiter, SiteRateLimiter
 from ingest.recordings import RecordingLifecycle
 from ingest.segment_sweeper import SegmentSweeper
 from ingest.statements import StatementAttributor
@@ -41,7 +41,7 @@ class Deps:
     schemas: SchemaValidator
     metrics: Metrics
     intake: VisitorIntake
-    rate_limiter: SiteRateLimiter
+    rate_limiter: SiteRateLimiter | SharedSiteRateLimiter
     bus: EventBus
     recordings: RecordingLifecycle
     segment_sweeper: SegmentSweeper

@@ -52,7 +52,7 @@ class IngestHandler(BaseHandler):
         site = await self.deps.keyring.site_for_api_key(key)
         if site is None:
             raise Unauthenticated("the site API key is not valid", code="invalid_key")
-        retry_after = self.deps.rate_limiter.take(site["_id"])
+        retry_after = await self.deps.rate_limiter.take(site["_id"])
         if retry_after is not None:
             raise RateLimited("too many requests for this site", retry_after=retry_after)
         self.site = site

@@ -117,7 +117,7 @@ class SdkHandler(BaseHandler):
             return
         # Browser traffic has a bucket of its own, so a public key (public by design) that is
         # abused cannot starve the shop server's /ingest calls.
-        retry_after = self.deps.rate_limiter.take(f"public:{site['_id']}")
+        retry_after = await self.deps.rate_limiter.take(f"public:{site['_id']}")
         if retry_after is not None:
             raise RateLimited("too many requests for this site", retry_after=retry_after)
         if self.request.headers.get("Sec-GPC", "").strip() == "1":

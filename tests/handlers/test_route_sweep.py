@@ -103,6 +103,7 @@ async def test_every_ingest_route_refuses_a_missing_or_wrong_service_key(
                 answer = await fetch(_concrete(pattern, tenant.site_id), method.upper(),
                                      json_body={}, headers=headers)
                 assert answer.code == 401, f"{method.upper()} {pattern} with {label}: {answer}"
+                assert answer.headers["WWW-Authenticate"].startswith('Bearer realm=')
                 checked += 1
     assert checked > 0
 
@@ -178,6 +179,10 @@ async def test_every_route_refuses_missing_and_invalid_tokens(
                                      json_body={} if method in ("post", "put", "patch") else None)
                 assert answer.code == 401, f"{method.upper()} {path} with {label}: {answer}"
                 assert answer.json()["error"]["code"]
+                # RFC 6750: a challenge on every 401, naming the fault when a token was sent.
+                challenge = answer.headers["WWW-Authenticate"]
+                assert challenge.startswith('Bearer realm="visitor-service"')
+                assert ('error="invalid_token"' in challenge) == bool(token), challenge
                 checked += 1
     assert checked > 0
 
