@@ -15,6 +15,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import re
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -142,9 +143,43 @@ def decode_json_body(headers: HTTPHeaders, body: bytes, accepted_content_types: 
     except UnicodeDecodeError:
         raise MalformedRequest("body is not valid UTF-8") from None
     try:
-        return _STRICT_JSON.decode(text)
+        parsed = _STRICT_JSON.decode(text)
     except (ValueError, RecursionError):
         raise MalformedRequest("body is not valid JSON") from None
+    # Strict UTF-8 cannot carry a UTF-16 surrogate; only a JSON escape can, and a lone one is
+    # text no store can hold (BSON refuses it). Pairs decode to one character and pass.
+    if _SURROGATE_ESCAPE.search(body) is not None:
+        field = _lone_surrogate_at(parsed)
+        if field is not None:
+            raise InvalidInput(f"{field or 'body'}: text holds a lone UTF-16 surrogate escape",
+                               field=field or None, code="invalid_text")
+    return parsed
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _has_surrogate(text: str) -> bool:
+    return any("\ud800" <= char <= "\udfff" for char in text)
+
+
+def _lone_surrogate_at(value: Any, path: tuple[str, ...] = ()) -> str | None:
+    """The dotted path of the first string (key or value) holding a lone surrogate, or None."""
+    if isinstance(value, str):
+        return ".".join(path) if _has_surrogate(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if _has_surrogate(key):
+                return ".".join((*path, key.encode("utf-8", "replace").decode()))
+            found = _lone_surrogate_at(item, (*path, key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _lone_surrogate_at(item, (*path, str(index)))
+            if found is not None:
+                return found
+    return None
 
 
 @stream_request_body

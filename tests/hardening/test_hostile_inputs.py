@@ -267,3 +267,60 @@ async def test_operators_in_a_lead_rectification_are_refused_or_literal(
     else:
         assert after == lead
     assert "sleep" not in await all_documents_text(deps.store)
+
+
+#: JSON escapes that decode to text no store can hold: a lone high and a lone low surrogate.
+LONE_SURROGATES = ["\\ud800", "x\\udfffy"]
+
+
+def _with_raw_text(body: dict[str, Any], field: str, escaped: str) -> str:
+    """`body` as JSON with `field` set to a raw JSON string escape (json.dumps would refuse)."""
+    text = json.dumps({**body, field: "__RAW__"})
+    return text.replace('"__RAW__"', f'"{escaped}"')
+
+
+@pytest.mark.parametrize("escaped", LONE_SURROGATES)
+@pytest.mark.parametrize(("path", "field"), [
+    ("/ingest/pageviews", "url"), ("/ingest/leads", "email"), ("/ingest/errors", "message")])
+async def test_a_lone_surrogate_on_an_ingest_route_is_a_4xx_naming_the_field(
+        fetch: Fetch, tenant: Tenant, deps: server.Deps, path: str, field: str, escaped: str):
+    body = _with_raw_text(JSON_INGEST[path], field, escaped)
+    answer = await fetch(path, "POST", body=body, headers={
+        "Content-Type": "application/json", "X-Service-Key": tenant.api_key})
+    assert 400 <= answer.code < 500, answer
+    assert answer.json()["error"]["field"] == field
+    await deps.queue.join()  # type: ignore[attr-defined]  # the embedded queue
+    assert await _visitor_data_count(deps) == 0
+
+
+@pytest.mark.parametrize("escaped", LONE_SURROGATES)
+async def test_a_lone_surrogate_anywhere_is_refused_on_browser_login_and_dashboard_routes(
+        fetch: Fetch, tenant: Tenant, deps: server.Deps, escaped: str):
+    sdk = await fetch(f"/sdk/v1/{tenant.public_key}/pageview", "POST",
+                      body=_with_raw_text({"visitorId": "v-1"}, "url", escaped),
+                      headers={"Content-Type": "text/plain",
+                               "Origin": "https://shop.example"})
+    login = await fetch("/auth/login", "POST",
+                        body=_with_raw_text({"password": "x"}, "email", escaped),
+                        headers={"Content-Type": "application/json"})
+    nested = json.dumps({"settings": {"excludedUrls": ["__RAW__"]}}).replace(
+        '"__RAW__"', f'"{escaped}"')
+    update = await fetch(f"/api/v1/sites/{tenant.site_id}", "PATCH", body=nested,
+                         token=tenant.token, headers={"Content-Type": "application/json"})
+    assert [sdk.code // 100, login.code // 100, update.code // 100] == [4, 4, 4]
+    assert sdk.json()["error"]["field"] == "url"
+    assert login.json()["error"]["field"] == "email"
+    assert update.json()["error"]["field"] == "settings.excludedUrls.0"
+    assert await _visitor_data_count(deps) == 0
+    site = await deps.store.collection("sites").find_one({"_id": tenant.site_id})
+    assert site["settings"].get("excludedUrls", []) == []
+
+
+async def test_a_surrogate_pair_is_one_character_and_is_stored(
+        fetch: Fetch, tenant: Tenant, deps: server.Deps):
+    body = _with_raw_text({"visitorId": "v-1", "url": "https://shop.example/"}, "title",
+                          "Grinning \\ud83d\\ude00")
+    answer = await fetch("/ingest/pageviews", "POST", body=body, headers={
+        "Content-Type": "application/json", "X-Service-Key": tenant.api_key})
+    assert answer.code == 200, answer
+    assert "Grinning \U0001F600" in await all_documents_text(deps.store)
