@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-BENCHMARKS = ["bench.ingest", "bench.wire", "bench.live", "bench.dsr", "bench.soak"]
+BENCHMARKS = ["bench.ingest", "bench.wire", "bench.live", "bench.dsr", "bench.soak",
+              "bench.wordpress_ttfb"]
 RESULTS = Path(__file__).resolve().parent / "results"
 
 Row = dict[str, Any]
@@ -96,11 +97,21 @@ def _soak_rows(f: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def _wordpress_rows(f: dict[str, Any]) -> list[Row]:
+    return [
+        row("wordpress", "TTFB p50 ms, plugin active (baseline: inactive)",
+            f["p50_ms"]["active"], f["p50_ms"]["inactive"], f"<= {f['target_ratio']}x",
+            f["p50_ratio"]),
+        row("wordpress", "service connections while pages rendered",
+            f["service_connections_while_rendering"], None, "0"),
+    ]
+
+
 #: How each benchmark's figures become rows.
 ROWS_FOR: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "bench.ingest": _ingest_rows, "bench.wire": _wire_rows, "bench.live": _live_rows,
     "bench.dsr": _dsr_rows,
-    "bench.soak": _soak_rows,
+    "bench.soak": _soak_rows, "bench.wordpress_ttfb": _wordpress_rows,
 }
 
 
