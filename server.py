@@ -51,6 +51,7 @@ from handlers import live as live_handlers
 from handlers import notifications as notification_handlers
 from handlers import sdk as sdk_handlers
 from handlers import sites as site_handlers
+from handlers import subject_requests_by_email as privacy_by_email_handlers
 from handlers import ui as ui_handlers
 from handlers import visitors as visitor_handlers
 from handlers.base import NotFoundHandler
@@ -168,6 +169,7 @@ def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
     routes: list[Any] = [
         *ingest_error_handlers.default_handlers,
         *ingest_handlers.default_handlers,
+        *privacy_by_email_handlers.default_handlers,
         *sdk_handlers.default_handlers,
         *recording_handlers.default_handlers,
         *health_handlers.default_handlers,
