@@ -17,6 +17,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tornado.httputil import HTTPHeaders
@@ -222,6 +223,9 @@ class BaseHandler(RequestHandler):
             raise RuntimeError(f"{type(self).__name__}: unknown authentication "
                                f"{self.authentication!r}")
         await authenticate()
+        if self.request.query_arguments:
+            self.deps.schemas.validate_query(self.request.path, self.request.method or "GET",
+                                             self.request.query_arguments)
 
     def _authenticators(self) -> dict[str, Any]:
         return {"user": self._authenticate_user, "none": self._authenticate_nobody}
@@ -332,7 +336,15 @@ def _refuse_constant(name: str) -> Any:
 #: decoder for every body. A decoder holds no state between calls.
 _STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant)
 #: Compact JSON answers, anything else as its text; built once for the same reason.
-_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), default=str)
+def _as_json(value: Any) -> Any:
+    """What JSON cannot hold: dates as RFC 3339 in UTC (what the contract says), else text."""
+    if isinstance(value, datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return str(value)
+
+
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), default=_as_json)
 
 
 def compact_json(payload: Any) -> str:

@@ -152,3 +152,13 @@ def test_one_month_later_clamps_to_the_end_of_the_month():
         2026, 2, 28, 12, tzinfo=UTC)
     assert one_month_later(datetime(2026, 12, 15, tzinfo=UTC)) == datetime(2027, 1, 15,
                                                                           tzinfo=UTC)
+
+
+async def test_the_request_log_writes_its_dates_as_rfc_3339(fetch: Fetch, tenant: Tenant):
+    import re
+
+    await fetch(_export_path(tenant, "nobody"), token=tenant.token)
+    entry = (await fetch("/api/v1/requests", token=tenant.token)).json()[0]
+    rfc3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
+    for field in ("receivedAt", "dueAt"):
+        assert rfc3339.match(entry[field]), (field, entry[field])

@@ -324,3 +324,17 @@ async def test_a_surrogate_pair_is_one_character_and_is_stored(
         "Content-Type": "application/json", "X-Service-Key": tenant.api_key})
     assert answer.code == 200, answer
     assert "Grinning \U0001F600" in await all_documents_text(deps.store)
+
+
+@pytest.mark.parametrize(("query", "field"), [
+    ("q=" + "a" * 300, "q"), ("limit=500", "limit"), ("limit=ten", "limit"),
+    ("cursor=" + "c" * 600, "cursor"),
+])
+async def test_declared_query_limits_are_kept_with_the_field_named(
+        fetch: Fetch, tenant: Tenant, query: str, field: str):
+    answer = await fetch(f"/api/v1/sites/{tenant.site_id}/visitors?{query}", token=tenant.token)
+    assert answer.code == 422, answer
+    assert answer.json()["error"]["field"] == field
+    ok = await fetch(f"/api/v1/sites/{tenant.site_id}/visitors?q={'a' * 200}&limit=100",
+                     token=tenant.token)
+    assert ok.code == 200, ok
