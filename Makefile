@@ -80,7 +80,7 @@ STORE ?= embedded
 # (tests/support/wordpress.py); php-codesniffer checks the plugin (PSR-12: the WordPress standard
 # is not packaged in the registries we use). Installed only when one is missing.
 WORDPRESS_PACKAGES := wordpress wordpress-theme-twentytwentythree mariadb-server php-cli \
-	php-mysql php-curl php-xml php-mbstring php-codesniffer
+	php-mysql php-curl php-xml php-mbstring php-zip php-codesniffer
 PLUGIN_FILES := $(shell find wordpress/visitor-service -type f 2>/dev/null)
 
 wordpress-deps:

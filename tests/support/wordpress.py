@@ -34,7 +34,9 @@ NEEDED = {"wordpress": DEBIAN_WORDPRESS / "wp-load.php",
           "wordpress-theme-twentytwentythree":
               DEBIAN_WORDPRESS / "wp-content/themes/twentytwentythree",
           "mariadb-server": Path("/usr/sbin/mariadbd"), "php-cli": Path("/usr/bin/php"),
-          "php-mysql": "mysqli", "php-curl": "curl", "php-xml": "dom", "php-mbstring": "mbstring"}
+          "php-mysql": "mysqli", "php-curl": "curl", "php-xml": "dom", "php-mbstring": "mbstring",
+          # Tools → Export Personal Data builds its archive with ZipArchive.
+          "php-zip": "zip"}
 ADMIN = ("admin", "admin-password-1")
 CUSTOMER = ("customer", "customer-password-1")
 

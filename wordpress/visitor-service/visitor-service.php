@@ -33,6 +33,7 @@ require_once __DIR__ . '/includes/class-woocommerce.php';
 require_once __DIR__ . '/includes/class-rest.php';
 require_once __DIR__ . '/includes/class-front.php';
 require_once __DIR__ . '/includes/class-settings.php';
+require_once __DIR__ . '/includes/class-privacy.php';
 
 // PHP errors are watched from the moment the plugin loads, before most of the shop runs.
 VisitorService\Errors::register();
@@ -45,3 +46,4 @@ VisitorService\Rest::hooks();
 VisitorService\Front::hooks();
 VisitorService\WooCommerce::hooks();
 VisitorService\Settings::hooks();
+VisitorService\Privacy::hooks();
