@@ -16,9 +16,8 @@ from documents import audit, visitors
 from documents import requests as request_log
 from errors import NotFound
 from handlers.base import compact_json
-from handlers.data_api import json_ready
 from handlers.ingest import IngestHandler
-from handlers.visitors import EXPORT_FLUSH_BYTES
+from handlers.visitors import write_export
 from privacy.erasure import erase_visitor
 from privacy.export import VisitorExport
 from privacy.subjects_by_email import visitors_with_email
@@ -61,7 +60,7 @@ class LookupByEmailHandler(ByEmailHandler):
                           "profileHeld": profile is not None,
                           "firstSeen": (profile or {}).get("firstSeen"),
                           "lastSeen": (profile or {}).get("lastSeen")})
-        self.write_json(json_ready({"count": len(found), "visitors": found}))
+        self.write_json({"count": len(found), "visitors": found})
 
 
 class ExportByEmailHandler(ByEmailHandler):
@@ -87,13 +86,7 @@ class ExportByEmailHandler(ByEmailHandler):
             self.write_json({**head, "visitors": []})
             return
         self.write(compact_json(head)[:-1] + ',"visitors":[')
-        pending = 0
-        async for fragment in export.fragments(profile, keys):
-            self.write(fragment)
-            pending += len(fragment)
-            if pending >= EXPORT_FLUSH_BYTES:
-                await self.flush()
-                pending = 0
+        await write_export(self, export, profile, keys)
         self.write("]}")
         await request_log.complete_request(self.deps.store, request["_id"],
                                            outcome={"manifest": export.manifest})

@@ -19,6 +19,7 @@ from handlers.base import BaseHandler
 from handlers.data_api import json_ready
 from privacy.erasure import erase_visitor
 from privacy.export import VisitorExport
+from privacy.subject_data import SubjectKeys
 
 VISITOR_ID = r"([A-Za-z0-9_-]{1,64})"
 SITE_ID = r"([0-9a-f-]{36})"
@@ -28,6 +29,18 @@ _PROFILE_ID = re.compile(r"^" + PROFILE_ID + r"$")
 
 #: Flush the export to the client every this many bytes, so memory stays flat.
 EXPORT_FLUSH_BYTES = 64 * 1024
+
+
+async def write_export(handler: BaseHandler, export: VisitorExport,
+                       profile: dict[str, Any] | None, keys: SubjectKeys) -> None:
+    """Write the export's fragments, flushed every EXPORT_FLUSH_BYTES so memory stays flat."""
+    pending = 0
+    async for fragment in export.fragments(profile, keys):
+        handler.write(fragment)
+        pending += len(fragment)
+        if pending >= EXPORT_FLUSH_BYTES:
+            await handler.flush()
+            pending = 0
 
 
 class SubjectHandler(BaseHandler):
@@ -71,13 +84,7 @@ class VisitorExportHandler(SubjectHandler):
             raise
         self.set_header("Content-Disposition",
                         f'attachment; filename="visitor-export-{request["_id"]}.json"')
-        pending = 0
-        async for fragment in export.fragments(profile, keys):
-            self.write(fragment)
-            pending += len(fragment)
-            if pending >= EXPORT_FLUSH_BYTES:
-                await self.flush()
-                pending = 0
+        await write_export(self, export, profile, keys)
         await request_log.complete_request(self.deps.store, request["_id"],
                                            outcome={"manifest": export.manifest})
         await self.audit("visitor.exported", site, {"requestId": request["_id"],

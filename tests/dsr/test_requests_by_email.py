@@ -113,13 +113,16 @@ async def test_an_unknown_address_gets_a_clean_empty_answer_and_logs_nothing(
     assert await _request_log(fetch, tenant) == []
 
 
-@pytest.mark.parametrize("body", [{}, {"email": "not-an-address"}, {"email": 7},
-                                  {"email": "a@b.example", "extra": 1}])
+@pytest.mark.parametrize(("what", "body", "field"), [
+    ("erase", {}, "email"), ("erase", {"email": "not-an-address"}, "email"),
+    ("lookup", {"email": 7}, "email"), ("export", {"email": "a b@c.example"}, "email"),
+    ("export", {"email": "a@b.example", "page": 0}, "page"),
+    ("erase", {"email": "a@b.example", "extra": 1}, "extra")])
 async def test_a_missing_or_invalid_address_is_a_422_naming_the_field(
-        fetch: Fetch, tenant: Tenant, body: dict[str, Any]):
-    answer = await _by_email(fetch, tenant, "erase", body)
+        fetch: Fetch, tenant: Tenant, what: str, body: dict[str, Any], field: str):
+    answer = await _by_email(fetch, tenant, what, body)
     assert answer.code == 422, answer
-    assert answer.json()["error"]["field"] in ("email", "extra")
+    assert answer.json()["error"]["field"] == field
 
 
 async def test_an_address_belongs_to_one_site_and_needs_that_sites_key(
