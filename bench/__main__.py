@@ -35,17 +35,19 @@ def row(benchmark: str, figure: str, value: Any, baseline: Any = None, target: A
 
 def _ingest_rows(f: dict[str, Any]) -> list[Row]:
     rows = []
-    for name, label in (("pageviews", "pageviews"), ("errors", "errors, enqueue+process"),
-                        ("errors_enqueue_only", "errors, enqueue only")):
-        g = f[name]
-        target = f["targets"][name]
-        rows.append(row("ingest", f"{label} req/s (baseline: bare Tornado)",
-                        g["service_rps"], g["baseline_rps"],
-                        f">= {target}x" if target is not None else None, g["ratio"]))
-        rows.append(row("ingest", f"{label} p99 ms", g["p99_ms"], g["baseline_p99_ms"]))
-    kept = f["errors_enqueue_only"]
-    rows.append(row("ingest", "errors, enqueue only: jobs on the queue (baseline: answered ok)",
-                    kept["kept"], kept["accepted"], "= answered"))
+    for when in ("before", "after"):
+        if when not in f:
+            continue
+        for name, label in (("pageviews", "pageviews"), ("errors", "errors, enqueue+process"),
+                            ("errors_enqueue_only", "errors, enqueue only")):
+            g = f[when][name]
+            rows.append(row("ingest", f"{when}: {label} req/s (baseline: bare Tornado)",
+                            g["service_rps"], g["baseline_rps"], None, g["ratio"]))
+            rows.append(row("ingest", f"{when}: {label} CPU µs/request (baseline: bare)",
+                            g["cpu_us_per_request"], g["baseline_cpu_us_per_request"]))
+        kept = f[when]["errors_enqueue_only"]
+        rows.append(row("ingest", f"{when}: errors on the queue (baseline: answered ok)",
+                        kept["kept"], kept["accepted"], "= answered"))
     return rows
 
 

@@ -107,10 +107,20 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_process(args: list[str], env: dict[str, str]) -> subprocess.Popen:
-    """Start a Python process from the repository root."""
-    return subprocess.Popen([sys.executable, *args], cwd=ROOT, env={**os.environ, **env},
+def start_process(args: list[str], env: dict[str, str], *, cwd: Path = ROOT) -> subprocess.Popen:
+    """Start a Python process from the repository root (or another checkout of it)."""
+    return subprocess.Popen([sys.executable, *args], cwd=cwd, env={**os.environ, **env},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time the process has used so far."""
+    # Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 async def wait_for_port(port: int, within_seconds: float = 30.0) -> None:

@@ -17,25 +17,23 @@ import os
 import secrets
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 from bench.ingest.__main__ import _error, _pageview
-from bench.loadgen import ROOT, free_port, post_json, run_load, start_process, wait_for_port
+from bench.loadgen import (
+    ROOT,
+    cpu_seconds,
+    free_port,
+    post_json,
+    run_load,
+    start_process,
+    wait_for_port,
+)
 from tests.support.redis_server import running_redis
 from tests.support.secantus import running_secantus
 
 SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))
 CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "16"))
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time the process has used so far."""
-    # Fields after the parenthesised command name; utime and stime are the 12th and 13th.
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 def _cli(args: list[str], env: dict[str, str]) -> dict[str, Any]:
