@@ -147,37 +147,59 @@ def decode_json_body(headers: HTTPHeaders, body: bytes, accepted_content_types: 
         parsed = _STRICT_JSON.decode(text)
     except (ValueError, RecursionError):
         raise MalformedRequest("body is not valid JSON") from None
-    # Strict UTF-8 cannot carry a UTF-16 surrogate; only a JSON escape can, and a lone one is
-    # text no store can hold (BSON refuses it). Pairs decode to one character and pass.
-    if _SURROGATE_ESCAPE.search(body) is not None:
-        field = _lone_surrogate_at(parsed)
-        if field is not None:
-            raise InvalidInput(f"{field or 'body'}: text holds a lone UTF-16 surrogate escape",
-                               field=field or None, code="invalid_text")
+    # Some JSON no store can hold: lone UTF-16 surrogates and NUL in field names (only JSON
+    # escapes can carry them; strict UTF-8 cannot), integers beyond 64 bits, and nesting deeper
+    # than documents may go. Refused at the door, naming the field, so nothing accepted fails
+    # later in the store or the worker. The raw body says cheaply whether a walk is needed.
+    if _MAY_BE_UNSTORABLE.search(body) is not None or (
+            body.count(b"{") + body.count(b"[") > MAX_NESTING):
+        found = _unstorable_at(parsed)
+        if found is not None:
+            field, reason = found
+            raise InvalidInput(f"{field or 'body'}: {reason}", field=field or None,
+                               code="unstorable_value")
     return parsed
 
 
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+#: Deepest nesting a body may have: BSON documents stop at 100 levels, and the service wraps
+#: a body in a few levels of its own (a queued job, a stored error).
+MAX_NESTING = 64
+_INT64 = (-(2**63), 2**63 - 1)
+#: A surrogate or NUL escape, or a run of 19 digits (the shortest integer that may not fit).
+_MAY_BE_UNSTORABLE = re.compile(rb"\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|0000)|[0-9]{19}")
 
 
 def _has_surrogate(text: str) -> bool:
     return any("\ud800" <= char <= "\udfff" for char in text)
 
 
-def _lone_surrogate_at(value: Any, path: tuple[str, ...] = ()) -> str | None:
-    """The dotted path of the first string (key or value) holding a lone surrogate, or None."""
+def _field(path: tuple[str, ...]) -> str:
+    return ".".join(part.encode("utf-8", "replace").decode().replace("\x00", "\\0")
+                    for part in path)
+
+
+def _unstorable_at(value: Any, path: tuple[str, ...] = ()) -> tuple[str, str] | None:
+    """(field, reason) of the first value a document store cannot hold, or None."""
+    if len(path) > MAX_NESTING:
+        return _field(path), f"nested deeper than {MAX_NESTING} levels"
     if isinstance(value, str):
-        return ".".join(path) if _has_surrogate(value) else None
-    if isinstance(value, dict):
+        if _has_surrogate(value):
+            return _field(path), "text holds a lone UTF-16 surrogate escape"
+    elif isinstance(value, bool):
+        return None
+    elif isinstance(value, int):
+        if not _INT64[0] <= value <= _INT64[1]:
+            return _field(path), "number does not fit in a 64-bit integer"
+    elif isinstance(value, dict):
         for key, item in value.items():
-            if _has_surrogate(key):
-                return ".".join((*path, key.encode("utf-8", "replace").decode()))
-            found = _lone_surrogate_at(item, (*path, key))
+            if "\x00" in key or _has_surrogate(key):
+                return _field((*path, key)), "field name holds a NUL or a lone surrogate"
+            found = _unstorable_at(item, (*path, key))
             if found is not None:
                 return found
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            found = _lone_surrogate_at(item, (*path, str(index)))
+            found = _unstorable_at(item, (*path, str(index)))
             if found is not None:
                 return found
     return None

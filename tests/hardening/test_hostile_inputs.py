@@ -338,3 +338,24 @@ async def test_declared_query_limits_are_kept_with_the_field_named(
     ok = await fetch(f"/api/v1/sites/{tenant.site_id}/visitors?q={'a' * 200}&limit=100",
                      token=tenant.token)
     assert ok.code == 200, ok
+
+
+@pytest.mark.parametrize(("raw_context", "field"), [
+    ('{"order": 123456789012345678901234567890}', "context.order"),
+    ('{"big": [1, -99999999999999999999]}', "context.big.1"),
+    ('{"a\\u0000b": 1}', "context.a\\0b"),
+    ("[" * 70 + "]" * 70, "context" + ".0" * 64),
+])
+async def test_values_no_store_can_hold_are_refused_at_the_door_never_acknowledged(
+        fetch: Fetch, tenant: Tenant, deps: server.Deps, raw_context: str, field: str):
+    """Acknowledged means stored or counted: what would fail later in the store or the worker
+    (BSON has no integers past 64 bits, no NUL in names, a nesting limit) is refused first."""
+    body = json.dumps({**JSON_INGEST["/ingest/errors"], "context": "__RAW__"}).replace(
+        '"__RAW__"', raw_context)
+    answer = await fetch("/ingest/errors", "POST", body=body, headers={
+        "Content-Type": "application/json", "X-Service-Key": tenant.api_key})
+    assert answer.code == 422, answer
+    assert answer.json()["error"]["field"] == field
+    await deps.queue.join()  # type: ignore[attr-defined]  # the embedded queue
+    assert await _visitor_data_count(deps) == 0
+    assert await deps.store.collection("failed_jobs").count_documents({}) == 0

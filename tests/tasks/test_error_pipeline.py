@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
@@ -337,3 +338,37 @@ async def test_a_schema_violation_is_refused_with_422_naming_the_field(
 async def test_a_body_over_the_limit_is_refused_with_413(fetch: Fetch, tenant: Tenant, deps):
     answer = await post_error(fetch, tenant, js_error(stack="x" * 300_000))
     assert answer.code == 413 and answer.error_code == "payload_too_large"
+
+
+async def test_every_acknowledged_error_is_stored_or_dropped_with_a_reason_none_lost(
+        fetch: Fetch, tenant: Tenant, deps, queue):
+    """The account of the error pipeline, hostile jobs included: acknowledged = stored +
+    dropped by reason; what could not be stored is refused before the answer."""
+    await deps.store.collection("visitors").insert_one({
+        "_id": f"{tenant.site_id}:v-held", "siteId": tenant.site_id, "visitorId": "v-held",
+        "restricted": True})
+    raw = [
+        json.dumps(js_error()),
+        json.dumps(js_error(message="other", type="RangeError", context={"$where": "1"})),
+        json.dumps(js_error(visitorId="v-held")),  # restricted: dropped, counted
+        json.dumps(js_error(gpc=True)),
+        json.dumps(js_error(context={"n": "__BIG__"})).replace('"__BIG__"', "1" + "0" * 30),
+        json.dumps(js_error(message="__S__")).replace("__S__", "\\udc00"),
+        json.dumps(js_error(context={"blob": "x" * 70_000})),
+        json.dumps(js_error(stack="at a.js:1:1\n" * 2000)),
+    ]
+    acknowledged = 0
+    for body in raw:
+        answer = await fetch("/ingest/errors", "POST", body=body, headers={
+            "Content-Type": "application/json", "X-Service-Key": tenant.api_key})
+        assert answer.code in (200, 413, 422), answer
+        acknowledged += answer.code == 200
+    await queue.join()
+    processed = deps.metrics.value("error_jobs_total", outcome="processed")
+    dropped = deps.metrics.total("ingest_items_total", kind="error", outcome="dropped")
+    assert acknowledged == 5  # three are refused at the door: too big, too large a number,
+    # a lone surrogate; the long stack is within limits
+    assert processed + dropped == acknowledged, (processed, dropped, acknowledged)
+    for outcome in ("lost", "failed", "left_in_outbox"):
+        assert deps.metrics.value("error_jobs_total", outcome=outcome) == 0, outcome
+    assert await deps.store.collection("failed_jobs").count_documents({}) == 0
