@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -18,6 +17,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+# Re-exported: the benchmarks start their servers the way the tests do.
+from tests.support.processes import free_port as free_port
+from tests.support.processes import wait_for_port as wait_for_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -100,13 +103,6 @@ def post_json(path: str, body_for: Callable[[int], dict], headers: dict[str, str
     return build
 
 
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def start_process(args: list[str], env: dict[str, str], *, cwd: Path = ROOT) -> subprocess.Popen:
     """Start a Python process from the repository root (or another checkout of it)."""
     return subprocess.Popen([sys.executable, *args], cwd=cwd, env={**os.environ, **env},
@@ -121,19 +117,6 @@ def cpu_seconds(pid: int) -> float:
     # Fields after the parenthesised command name; utime and stime are the 12th and 13th.
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-
-
-async def wait_for_port(port: int, within_seconds: float = 30.0) -> None:
-    """Wait until something accepts connections on the port."""
-    deadline = time.monotonic() + within_seconds
-    while time.monotonic() < deadline:
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.close()
-            return
-        except OSError:
-            await asyncio.sleep(0.1)
-    raise TimeoutError(f"nothing listens on {port}")
 
 
 def peak_rss_mb(pid: int) -> float:

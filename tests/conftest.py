@@ -19,7 +19,6 @@ import base64
 import json
 import os
 import secrets
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
@@ -69,13 +68,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def test_password_hash() -> str:
     """One bcrypt hash of TEST_PASSWORD for the whole run (12 rounds is slow on purpose)."""
     return bcrypt.hashpw(TEST_PASSWORD.encode(), bcrypt.gensalt(BCRYPT_ROUNDS)).decode()
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
-from tests.conftest import free_port
+from tests.support.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 

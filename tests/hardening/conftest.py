@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port
+from tests.support.processes import free_port
 from tests.support.redis_server import _wait_until_listening
 
 

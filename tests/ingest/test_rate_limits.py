@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import logging
@@ -17,7 +16,7 @@ from pathlib import Path
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 from ingest.ratelimit import SharedSiteRateLimiter, SiteRateLimiter
-from tests.conftest import free_port
+from tests.support.processes import free_port, wait_for_port
 from tests.support.secantus import running_secantus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,18 +60,6 @@ def _cli(args: list[str], env: dict[str, str]) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-async def _wait_for(port: int) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.close()
-            return
-        except OSError:
-            await asyncio.sleep(0.1)
-    raise TimeoutError(f"nothing listens on {port}")
-
-
 async def test_two_server_processes_together_accept_the_configured_rate_not_twice_it(
         redis_url: str):
     burst, rate = 20, 2.0
@@ -93,7 +80,7 @@ async def test_two_server_processes_together_accept_the_configured_rate_not_twic
         client = AsyncHTTPClient()
         try:
             for port in ports:
-                await _wait_for(port)
+                await wait_for_port(port)
             body = json.dumps({"visitorId": "v-1", "url": "https://shop.example/"})
             started = time.monotonic()
             statuses = []

@@ -27,8 +27,8 @@ from tasks.notifications import (
     verify_webhook_signature,
 )
 from tasks.worker import open_worker_clients
-from tests.conftest import free_port
 from tests.support.app import Fetch, Tenant, all_documents_text
+from tests.support.processes import free_port
 
 SMTP_PASSWORD = "smtp-pass-" + uuid.uuid4().hex
 WEBHOOK_SECRET = "whsec-" + uuid.uuid4().hex

@@ -11,11 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.support.processes import free_port, stop
 
 
 def _wait_until_listening(port: int, process: subprocess.Popen[bytes], deadline: float) -> None:
@@ -38,7 +34,7 @@ def running_redis() -> Iterator[str]:
     binary = shutil.which("redis-server")
     if binary is None:
         raise RuntimeError("redis-server is not installed (make system-deps installs it)")
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory(prefix="redis-") as workdir:
         process = subprocess.Popen(
             [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
@@ -49,9 +45,4 @@ def running_redis() -> Iterator[str]:
             _wait_until_listening(port, process, time.monotonic() + 10)
             yield f"redis://127.0.0.1:{port}/0"
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process, timeout=5)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -20,18 +19,14 @@ from pathlib import Path
 from pymongo import MongoClient
 from pymongo.errors import PyMongoError
 
+from tests.support.processes import free_port, stop
+
 ROOT = Path(__file__).resolve().parents[2]
 #: Where `make test` installs the server; SECANTUSD overrides it.
 DEFAULT_BINARY = ROOT / ".venv-secantus" / "bin" / "secantusd-py"
 #: The replica set name SecantusDB advertises in `hello`.
 REPLICA_SET = "secantus"
 START_TIMEOUT_SECONDS = 30.0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def secantus_binary() -> str:
@@ -63,7 +58,7 @@ def _wait_until_primary(uri: str, process: subprocess.Popen[bytes], log: Path,
 def running_secantus(storage_path: str = ":memory:") -> Iterator[str]:
     """Start SecantusDB on a free loopback port and yield its replica-set URI; stop it after."""
     binary = secantus_binary()
-    port = _free_port()
+    port = free_port()
     uri = f"mongodb://127.0.0.1:{port}/?replicaSet={REPLICA_SET}"
     with tempfile.TemporaryDirectory(prefix="secantus-") as workdir:
         log = Path(workdir) / "secantusd.log"
@@ -78,9 +73,4 @@ def running_secantus(storage_path: str = ":memory:") -> Iterator[str]:
             _wait_until_primary(uri, process, log, time.monotonic() + START_TIMEOUT_SECONDS)
             yield uri
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)

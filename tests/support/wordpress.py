@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.processes import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "wordpress" / "visitor-service"
 FIXTURES = ROOT / "tests" / "wordpress"
@@ -99,13 +101,6 @@ require $argv[1] . '/wp-load.php';
 require_once ABSPATH . 'wp-admin/includes/upgrade.php';
 wp_install('Test shop', '{admin}', 'admin@shop.example', true, '', '{admin_password}');
 """
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _missing_packages() -> list[str]:

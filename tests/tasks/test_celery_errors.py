@@ -22,9 +22,9 @@ from tasks.celery_app import TASK_NAME, CeleryErrorQueue, TaskConsumer, make_cel
 from tasks.errors import error_job
 from tasks.outbox import KEPT_MARK
 from tasks.queue import QUEUE_NAME, ErrorPipeline, RetryPolicy
-from tests.conftest import free_port
 from tests.support.app import Fetch, Tenant, all_documents_text
 from tests.support.celery_worker import running_worker
+from tests.support.processes import free_port
 from tests.tasks.support import (
     ANONYMISED_IP,
     FULL_IP,
