@@ -153,7 +153,6 @@ async def count_occurrence(store: Store, occurrence: Occurrence, now: datetime) 
     """Create the aggregate or add one to it, atomically, at most once per job."""
     errors = store.collection(ERRORS)
     latest = {
-        "lastSeen": now,
         "lastOccurredAt": occurrence.occurred_at,
         "visitorId": occurrence.visitor_id,
         "sessionId": occurrence.session_id,
@@ -162,9 +161,15 @@ async def count_occurrence(store: Store, occurrence: Occurrence, now: datetime) 
         "context": occurrence.context,
         "lastStack": occurrence.stack,
     }
+    # First and last seen are when the error happened (the client's time, never ahead of the
+    # server's), not when a worker got to it: the visitor page and the daily chart count the
+    # same occurrences by their time, and a queue backlog or a replayed import must not move
+    # them. `$min`/`$max` keep an occurrence that arrives late from moving them backwards.
     increment = {
         "$inc": {"occurrenceCount": 1},
         "$set": latest,
+        "$min": {"firstSeen": occurrence.occurred_at},
+        "$max": {"lastSeen": occurrence.occurred_at},
         "$push": {"recentJobIds": {"$each": [occurrence.job_id], "$slice": -RECENT_JOBS}},
     }
     on_insert = {
@@ -175,7 +180,6 @@ async def count_occurrence(store: Store, occurrence: Occurrence, now: datetime) 
         "message": occurrence.message,
         "source": occurrence.source,
         "status": "open",
-        "firstSeen": now,
         "firstJobId": occurrence.job_id,
     }
     # The `$ne` makes a second application of the same job match nothing.

@@ -1,8 +1,10 @@
 """The data-subject request log: what was asked, when it was received, due and completed.
 
-A request names its subject by a keyed digest of (site, visitor id), never the id itself, so the
-log survives the erasure it records without keeping the erased identifier, and an erasure can
-be replayed after a restore by matching digests (docs/operations.md).
+A request names its subject by a keyed digest of (site, visitor id), so the log survives the
+erasure it records without keeping the erased identifier, and an erasure can be replayed after a
+restore by matching digests (docs/operations.md). While the visitor's data is held, the request
+also keeps the visitor id, so the log can say whom it was about; completing an erasure removes
+that id from every request with the same digest, in the erasure's own transaction.
 """
 
 from __future__ import annotations
@@ -45,8 +47,9 @@ class SubjectDigester:
 
 async def open_request(store: Store, *, kind: RequestType, site: dict[str, Any],
                        subject_digest: str, actor_user_id: str,
-                       details: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Log a request as received now, due in one month."""
+                       details: dict[str, Any] | None = None,
+                       visitor_id: str | None = None) -> dict[str, Any]:
+    """Log a request as received now, due in one month; `visitor_id` names its subject."""
     now = datetime.now(UTC)
     request = {
         "_id": new_id(),
@@ -61,6 +64,8 @@ async def open_request(store: Store, *, kind: RequestType, site: dict[str, Any],
         "status": "received",
         "details": details or {},
     }
+    if visitor_id is not None:
+        request["visitorId"] = visitor_id
     await store.collection("dsr_requests").insert_one(request)
     return request
 
@@ -69,11 +74,17 @@ async def complete_request(store: Store, request_id: str, *, outcome: dict[str, 
                            session: Any = None) -> datetime:
     """Mark the request completed now; pass `session` when inside the erasure transaction."""
     now = datetime.now(UTC)
-    await store.collection("dsr_requests").update_one(
+    log = store.collection("dsr_requests")
+    completed = await log.find_one_and_update(
         {"_id": request_id},
         {"$set": {"completedAt": now, "status": "completed", "outcome": outcome or {}}},
-        session=session,
+        projection={"type": 1, "siteId": 1, "subjectDigest": 1}, session=session,
     )
+    if completed is not None and completed["type"] == "erasure":
+        # The erased visitor's id must not outlive their data, here either.
+        await log.update_many(
+            {"siteId": completed["siteId"], "subjectDigest": completed["subjectDigest"]},
+            {"$unset": {"visitorId": ""}}, session=session)
     return now
 
 

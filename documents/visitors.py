@@ -152,6 +152,18 @@ async def privacy_holds(store: Store, site_id: str) -> list[PrivacyHold]:
     return holds
 
 
+async def display_names(store: Store, subjects: list[tuple[str, str]]
+                        ) -> dict[tuple[str, str], str]:
+    """The display names of these (site, visitor) profiles that exist, by profile key."""
+    if not subjects:
+        return {}
+    found = store.collection("visitors").find(
+        {"_id": {"$in": sorted({profile_id(site, visitor) for site, visitor in subjects})}},
+        {"siteId": 1, "visitorId": 1, "displayName": 1})
+    return {(doc["siteId"], doc["visitorId"]): doc.get("displayName") or doc["visitorId"]
+            async for doc in found}
+
+
 def _latest_hold_time(hold: PrivacyHold) -> datetime:
     times = [at for at in (hold.restricted_at, hold.objected_at) if at is not None]
     return max(times) if times else datetime.min.replace(tzinfo=UTC)

@@ -141,7 +141,8 @@ class LeadHandler(SiteDataHandler):
         request = await request_log.open_request(
             self.deps.store, kind="rectification", site=site,
             subject_digest=self.deps.subject_digester.digest(site["_id"], lead["visitorId"]),
-            actor_user_id=self.user.id, details={"leadId": lead_id})
+            actor_user_id=self.user.id, details={"leadId": lead_id},
+            visitor_id=lead["visitorId"])
         values = leads.rectified_values(lead, body)
         fields = leads.changed_field_names(lead, values)
         updated = lead

@@ -5,10 +5,13 @@ everything from the JSON API with an access token held in memory. So both routes
 (authentication "none"), and both send a strict Content-Security-Policy: scripts only from this
 origin, no inline script, connections only to this origin and its live socket, never framed.
 The assets are built from dashboard/ into static/dist by `make run` / `make test` (esbuild).
+Only the embedded demo's shell names the demo credentials file, so the sign-in page's hint
+about `make run` never shows in production.
 """
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any, ClassVar
@@ -60,8 +63,14 @@ class DashboardShellHandler(BaseHandler):
             self.set_header(name, value)
 
     async def get(self, *_: str) -> None:
-        shell = STATIC_ROOT / "index.html"
-        self.finish(shell.read_bytes())
+        shell = (STATIC_ROOT / "index.html").read_text(encoding="utf-8")
+        settings = self.deps.settings
+        if settings.embedded:
+            # The embedded store is the `make run` demo: the sign-in page may say where its
+            # printed credentials are kept. A data attribute, because scripts must not be inline.
+            demo_file = html.escape(settings.demo_file, quote=True)
+            shell = shell.replace("<body>", f'<body data-demo-file="{demo_file}">', 1)
+        self.finish(shell.encode())
 
 
 class DashboardAssetHandler(tornado.web.StaticFileHandler):
@@ -86,8 +95,17 @@ class DashboardAssetHandler(tornado.web.StaticFileHandler):
         self.set_header("Cache-Control", "no-cache")
 
 
+class DashboardIconHandler(DashboardAssetHandler):
+    """GET /favicon.ico: the icon browsers ask for on their own; answering it keeps a 404 out
+    of every page load's log."""
+
+    async def get(self, path: str = "", include_body: bool = True) -> None:
+        await super().get("favicon.ico", include_body)
+
+
 default_handlers = [
     (r"/", DashboardShellHandler),
     (r"/app/(.*)", DashboardShellHandler),
     (r"/static/(.*)", DashboardAssetHandler, {"path": str(STATIC_ROOT)}),
+    (r"/favicon\.ico", DashboardIconHandler, {"path": str(STATIC_ROOT)}),
 ]

@@ -59,7 +59,7 @@ class SubjectHandler(BaseHandler):
         request = await request_log.open_request(
             self.deps.store, kind=kind, site=site,
             subject_digest=self.deps.subject_digester.digest(site["_id"], visitor_id),
-            actor_user_id=self.user.id, details=details)
+            actor_user_id=self.user.id, details=details, visitor_id=visitor_id)
         return request
 
     async def audit(self, action: str, site: dict[str, Any], details: dict[str, Any]) -> None:
@@ -173,11 +173,16 @@ class RequestLogHandler(BaseHandler):
     async def get(self) -> None:
         administered = [org for org in self.user.roles if self.user.can_administer(org)]
         entries = await request_log.requests_for_organizations(self.deps.store, administered)
+        names = await visitors.display_names(self.deps.store, [
+            (entry["siteId"], entry["visitorId"]) for entry in entries if entry.get("visitorId")])
         self.write_json([{
             "id": entry["_id"], "type": entry["type"], "siteId": entry["siteId"],
             "status": entry["status"], "receivedAt": entry["receivedAt"],
             "dueAt": entry["dueAt"], "completedAt": entry.get("completedAt"),
             "actorUserId": entry.get("actorUserId"),
+            "failureReason": entry.get("failureReason"),
+            "visitorId": entry.get("visitorId"),
+            "visitorName": names.get((entry["siteId"], entry.get("visitorId"))),
         } for entry in entries])
 
 

@@ -74,9 +74,16 @@ function loginPage(message) {
   h('h1', {}, 'Sign in to Visitor Service'), error,
   h('label', { class: 'field', for: 'email' }, h('span', {}, 'E-mail'), email),
   h('label', { class: 'field', for: 'password' }, h('span', {}, 'Password'), password),
-  submit,
-  h('p', { class: 'hint' }, 'Running `make run`? Use the demo e-mail and password it printed.'));
+  submit, demoHint());
   return h('main', { id: 'main' }, form);
+}
+
+/** Only the embedded demo's shell names its credentials file; production shows no hint. */
+function demoHint() {
+  const file = document.body.dataset.demoFile;
+  if (!file) return null;
+  return h('p', { class: 'hint', id: 'demo-hint' }, 'Trying the demo? Sign in with the e-mail and password ',
+    h('code', {}, 'make run'), ' printed; they are also saved in ', h('code', {}, file), '.');
 }
 
 async function start() {
@@ -117,10 +124,10 @@ function shell(site, section, content) {
   return [
     h('header', { class: 'top' },
       h('span', { class: 'brand' }, 'Visitor Service'),
-      h('label', { for: 'site-switcher' }, 'Site', switcher),
+      h('label', { for: 'site-switcher' }, h('span', { class: 'label-text' }, 'Site '), switcher),
       h('span', { id: 'live-state', class: `live-state ${state === 'live' ? 'on' : ''}`, role: 'status' },
         state === 'live' ? 'Live' : state === 'connecting' ? 'Connecting…' : 'Offline'),
-      h('span', { class: 'hint', style: null }, `${app.me.email} · ${app.role(site)}`),
+      h('span', { class: 'hint who' }, `${app.me.email} · ${app.role(site)}`),
       h('button', { class: 'secondary', id: 'logout', onclick: async () => {
         await app.session.logout().catch(() => signedOut());
       } }, 'Sign out')),

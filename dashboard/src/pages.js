@@ -116,9 +116,7 @@ async function visitorProfile(app, site, visitorId) {
       ['Browser', device.browser], ['System', device.os], ['Device', device.deviceType || device.type],
       ['Screen', device.screen], ['Language', device.language]])),
   ];
-  const activity = (visitor.recent || []).slice(0, 12).map((entry) => h('li', {},
-    h('span', { class: 'badge' }, entry.kind || 'activity'), ' ', entry.title || entry.url || entry.leadId || entry.recordingId || '',
-    ' ', h('span', { class: 'hint' }, when(entry.at))));
+  const activity = (visitor.recent || []).slice(0, 12).map((entry) => activityItem(site, visitor, entry));
   const errors = (visitor.errors || []).map((error) => h('li', {},
     h('a', { href: `/app/sites/${site.id}/errors/${error.errorId}` }, error.what), ' ', h('span', { class: 'hint' }, when(error.when))));
   const leads = (visitor.leads || []).map((lead) => h('li', {}, `${lead.name || ''} <${lead.email}>`, ' ', h('span', { class: 'hint' }, when(lead.createdAt))));
@@ -142,6 +140,39 @@ async function visitorProfile(app, site, visitorId) {
       h('p', { class: 'hint' }, 'Each action is logged with its due date under Privacy & exports.'),
       admin ? subjectActions(app, site, visitor, objected) : h('p', { class: 'hint', id: 'viewer-note' },
         'Your role (viewer) can read this profile; exports, erasure, restriction and objection need an owner or admin.')));
+}
+
+/** A URL's path and query, which say more in a list than the shop's origin repeated. */
+function pagePath(url) {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.pathname}${parsed.search}`;
+  } catch {
+    return url || 'an unknown page';
+  }
+}
+
+/**
+ * One entry of a visitor's recent activity in words: the page viewed, the lead left, the
+ * session recorded. Leads and recordings are looked up in the profile (the entry holds ids).
+ */
+function activityItem(site, visitor, entry) {
+  const lead = entry.kind === 'lead' ? (visitor.leads || []).find((l) => l.id === entry.leadId) : null;
+  const recording = entry.kind === 'recording'
+    ? (visitor.recordings || []).find((r) => r.id === entry.recordingId) : null;
+  const describe = {
+    pageview: () => ['Viewed ', /^https?:\/\//.test(entry.url || '')
+      ? h('a', { href: entry.url, rel: 'noreferrer noopener', target: '_blank' }, entry.title || pagePath(entry.url))
+      : entry.title || pagePath(entry.url), entry.title ? h('span', { class: 'hint' }, ` ${pagePath(entry.url)}`) : null],
+    lead: () => (lead ? `Left a lead (${lead.kind || 'form'}): ${lead.name ? `${lead.name}, ` : ''}${lead.email}`
+      : 'Left a lead (since corrected or removed)'),
+    recording: () => (recording ? `Session recorded on ${pagePath(recording.pageUrl)}, ${seconds(recording.duration)}`
+      : 'Session recorded'),
+  }[entry.kind];
+  const labels = { pageview: 'page', lead: 'lead', recording: 'recording' };
+  return h('li', { dataset: { kind: entry.kind } },
+    h('span', { class: 'badge' }, labels[entry.kind] || 'activity'), ' ',
+    describe ? describe() : 'Activity', ' ', h('span', { class: 'hint' }, when(entry.at)));
 }
 
 function sessionTimeline(app, site, sessions) {
@@ -183,21 +214,39 @@ function replayControl(app, site, recordingId) {
   return { play, holder };
 }
 
+/**
+ * One switch of a GDPR hold: only the action that applies now (restrict or lift, object or
+ * withdraw), swapped for its opposite once the server has answered, with what happened beside it.
+ */
+function holdSwitch(app, site, visitor, kind, on, [setLabel, liftLabel], onChange) {
+  const path = `${api(site)}/visitors/${encodeURIComponent(visitor.visitorId)}/${kind}`;
+  const holder = h('span', { class: 'row', dataset: { hold: kind, on: String(on) } });
+  const show = (state, message) => {
+    const label = state ? liftLabel : setLabel;
+    const control = actionButton(label, async () => {
+      await app.session.json(path, { method: 'PUT', json: { on: !state } });
+      onChange?.(!state);
+      show(!state, kind === 'restriction' && !state ? h('span', {},
+        'Processing is restricted; the visitor is now hidden from lists. Lift it later under ',
+        h('a', { href: `/app/sites/${site.id}/privacy` }, 'Privacy & exports'), '.') : `${label}: done.`);
+      holder.querySelector('button')?.focus();
+      return null;
+    }, { kind: 'secondary' });
+    holder.dataset.on = String(state);
+    holder.replaceChildren(...[control, message && h('span', { role: 'status', class: 'hint' }, message)].filter(Boolean));
+  };
+  show(on);
+  return holder;
+}
+
 function subjectActions(app, site, visitor, objected) {
   const base = `${api(site)}/visitors/${encodeURIComponent(visitor.visitorId)}`;
-  const toggle = (kind, label, on) => actionButton(label, async () => {
-    await app.session.json(`${base}/${kind}`, { method: 'PUT', json: { on } });
-    if (kind === 'objection') objected.textContent = on ? 'yes' : 'no';
-    // Once this page is left the profile answers 404, so say where the switch can be found again.
-    return kind === 'restriction' && on ? h('span', {},
-      'Processing is restricted; the visitor is now hidden from lists. Lift it later under ',
-      h('a', { href: `/app/sites/${site.id}/privacy` }, 'Privacy & exports'), '.')
-      : `${label}: done.`;
-  }, { kind: 'secondary' });
+  // A restricted visitor's profile answers 404, so a profile that is shown is not restricted.
   return h('div', { class: 'row' },
     download(app, `${base}/export.json`, `visitor-${visitor.visitorId}.json`, 'Download export.json', 'export-visitor'),
-    toggle('restriction', 'Restrict processing', true), toggle('restriction', 'Lift restriction', false),
-    toggle('objection', 'Record objection', true), toggle('objection', 'Withdraw objection', false),
+    holdSwitch(app, site, visitor, 'restriction', Boolean(visitor.restricted), ['Restrict processing', 'Lift restriction']),
+    holdSwitch(app, site, visitor, 'objection', Boolean(visitor.objected), ['Record objection', 'Withdraw objection'],
+      (on) => { objected.textContent = on ? 'yes' : 'no'; }),
     h('button', { type: 'button', class: 'danger', id: 'erase', onclick: () => eraseDialog(app, site, visitor) }, 'Erase data…'));
 }
 

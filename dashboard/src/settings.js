@@ -194,6 +194,23 @@ function holdsPanel(app, site, holds) {
     outcome, holder);
 }
 
+const REQUEST_TYPES = { access: 'access (export)' };
+
+/**
+ * Whom a request was about: the visitor, linked to the profile while it can be opened. An
+ * erasure removes the id from the log, so an erased subject reads as such, never as an id.
+ */
+function requestSubject(site, request) {
+  if (!request.visitorId) {
+    return h('td', { class: 'hint' }, request.type === 'erasure' && request.status === 'completed'
+      ? 'erased visitor' : 'not recorded');
+  }
+  const name = request.visitorName || request.visitorId;
+  return h('td', {}, request.visitorName
+    ? h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(request.visitorId)}` }, name)
+    : h('span', {}, name, h('span', { class: 'hint' }, ' (no data held)')));
+}
+
 export async function privacyPage(app, site) {
   const admin = app.isAdmin(site);
   const [requests, holds] = admin ? await Promise.all([
@@ -212,7 +229,10 @@ export async function privacyPage(app, site) {
   const now = Date.now();
   const rows = requests.filter((r) => r.siteId === site.id).map((r) => {
     const overdue = !r.completedAt && new Date(r.dueAt).getTime() < now;
-    return h('tr', {}, h('td', {}, r.type), h('td', {}, r.status), h('td', { class: 'optional' }, when(r.receivedAt)),
+    return h('tr', { dataset: { requestId: r.id } }, h('td', {}, REQUEST_TYPES[r.type] || r.type), requestSubject(site, r),
+      h('td', {}, r.status === 'failed' ? [h('span', { class: 'badge open' }, 'failed'), ' ',
+        r.failureReason ? `because ${r.failureReason}` : 'no reason recorded'] : r.status),
+      h('td', { class: 'optional' }, when(r.receivedAt)),
       h('td', {}, overdue ? h('strong', {}, `${when(r.dueAt)} (overdue)`) : when(r.dueAt)), h('td', { class: 'optional' }, when(r.completedAt)));
   });
   return h('div', {}, h('h1', {}, 'Privacy & exports'),
@@ -225,7 +245,7 @@ export async function privacyPage(app, site) {
     h('section', { class: 'panel' }, h('h2', {}, 'Data-subject requests'),
       h('p', { class: 'hint' }, 'Every export, erasure, restriction, objection and rectification is due one month after it was received.'),
       rows.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'requests' },
-        h('thead', {}, h('tr', {}, h('th', {}, 'Type'), h('th', {}, 'Status'), h('th', { class: 'optional' }, 'Received'),
+        h('thead', {}, h('tr', {}, h('th', {}, 'Type'), h('th', {}, 'Visitor'), h('th', {}, 'Status'), h('th', { class: 'optional' }, 'Received'),
           h('th', {}, 'Due'), h('th', { class: 'optional' }, 'Completed'))), h('tbody', {}, rows)))
         : empty('No requests yet', admin ? 'Requests appear here when you export, erase, restrict or rectify.' : 'The request log needs an owner or admin.')));
 }
