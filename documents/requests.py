@@ -64,9 +64,14 @@ async def open_request(store: Store, *, kind: RequestType, site: dict[str, Any],
         "status": "received",
         "details": details or {},
     }
-    if visitor_id is not None:
+    log = store.collection("dsr_requests")
+    # Once a subject is erased, a later request about the same id (a second erasure, say) does
+    # not bring the erased identifier back into the log.
+    if visitor_id is not None and await log.find_one(
+            {"siteId": site["_id"], "subjectDigest": subject_digest, "type": "erasure",
+             "status": "completed"}, {"_id": 1}) is None:
         request["visitorId"] = visitor_id
-    await store.collection("dsr_requests").insert_one(request)
+    await log.insert_one(request)
     return request
 
 

@@ -225,6 +225,14 @@ async def test_the_request_log_shows_whom_a_request_was_about_and_why_it_failed(
     await page.locator("#receipt-done").click()
     await page.get_by_role("link", name="Privacy & exports").click()
     await expect(rows.filter(has_text="erasure")).to_contain_text("erased visitor")
+    # A second request about the erased id does not bring it back into the log.
+    again = await AsyncHTTPClient().fetch(HTTPRequest(
+        f"{dashboard.url}/api/v1/sites/{dashboard.site_id}/visitors/{MIA}/objection",
+        "PUT", headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        body=json.dumps({"on": False})), raise_error=False)
+    assert again.code == 404
+    await page.reload()
+    await expect(rows).to_have_count(4)
     await expect(page.locator("#requests")).not_to_contain_text("Mia")
     await expect(page.locator("#requests")).not_to_contain_text(MIA)
 
