@@ -6,8 +6,9 @@
   succeeded is not counted twice.
 * `error_sessions`: one link per (errorId, sessionId, visitorId, siteId), its `_id` a hash of
   the four.
-* `error_occurrences`: one entry per job (`_id` is the job id): what a visitor hit and when, for
-  the data-subject export, which must not hand over the aggregate.
+* `error_occurrences`: one entry per job (`_id` is the job id): what a visitor hit, when, on
+  which page and device and with which context, for the data-subject export (which must not
+  hand over the aggregate) and the dashboard's per-error breakdowns. Erasure deletes them.
 * `failed_jobs`: jobs that exhausted their retries or failed for good, with reason and attempts;
   Celery on Redis has no dead-letter queue, so this collection is it.
 
@@ -19,9 +20,10 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from pymongo import ReturnDocument
 
@@ -82,6 +84,19 @@ class Occurrence:
     ip_address: str | None
     context: dict[str, Any]
     stack: str | None
+    url: str | None = None
+    #: browser, os and deviceType, as ingest described the user agent.
+    device: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def page(self) -> str | None:
+        """The URL's path: what the dashboard groups and filters pages by."""
+        if not self.url:
+            return None
+        try:
+            return urlsplit(self.url).path or "/"
+        except ValueError:
+            return None
 
     @property
     def error_id(self) -> str:
@@ -115,6 +130,12 @@ async def record_occurrence(store: Store, occurrence: Occurrence) -> None:
             "message": occurrence.message,
             "source": occurrence.source,
             "occurredAt": occurrence.occurred_at,
+            "url": occurrence.url,
+            "page": occurrence.page,
+            "browser": occurrence.device.get("browser"),
+            "os": occurrence.device.get("os"),
+            "deviceType": occurrence.device.get("deviceType"),
+            "context": occurrence.context,
         }},
         upsert=True,
     )

@@ -23,8 +23,14 @@ from errors import InvalidInput, NotFound
 INDEXES = [
     # The site-wide recordings list, newest first (the visitor's own list has its index).
     Index("recordings", (("siteId", ASCENDING), ("startedAt", DESCENDING))),
-    # Errors per day for the charts.
+    # Errors per day for the charts, and the errors list over a date range.
     Index(error_records.OCCURRENCES, (("siteId", ASCENDING), ("occurredAt", ASCENDING))),
+    # The errors list filtered by page (a path prefix) over a date range.
+    Index(error_records.OCCURRENCES, (("siteId", ASCENDING), ("page", ASCENDING),
+                                      ("occurredAt", ASCENDING))),
+    # One error's breakdown over a date range, and its latest occurrences.
+    Index(error_records.OCCURRENCES, (("siteId", ASCENDING), ("errorId", ASCENDING),
+                                      ("occurredAt", DESCENDING))),
 ]
 
 #: Largest page a caller may ask for; the default when it asks for none.
@@ -247,6 +253,133 @@ async def find_error(store: Store, site_id: str, error_id: str) -> dict[str, Any
     if error is None:
         raise NotFound("error not found")
     return error
+
+
+# Errors over a date range --------------------------------------------------------------------
+
+#: How the ranked errors list may be sorted, each biggest (or newest) first.
+ERROR_SORTS = ("lastSeen", "occurrences", "visitors")
+ERROR_SOURCES = ("javascript", "php")
+#: Rows of the ranked errors list, and the entries of each breakdown of one error.
+MAX_RANKED_ERRORS = 100
+BREAKDOWN_ITEMS = 10
+AFFECTED_VISITORS = 50
+LATEST_OCCURRENCES = 10
+
+
+def _day_bounds(first: date, last: date) -> tuple[datetime, datetime]:
+    start = datetime(first.year, first.month, first.day, tzinfo=UTC)
+    return start, datetime(last.year, last.month, last.day, tzinfo=UTC) + timedelta(days=1)
+
+
+def _days(first: date, last: date) -> list[str]:
+    return [(first + timedelta(days=n)).isoformat() for n in range((last - first).days + 1)]
+
+
+async def ranked_errors(store: Store, site_id: str, *, first: date, last: date,
+                        status: str | None, source: str | None, page: str | None, sort: str,
+                        limit: int) -> dict[str, Any]:
+    """The site's errors that occurred between `first` and `last` (UTC days), with their
+    occurrences, visitors affected and a per-day trend in that range, sorted by `sort`.
+
+    Counted from the occurrences, which are kept for errors tied to a visitor or a session (as
+    the daily chart counts them); status and source come from each error's aggregate.
+    """
+    if sort not in ERROR_SORTS:
+        raise InvalidInput(f"sort must be one of {', '.join(ERROR_SORTS)}", field="sort")
+    start, end = _day_bounds(first, last)
+    match: dict[str, Any] = {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end},
+                             **await _not_restricted(store, site_id)}
+    if page:
+        match["page"] = {"$regex": "^" + re.escape(page)}
+    occurrences = store.collection(error_records.OCCURRENCES)
+    grouped = await occurrences.aggregate([
+        {"$match": match},
+        # Per (error, visitor) first, so visitors are counted without holding them in a set.
+        {"$group": {"_id": {"error": "$errorId", "visitor": "$visitorId"},
+                    "count": {"$sum": 1}, "first": {"$min": "$occurredAt"},
+                    "last": {"$max": "$occurredAt"}}},
+        {"$group": {"_id": "$_id.error", "occurrences": {"$sum": "$count"},
+                    "visitors": {"$sum": {"$cond": [{"$ifNull": ["$_id.visitor", False]},
+                                                    1, 0]}},
+                    "firstSeen": {"$min": "$first"}, "lastSeen": {"$max": "$last"}}},
+    ]).to_list(None)
+    aggregate_filter: dict[str, Any] = {"_id": {"$in": [row["_id"] for row in grouped]},
+                                        "siteId": site_id}
+    if status:
+        aggregate_filter.update(_error_filter(site_id, status))
+    if source:
+        aggregate_filter["source"] = source
+    errors = {error["_id"]: error async for error in store.collection(
+        error_records.ERRORS).find(aggregate_filter, error_records.WITHOUT_JOB_IDS)}
+    rows = [row for row in grouped if row["_id"] in errors]
+    rows.sort(key=lambda row: (row[sort], row["lastSeen"], row["_id"]), reverse=True)
+    rows = rows[:limit]
+    per_day = occurrences.aggregate([
+        {"$match": {**match, "errorId": {"$in": [row["_id"] for row in rows]}}},
+        {"$group": {"_id": {"error": "$errorId", "day": _day_key("$occurredAt")},
+                    "count": {"$sum": 1}}},
+    ])
+    trend = {(item["_id"]["error"], item["_id"]["day"]): item["count"] async for item in per_day}
+    days = _days(first, last)
+    return {"from": first.isoformat(), "to": last.isoformat(), "days": days, "items": [{
+        **error_summary(errors[row["_id"]]),
+        "occurrencesInRange": row["occurrences"], "visitorsAffected": row["visitors"],
+        "firstSeenInRange": row["firstSeen"], "lastSeenInRange": row["lastSeen"],
+        "trend": [trend.get((row["_id"], day), 0) for day in days],
+    } for row in rows]}
+
+
+async def error_breakdown(store: Store, site_id: str, error_id: str, *, first: date,
+                          last: date) -> dict[str, Any]:
+    """One error between `first` and `last`: occurrences per day, visitors affected (count and
+    the most affected, named), pages, browsers, systems and devices with their shares, and the
+    latest occurrences with their anonymised context."""
+    await find_error(store, site_id, error_id)
+    start, end = _day_bounds(first, last)
+    match = {"siteId": site_id, "errorId": error_id, "occurredAt": {"$gte": start, "$lt": end},
+             **await _not_restricted(store, site_id)}
+    occurrences = store.collection(error_records.OCCURRENCES)
+
+    async def counted(key: str, limit: int | None = BREAKDOWN_ITEMS) -> list[dict[str, Any]]:
+        pipeline: list[dict[str, Any]] = [
+            {"$match": match},
+            {"$group": {"_id": key, "count": {"$sum": 1}, "last": {"$max": "$occurredAt"}}},
+            {"$sort": {"count": DESCENDING, "last": DESCENDING, "_id": ASCENDING}}]
+        if limit:
+            pipeline.append({"$limit": limit})
+        return await occurrences.aggregate(pipeline).to_list(None)
+
+    per_day = {row["_id"]: row["count"] for row in await counted(_day_key("$occurredAt"), None)}
+    total = sum(per_day.values())
+    visitor_rows = [row for row in await counted("$visitorId", None) if row["_id"]]
+    names = await visitors.display_names(
+        store, [(site_id, row["_id"]) for row in visitor_rows[:AFFECTED_VISITORS]])
+
+    def shares(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{"name": row["_id"], "count": row["count"],
+                 "share": round(row["count"] / total, 4) if total else 0} for row in rows]
+
+    latest = await occurrences.find(match).sort("occurredAt", DESCENDING).limit(
+        LATEST_OCCURRENCES).to_list(None)
+    return {
+        "from": first.isoformat(), "to": last.isoformat(), "occurrences": total,
+        "days": [{"day": day, "count": per_day.get(day, 0)} for day in _days(first, last)],
+        "visitorsAffected": len(visitor_rows),
+        "visitors": [{"visitorId": row["_id"], "occurrences": row["count"],
+                      "lastSeen": row["last"],
+                      "displayName": names.get((site_id, row["_id"]))}
+                     for row in visitor_rows[:AFFECTED_VISITORS]],
+        "pages": shares(await counted("$page")),
+        "browsers": shares(await counted("$browser")),
+        "systems": shares(await counted("$os")),
+        "devices": shares(await counted("$deviceType")),
+        "latest": [{"id": o["_id"], "occurredAt": o["occurredAt"], "url": o.get("url"),
+                    "page": o.get("page"), "visitorId": o.get("visitorId"),
+                    "sessionId": o.get("sessionId"), "browser": o.get("browser"),
+                    "os": o.get("os"), "deviceType": o.get("deviceType"),
+                    "context": o.get("context") or {}} for o in latest],
+    }
 
 
 # Leads ---------------------------------------------------------------------------------------

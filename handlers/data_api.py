@@ -7,7 +7,7 @@ another organization answers 404, as if it did not exist. Restricted visitors ar
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -51,6 +51,11 @@ class SiteDataHandler(BaseHandler):
         return (self.get_query_argument("cursor", None) or None,
                 queries.page_limit(self.get_query_argument("limit", None)))
 
+    def day_range(self) -> tuple[date, date]:
+        """The inclusive UTC days of `from` and `to`; the last 30 days by default."""
+        return queries.chart_range(self.get_query_argument("from", None),
+                                   self.get_query_argument("to", None), datetime.now(UTC).date())
+
     async def audit(self, action: str, site: dict[str, Any], details: dict[str, Any]) -> None:
         """Append to the audit trail."""
         await audit.record(self.deps.store, action=action, actor_user_id=self.user.id,
@@ -90,6 +95,36 @@ class ErrorsHandler(SiteDataHandler):
                                          status=self.get_query_argument("status", None),
                                          cursor=cursor, limit=limit)
         self.write_json(json_ready(page.as_dict()))
+
+
+class ErrorTrendsHandler(SiteDataHandler):
+    """GET .../error-trends?from=&to=&status=&source=&page=&sort=&limit=: the errors that
+    occurred in a date range, with occurrences, visitors affected and a per-day trend."""
+
+    async def get(self, site_id: str) -> None:
+        site = await self.readable_site(site_id)
+        first, last = self.day_range()
+        ranked = await queries.ranked_errors(
+            self.deps.store, site["_id"], first=first, last=last,
+            status=self.get_query_argument("status", None) or None,
+            source=self.get_query_argument("source", None) or None,
+            page=self.get_query_argument("page", None) or None,
+            sort=self.get_query_argument("sort", None) or "lastSeen",
+            limit=min(queries.page_limit(self.get_query_argument("limit", None)),
+                      queries.MAX_RANKED_ERRORS))
+        self.write_json(json_ready(ranked))
+
+
+class ErrorBreakdownHandler(SiteDataHandler):
+    """GET .../errors/{errorId}/breakdown?from=&to=: per day, visitors, pages, browsers,
+    systems, devices and the latest occurrences of one error in a date range."""
+
+    async def get(self, site_id: str, error_id: str) -> None:
+        site = await self.readable_site(site_id)
+        first, last = self.day_range()
+        breakdown = await queries.error_breakdown(self.deps.store, site["_id"], error_id,
+                                                  first=first, last=last)
+        self.write_json(json_ready(breakdown))
 
 
 class ErrorHandler(SiteDataHandler):
@@ -230,9 +265,7 @@ class DailyStatsHandler(SiteDataHandler):
 
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
-        first, last = queries.chart_range(self.get_query_argument("from", None),
-                                          self.get_query_argument("to", None),
-                                          datetime.now(UTC).date())
+        first, last = self.day_range()
         days = await queries.daily_counts(self.deps.store, site["_id"], first, last)
         self.write_json(days)
 
@@ -242,6 +275,8 @@ default_handlers = [
     (rf"/api/v1/sites/{SITE_ID}/visitors/{CLIENT_ID}", VisitorProfileHandler),
     (rf"/api/v1/sites/{SITE_ID}/errors", ErrorsHandler),
     (rf"/api/v1/sites/{SITE_ID}/errors/{UUID}", ErrorHandler),
+    (rf"/api/v1/sites/{SITE_ID}/errors/{UUID}/breakdown", ErrorBreakdownHandler),
+    (rf"/api/v1/sites/{SITE_ID}/error-trends", ErrorTrendsHandler),
     (rf"/api/v1/sites/{SITE_ID}/leads", LeadsHandler),
     (rf"/api/v1/sites/{SITE_ID}/leads/{CLIENT_ID}", LeadHandler),
     (rf"/api/v1/sites/{SITE_ID}/recordings", RecordingsHandler),

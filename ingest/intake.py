@@ -102,6 +102,12 @@ class VisitorIntake:
         self.metrics.count(ITEMS_METRIC, ITEMS_HELP, amount, kind=kind, outcome=outcome,
                            reason=reason)
 
+    def describe_device(self, payload: dict[str, Any]) -> dict[str, str | None]:
+        """Browser, system and device class of the payload's user agent (never the header)."""
+        device = self._user_agents.parse(payload.get("userAgent"))
+        return {"browser": device.browser, "os": device.os,
+                "deviceType": None if device.device_type == "unknown" else device.device_type}
+
     def describe_visitor(self, payload: dict[str, Any]) -> visitors.VisitorFacts:
         """What the profile may keep about the visitor behind this payload."""
         address = parse_client_ip(payload.get("ip"))

@@ -130,8 +130,8 @@ def _address_scrubber(address: tuple[tuple[str, ...], str] | None) -> Callable[[
     return replace
 
 
-def error_job(site_id: str, body: dict[str, Any], *, now: datetime | None = None
-              ) -> dict[str, Any]:
+def error_job(site_id: str, body: dict[str, Any], *, now: datetime | None = None,
+              device: dict[str, str | None] | None = None) -> dict[str, Any]:
     """The queue job for an accepted error: its own id, and no full IP address anywhere."""
     context = body.get("context")
     if context:
@@ -147,6 +147,7 @@ def error_job(site_id: str, body: dict[str, Any], *, now: datetime | None = None
         "receivedAt": (now or datetime.now(UTC)).isoformat(),
         "ipAddress": address[1] if address is not None else None,
         "error": _scrubbed(payload, _address_scrubber(address)),
+        "device": device or {},
     }
 
 
@@ -180,6 +181,8 @@ def occurrence_from_job(job: dict[str, Any]) -> error_records.Occurrence:
         ip_address=job.get("ipAddress"),
         context=error.get("context") or {},
         stack=error.get("stack"),
+        url=error.get("url"),
+        device=job.get("device") or {},
     )
 
 

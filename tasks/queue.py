@@ -77,7 +77,8 @@ async def submit_error(queue: ErrorQueue, intake: VisitorIntake, site: dict[str,
     if not decision.allowed:
         return False
     try:
-        await queue.enqueue(error_job(site["_id"], body))
+        # The device is described here, where the parser lives; the header itself is not kept.
+        await queue.enqueue(error_job(site["_id"], body, device=intake.describe_device(body)))
     except QueueUnavailable:
         intake.count("error", "dropped", "queue_unavailable")
         raise
