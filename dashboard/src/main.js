@@ -3,7 +3,8 @@ import './styles.css';
 import { createSession, describeError } from './api.js';
 import { openLive } from './live.js';
 import { alertBox, h } from './dom.js';
-import { errorsPage, leadsPage, overview, recordingsPage, visitorsPage } from './pages.js';
+import { errorsPage } from './errors.js';
+import { leadsPage, overview, recordingsPage, visitorsPage } from './pages.js';
 import { privacyPage, settingsPage } from './settings.js';
 
 const PAGES = {

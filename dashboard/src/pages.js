@@ -294,49 +294,6 @@ function eraseDialog(app, site, visitor) {
   dialog.showModal();
 }
 
-async function errorsPage(app, site, item, query) {
-  if (item) return errorDetail(app, site, item);
-  const status = query.get('status') || 'open';
-  const container = h('div', {});
-  const load = async () => {
-    const page = await app.session.json(`${api(site)}/errors?status=${status}&limit=50`);
-    container.replaceChildren(page.items.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'errors' },
-      h('thead', {}, h('tr', {}, h('th', {}, 'Error'), h('th', {}, 'Count'), h('th', { class: 'optional' }, 'Last seen'))),
-      h('tbody', {}, page.items.map((error) => h('tr', {},
-        h('td', {}, h('a', { href: `/app/sites/${site.id}/errors/${error.id}` }, `${error.type || 'Error'}: ${error.message || ''}`)),
-        h('td', {}, String(error.occurrenceCount)), h('td', { class: 'optional' }, when(error.lastSeen)))))))
-      : empty(`No ${status} errors`, status === 'open' ? 'Nothing is broken right now.' : 'Errors you mark this way are listed here.'));
-  };
-  await load();
-  app.listen({ onEvent: (event) => event.type === 'new_error' && event.siteId === site.id && load(), onReconnect: load });
-  const filter = h('select', { id: 'error-status', onchange: (event) => app.go(`/app/sites/${site.id}/errors?status=${event.target.value}`) },
-    ['open', 'resolved', 'ignored'].map((value) => h('option', { value, selected: value === status }, value)));
-  return h('div', {}, h('h1', {}, 'Errors'),
-    h('div', { class: 'panel row toolbar' }, h('label', { for: 'error-status' }, 'Status'), filter,
-      exportTools(app, site, 'errors', 'The file lists every error, whatever the status chosen here.')),
-    h('div', { class: 'panel' }, container));
-}
-
-async function errorDetail(app, site, errorId) {
-  const error = await app.session.json(`${api(site)}/errors/${errorId}`);
-  const actions = app.isAdmin(site) ? h('div', { class: 'row' }, [
-    ['resolved', 'Resolve'], ['ignored', 'Ignore'], ['open', 'Re-open']]
-    .filter(([value]) => value !== error.status)
-    .map(([value, label]) => actionButton(label, async () => {
-      await app.session.json(`${api(site)}/errors/${errorId}`, { method: 'PATCH', json: { status: value } });
-      app.go(`/app/sites/${site.id}/errors/${errorId}`);
-    }, { kind: value === 'open' ? 'secondary' : '' }))) : null;
-  return h('div', {},
-    h('p', {}, h('a', { href: `/app/sites/${site.id}/errors` }, '← All errors')),
-    h('h1', {}, `${error.type || 'Error'}: ${error.message || ''}`),
-    h('div', { class: 'panel' }, h('p', {}, h('span', { class: `badge ${error.status}`, id: 'error-status-badge' }, error.status)),
-      facts([['Occurrences', String(error.occurrenceCount)], ['First seen', when(error.firstSeen)],
-        ['Last seen', when(error.lastSeen)], ['Source', error.source], ['Re-opened', String(error.reopenCount || 0)]]),
-      actions),
-    h('section', { class: 'panel' }, h('h2', {}, 'Last stack'), error.lastStack ? h('pre', {}, error.lastStack) : empty('No stack trace')),
-    h('section', { class: 'panel' }, h('h2', {}, 'Context (anonymised)'), h('pre', {}, JSON.stringify(error.context || {}, null, 2))));
-}
-
 async function leadsPage(app, site, item, query) {
   const cursor = query.get('cursor');
   const page = await app.session.json(`${api(site)}/leads?limit=25${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
@@ -419,4 +376,4 @@ async function recordingsPage(app, site, item, query) {
       page.nextCursor ? h('a', { class: 'button secondary', href: `/app/sites/${site.id}/recordings?cursor=${encodeURIComponent(page.nextCursor)}` }, 'Next page') : null)));
 }
 
-export { errorsPage, leadsPage, overview, recordingsPage, visitorsPage };
+export { exportTools, facts, leadsPage, overview, pagePath, recordingsPage, visitorsPage };

@@ -1,0 +1,209 @@
+// The errors pages: a ranked list over a date range with filters and trend sparklines, and one
+// error in detail (occurrences per day, visitors affected, pages, browsers, systems, devices,
+// the latest occurrences with their context in words, the stack's frames). Every filter lives
+// in the URL, so a view can be bookmarked and shared.
+import { actionButton } from './controls.js';
+import { empty, h, svg, when } from './dom.js';
+import { exportTools, facts, pagePath } from './pages.js';
+
+const api = (site) => `/api/v1/sites/${site.id}`;
+const FILTERS = ['status', 'source', 'page', 'from', 'to', 'sort'];
+const SORTS = { lastSeen: 'Last seen', occurrences: 'Occurrences', visitors: 'Visitors affected' };
+
+const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+function isoDay(offset) {
+  return new Date(Date.now() + offset * 86400000).toISOString().slice(0, 10);
+}
+
+/** The query's filters that are set, as URLSearchParams (for the API and for links). */
+function filtersOf(query) {
+  const params = new URLSearchParams();
+  for (const name of FILTERS) if (query.get(name)) params.set(name, query.get(name));
+  return params;
+}
+
+function sparkline(counts, label) {
+  const width = 120;
+  const height = 28;
+  const peak = Math.max(1, ...counts);
+  const step = width / Math.max(1, counts.length - 1);
+  const points = counts.map((n, i) => `${(i * step).toFixed(1)},${(height - 2 - (n / peak) * (height - 4)).toFixed(1)}`);
+  return svg('svg', { class: 'sparkline', viewBox: `0 0 ${width} ${height}`, width, height, role: 'img', 'aria-label': label },
+    svg('polyline', { points: points.join(' '), fill: 'none', stroke: 'currentColor', 'stroke-width': 1.5 }));
+}
+
+function select(name, label, options, value) {
+  const id = `filter-${name}`;
+  // The control sits beside its label, not inside it: a label holding a list would be named by
+  // every option's text as well.
+  return h('div', { class: 'field' }, h('label', { for: id }, label),
+    h('select', { id, name }, Object.entries(options).map(([key, text]) => h('option', { value: key, selected: key === value }, text))));
+}
+
+function input(name, label, value, attrs = {}) {
+  const id = `filter-${name}`;
+  return h('div', { class: 'field' }, h('label', { for: id }, label), h('input', { id, name, value: value || '', ...attrs }));
+}
+
+function filterForm(app, site, query) {
+  const form = h('form', { class: 'panel filters', id: 'error-filters', role: 'search', 'aria-label': 'Filter errors', onsubmit: (event) => {
+    event.preventDefault();
+    const params = new URLSearchParams();
+    // The default order is left out, so the plainest view has the plainest address.
+    for (const [name, value] of new FormData(form)) if (value && !(name === 'sort' && value === 'lastSeen')) params.set(name, value);
+    app.go(`/app/sites/${site.id}/errors${params.size ? `?${params}` : ''}`);
+  },
+  // A choice from a list applies at once; typed filters apply with the button or Enter.
+  onchange: (event) => { if (event.target.tagName === 'SELECT') form.requestSubmit(); } },
+  select('status', 'Status', { '': 'Any', open: 'Open', resolved: 'Resolved', ignored: 'Ignored' }, query.get('status') || ''),
+  select('source', 'Source', { '': 'Any', javascript: 'JavaScript', php: 'PHP' }, query.get('source') || ''),
+  input('page', 'Page path starts with', query.get('page'), { placeholder: '/checkout', maxlength: 512 }),
+  input('from', 'From', query.get('from'), { type: 'date' }),
+  input('to', 'To', query.get('to'), { type: 'date' }),
+  select('sort', 'Sort by', SORTS, query.get('sort') || 'lastSeen'),
+  h('div', { class: 'row' }, h('button', { type: 'submit' }, 'Apply'),
+    h('a', { class: 'button secondary', href: `/app/sites/${site.id}/errors` }, 'Clear')));
+  return form;
+}
+
+export async function errorsPage(app, site, item, query) {
+  if (item) return errorDetail(app, site, item, query);
+  const params = filtersOf(query);
+  const container = h('div', {});
+  const load = async () => {
+    const ranked = await app.session.json(`${api(site)}/error-trends?${params}&limit=50`);
+    const range = `${ranked.from} to ${ranked.to}`;
+    container.replaceChildren(ranked.items.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'errors' },
+      h('caption', { class: 'hint' }, `Errors that occurred from ${range}, by ${SORTS[query.get('sort') || 'lastSeen'].toLowerCase()}`),
+      h('thead', {}, h('tr', {}, h('th', {}, 'Error'), h('th', {}, 'Occurrences'), h('th', { class: 'optional' }, 'Visitors'),
+        h('th', { class: 'optional' }, 'Trend'), h('th', {}, 'Last seen'), h('th', { class: 'optional' }, 'Status'))),
+      h('tbody', {}, ranked.items.map((error) => h('tr', { dataset: { errorId: error.id } },
+        h('td', {}, h('a', { href: `/app/sites/${site.id}/errors/${error.id}${params.size ? `?${params}` : ''}` },
+          `${error.type || 'Error'}: ${error.message || ''}`)),
+        h('td', {}, String(error.occurrencesInRange)),
+        h('td', { class: 'optional' }, String(error.visitorsAffected)),
+        h('td', { class: 'optional' }, sparkline(error.trend,
+          `${plural(error.occurrencesInRange, 'occurrence')} from ${range}, at most ${Math.max(...error.trend)} a day`)),
+        h('td', {}, when(error.lastSeenInRange)),
+        h('td', { class: 'optional' }, h('span', { class: `badge ${error.status}` }, error.status), ' ',
+          h('span', { class: 'hint' }, error.source)))))))
+      : empty('No errors match', params.size ? 'Try a wider date range or fewer filters.' : 'Nothing went wrong in the last 30 days.'));
+  };
+  await load();
+  app.listen({ onEvent: (event) => event.type === 'new_error' && event.siteId === site.id && load(), onReconnect: load });
+  return h('div', {}, h('h1', {}, 'Errors'), filterForm(app, site, query),
+    h('div', { class: 'panel row toolbar' }, exportTools(app, site, 'errors', 'The file lists every error, whatever the filters here.')),
+    h('div', { class: 'panel' }, container));
+}
+
+/** Bars of occurrences per day, described in words for screen readers. */
+function dayBars(days) {
+  const width = 640;
+  const height = 120;
+  const peak = Math.max(1, ...days.map((d) => d.count));
+  const slot = width / Math.max(1, days.length);
+  const total = days.reduce((sum, d) => sum + d.count, 0);
+  const summary = `${plural(total, 'occurrence')} from ${days[0]?.day} to ${days.at(-1)?.day}, at most ${peak} a day.`;
+  return h('figure', { class: 'chart' },
+    svg('svg', { viewBox: `0 0 ${width} ${height + 16}`, role: 'img', 'aria-label': summary },
+      ...days.map((d, i) => svg('rect', { class: 'bar-err', x: i * slot, width: Math.max(1, slot - 2),
+        y: height - (d.count / peak) * height, height: (d.count / peak) * height }, svg('title', {}, `${d.day}: ${d.count}`))),
+      svg('text', { x: 0, y: height + 14 }, days[0]?.day.slice(5) || ''),
+      svg('text', { x: width - 34, y: height + 14 }, days.at(-1)?.day.slice(5) || '')),
+    h('figcaption', { class: 'hint' }, summary));
+}
+
+function shareList(id, rows, unknown = 'unknown') {
+  if (!rows.length) return empty('Nothing recorded');
+  return h('ul', { class: 'shares', id }, rows.map((row) => {
+    const percent = Math.round(row.share * 100);
+    return h('li', {}, h('span', { class: 'share-name' }, row.name || unknown),
+      h('span', { class: 'share-bar', 'aria-hidden': 'true' }, h('span', { style: `width: ${percent}%` })),
+      h('span', { class: 'share-value' }, `${percent}% (${row.count})`));
+  }));
+}
+
+/** Context as nested terms and values ("cart › items: 3"), never raw JSON. */
+function readableContext(context) {
+  const pairs = [];
+  const walk = (value, path) => {
+    if (value && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length) {
+      for (const [key, inner] of Object.entries(value)) walk(inner, [...path, key]);
+    } else {
+      pairs.push([path.join(' › '), Array.isArray(value) ? value.map((v) => (typeof v === 'object' ? JSON.stringify(v) : String(v))).join(', ')
+        : value && typeof value === 'object' ? '—' : String(value)]);
+    }
+  };
+  walk(context || {}, []);
+  return pairs.length ? facts(pairs) : h('p', { class: 'hint' }, 'No context was sent.');
+}
+
+/** The stack's frames, one row each: function, file and line (the raw line when unparsed). */
+function stackFrames(stack) {
+  const lines = (stack || '').split('\n').map((line) => line.trim()).filter(Boolean);
+  const frames = lines.filter((line) => /^at\s|@|^#\d/.test(line));
+  if (!frames.length) return lines.length ? h('pre', {}, stack) : empty('No stack trace');
+  return h('ol', { class: 'frames', id: 'stack-frames' }, frames.map((line) => {
+    const match = /^at\s+(?:(.*?)\s+\()?(.*?):(\d+)(?::(\d+))?\)?$/.exec(line);
+    if (!match) return h('li', {}, h('code', {}, line));
+    const [, fn, file, row, column] = match;
+    return h('li', {}, h('strong', {}, fn || '(anonymous)'), ' ',
+      h('code', {}, `${file}:${row}${column ? `:${column}` : ''}`));
+  }));
+}
+
+async function errorDetail(app, site, errorId, query) {
+  const range = new URLSearchParams();
+  for (const name of ['from', 'to']) if (query.get(name)) range.set(name, query.get(name));
+  const [error, breakdown] = await Promise.all([
+    app.session.json(`${api(site)}/errors/${errorId}`),
+    app.session.json(`${api(site)}/errors/${errorId}/breakdown?${range}`)]);
+  const here = `/app/sites/${site.id}/errors/${errorId}`;
+  const actions = app.isAdmin(site) ? h('div', { class: 'row' }, [
+    ['resolved', 'Resolve'], ['ignored', 'Ignore'], ['open', 'Re-open']]
+    .filter(([value]) => value !== error.status)
+    .map(([value, label]) => actionButton(label, async () => {
+      await app.session.json(`${api(site)}/errors/${errorId}`, { method: 'PATCH', json: { status: value } });
+      app.go(`${here}${range.size ? `?${range}` : ''}`);
+    }, { kind: value === 'open' ? 'secondary' : '' }))) : null;
+  const rangeForm = h('form', { class: 'row', 'aria-label': 'Date range', onsubmit: (event) => {
+    event.preventDefault();
+    const params = new URLSearchParams();
+    for (const [name, value] of new FormData(event.target)) if (value) params.set(name, value);
+    app.go(`${here}${params.size ? `?${params}` : ''}`);
+  } }, h('label', { for: 'range-from' }, 'From'), h('input', { id: 'range-from', name: 'from', type: 'date', value: query.get('from') || breakdown.from }),
+  h('label', { for: 'range-to' }, 'To'), h('input', { id: 'range-to', name: 'to', type: 'date', value: query.get('to') || breakdown.to }),
+  h('button', { type: 'submit', class: 'secondary' }, 'Show'),
+  ...[['7 days', -6], ['30 days', -29], ['90 days', -89]].map(([label, offset]) => h('a', { href: `${here}?from=${isoDay(offset)}&to=${isoDay(0)}` }, label)));
+  const visitors = breakdown.visitors.map((v) => h('li', {},
+    v.displayName ? h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(v.visitorId)}` }, v.displayName)
+      : h('span', {}, v.visitorId, h('span', { class: 'hint' }, ' (no profile)')),
+    h('span', { class: 'hint' }, ` · ${v.occurrences}× · last ${when(v.lastSeen)}`)));
+  const latest = breakdown.latest.map((o) => h('li', { class: 'occurrence' },
+    h('p', {}, h('strong', {}, when(o.occurredAt)), ' on ', h('code', {}, pagePath(o.url)),
+      ` · ${[o.browser, o.os, o.deviceType].filter(Boolean).join(', ') || 'unknown device'}`,
+      o.visitorId ? [' · ', h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(o.visitorId)}` }, 'visitor')] : null),
+    h('details', {}, h('summary', {}, 'Context (anonymised)'), readableContext(o.context))));
+  return h('div', {},
+    h('p', {}, h('a', { href: `/app/sites/${site.id}/errors` }, '← All errors')),
+    h('h1', {}, `${error.type || 'Error'}: ${error.message || ''}`),
+    h('div', { class: 'panel' }, h('p', {}, h('span', { class: `badge ${error.status}`, id: 'error-status-badge' }, error.status)),
+      facts([['Occurrences', String(error.occurrenceCount)], ['First seen', when(error.firstSeen)],
+        ['Last seen', when(error.lastSeen)], ['Source', error.source], ['Re-opened', String(error.reopenCount || 0)]]),
+      actions),
+    h('section', { class: 'panel', 'aria-labelledby': 'range-title' }, h('h2', { id: 'range-title' },
+      `From ${breakdown.from} to ${breakdown.to}: ${plural(breakdown.occurrences, 'occurrence')}, ${plural(breakdown.visitorsAffected, 'visitor')} affected`),
+    rangeForm, dayBars(breakdown.days)),
+    h('div', { class: 'grid' },
+      h('section', { class: 'panel' }, h('h2', {}, `Visitors affected (${breakdown.visitorsAffected})`),
+        visitors.length ? h('ul', { id: 'affected-visitors' }, visitors) : empty('No visitors in this range')),
+      h('section', { class: 'panel' }, h('h2', {}, 'Pages'), shareList('error-pages', breakdown.pages, 'unknown page')),
+      h('section', { class: 'panel' }, h('h2', {}, 'Browsers'), shareList('error-browsers', breakdown.browsers)),
+      h('section', { class: 'panel' }, h('h2', {}, 'Systems'), shareList('error-systems', breakdown.systems)),
+      h('section', { class: 'panel' }, h('h2', {}, 'Devices'), shareList('error-devices', breakdown.devices))),
+    h('section', { class: 'panel' }, h('h2', {}, 'Stack frames (latest)'), stackFrames(error.lastStack)),
+    h('section', { class: 'panel' }, h('h2', {}, 'Latest occurrences'),
+      latest.length ? h('ol', { class: 'occurrences', id: 'latest-occurrences' }, latest) : empty('No occurrences in this range')),
+    h('section', { class: 'panel' }, h('h2', {}, 'Context of the latest occurrence (anonymised)'), readableContext(error.context)));
+}
