@@ -93,10 +93,10 @@ class SchemaValidator:
                 declared = {}
                 for parameter in [*item.get("parameters", []),
                                   *operation.get("parameters", [])]:
-                    parameter = self._resolve(parameter)
+                    parameter = self.resolve(parameter)
                     if parameter.get("in") != "query" or "schema" not in parameter:
                         continue
-                    schema = self._resolve(parameter["schema"])
+                    schema = self.resolve(parameter["schema"])
                     kind = schema.get("type", "string")
                     declared[parameter["name"]] = (kind if isinstance(kind, str) else "string",
                                                    jsonschema_rs.Draft202012Validator(
@@ -108,7 +108,8 @@ class SchemaValidator:
         return [(pattern, operations) for _, pattern, operations in
                 sorted(rules, key=lambda rule: rule[0])]
 
-    def _resolve(self, node: dict[str, Any]) -> dict[str, Any]:
+    def resolve(self, node: dict[str, Any]) -> dict[str, Any]:
+        """The node a `$ref` (a JSON pointer into the document) points at; others as they are."""
         while "$ref" in node:
             target: Any = self.document
             for part in node["$ref"].removeprefix("#/").split("/"):

@@ -48,3 +48,20 @@ def test_every_schema_reference_resolves():
     text = repr(document)
     for name in set(re.findall(r"#/components/schemas/(\w+)", text)):
         assert name in document["components"]["schemas"], name
+
+
+def test_every_operation_with_query_parameters_documents_the_422_they_may_cause():
+    """Declared query parameters are checked against their schemas (handlers/validation.py)."""
+    validator = SchemaValidator()
+    document = validator.document
+    missing = []
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            parameters = [validator.resolve(p) for p in
+                          [*item.get("parameters", []), *operation.get("parameters", [])]]
+            if any(p.get("in") == "query" and "schema" in p for p in parameters) \
+                    and "422" not in operation["responses"]:
+                missing.append(f"{method.upper()} {path}")
+    assert not missing, f"document 422 on: {missing}"

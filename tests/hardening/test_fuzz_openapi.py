@@ -4,8 +4,9 @@ Each operation runs twice: as an authenticated caller (the tenant's bearer token
 /ingest, its public key and an allowed Origin on /sdk/v1, its own site id in the path, so the
 cases reach past authentication) and as an anonymous caller (everything generated, no
 credentials). Both mix valid (positive) and schema-breaking (negative) cases. Every answer must
-be a non-5xx, documented status with the documented content type and body, and every error must
-have the one error shape.
+be a non-5xx, documented status with the documented content type and body, every error must
+have the one error shape, and a refused request must leave the store as it was (a dump of every
+collection before and after it, but those a refusal is meant to write: see REFUSALS_WRITE).
 
 The app runs on the test's event loop (the `base_url` fixture); the synchronous schemathesis
 calls run in a thread so the loop keeps serving. Examples are few and derandomised: a failure
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -63,6 +65,14 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_headers_conformance, response_schema_conformance]
 
 ALLOWED_ORIGIN = "https://shop.example"
+
+#: Collections a refused request is meant to write, and why.
+REFUSALS_WRITE = {
+    "login_throttle": "a failed login is counted, to throttle guessing",
+    "refresh_tokens": "a reused refresh token revokes its whole family",
+    "dsr_requests": "a data-subject request that fails is logged as failed, with its due date",
+    "audit_log": "the audit trail records refused administrative actions too",
+}
 
 
 def _operation_labels() -> list[str]:
@@ -131,8 +141,22 @@ def _check_error_shape(label: str, response: Any, validator: Draft202012Validato
     assert not errors, f"{response.status_code} is not the one error shape: {body!r}: {errors[0]}"
 
 
+async def _store_dump(deps: Any) -> dict[str, list[str]]:
+    """Every collection's documents as text, sorted, once background work has settled."""
+    join = getattr(deps.queue, "join", None)
+    if join is not None:
+        await join()  # the embedded error queue: jobs accepted earlier are finished first
+    dump = {}
+    for name in await deps.store.collection_names():
+        if name not in REFUSALS_WRITE:
+            documents = await deps.store.collection(name).find({}).to_list(None)
+            dump[name] = sorted(repr(document) for document in documents)
+    return dump
+
+
 def _fuzz(operation: Any, base_url: str, fixed: tuple[dict[str, Any], dict[str, Any]],
-          headers: dict[str, str], error_shape: Draft202012Validator) -> int:
+          headers: dict[str, str], error_shape: Draft202012Validator,
+          snapshot: Callable[[], dict[str, list[str]]]) -> int:
     """Run the bounded, derandomised hypothesis search for one operation; return cases sent."""
     fixed_path, fixed_query = fixed
     strategy = st.one_of(*(
@@ -147,10 +171,17 @@ def _fuzz(operation: Any, base_url: str, fixed: tuple[dict[str, Any], dict[str, 
                                      HealthCheck.data_too_large])
     @given(case=strategy)
     def run(case: Any) -> None:
+        before = snapshot()
         response = case.call(base_url=base_url, headers=headers, timeout=30)
         sent[0] += 1
         case.validate_response(response, checks=CHECKS, headers=headers)
         _check_error_shape(operation.label, response, error_shape)
+        if response.status_code >= 400:
+            after = snapshot()
+            changed = sorted(name for name in {*before, *after}
+                             if before.get(name) != after.get(name))
+            assert not changed, f"a refused {operation.label} ({response.status_code}) " \
+                                f"changed {changed}"
 
     run()
     return sent[0]
@@ -160,7 +191,7 @@ def _fuzz(operation: Any, base_url: str, fixed: tuple[dict[str, Any], dict[str, 
 @pytest.mark.parametrize("caller", ["authenticated", "anonymous"])
 async def test_every_operation_answers_as_documented_under_fuzzing(
     label: str, caller: str, api_schema: Any, error_shape: Draft202012Validator,
-    base_url: str, tenant: Tenant,
+    base_url: str, tenant: Tenant, deps: Any,
 ) -> None:
     method, path = label.split(" ", 1)
     operation = api_schema[path][method]
@@ -170,5 +201,11 @@ async def test_every_operation_answers_as_documented_under_fuzzing(
     else:
         fixed_path, headers = _authenticated(operation, tenant)
         fixed = (fixed_path, _fixed_query(operation, tenant))
-    sent = await asyncio.to_thread(_fuzz, operation, base_url, fixed, headers, error_shape)
+    loop = asyncio.get_running_loop()
+
+    def snapshot() -> dict[str, list[str]]:
+        return asyncio.run_coroutine_threadsafe(_store_dump(deps), loop).result(timeout=60)
+
+    sent = await asyncio.to_thread(_fuzz, operation, base_url, fixed, headers, error_shape,
+                                   snapshot)
     assert sent > 0
