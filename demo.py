@@ -136,9 +136,11 @@ async def seed_demo_activity(deps: Any, site_id: str, *, now: datetime | None = 
                 "phone": "+49 30 1234567", "kind": "form", "formId": "contact",
                 "url": origin + "/contact", "occurredAt": _iso(now - timedelta(days=days[-1])),
                 "fields": {"message": "Do you ship the blue mug to Denmark?"}})
+    agents = {visitor_id: agent for visitor_id, _, _, agent, _, _ in DEMO_VISITORS}
     for error_type, message, visitor_id, offset in DEMO_ERRORS:
         await submit_error(deps.queue, deps.intake, site, {
             "visitorId": visitor_id, "sessionId": f"{visitor_id}-s", "source": "javascript",
+            "userAgent": agents[visitor_id], "context": {"release": "demo-1.0", "cartItems": 2},
             "type": error_type, "message": message, "url": origin + "/cart",
             "stack": f"{error_type}: {message}\n    at updateCart (cart.js:42:17)",
             "occurredAt": _iso(now - timedelta(days=offset))})

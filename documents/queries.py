@@ -198,6 +198,15 @@ async def visitor_profile(store: Store, site_id: str, visitor_id: str) -> dict[s
     }
 
 
+async def pageviews_arriving(store: Store, site_id: str) -> datetime | None:
+    """When the site's most recently seen visitor with a pageview was last seen; None before
+    the first pageview. The visitors-by-last-seen index finds it in one step once data flows."""
+    found = await store.collection("visitors").find(
+        {"siteId": site_id, "counts.pageviews": {"$gt": 0}}, {"lastSeen": 1}).sort(
+        "lastSeen", DESCENDING).limit(1).to_list(None)
+    return found[0]["lastSeen"] if found else None
+
+
 # Errors --------------------------------------------------------------------------------------
 
 

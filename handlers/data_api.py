@@ -14,6 +14,7 @@ from typing import Any
 from documents import audit, error_records, leads, queries, recordings, sites
 from documents import requests as request_log
 from errors import NotFound
+from handlers import ui
 from handlers.base import BaseHandler
 
 SITE_ID = r"([0-9a-f-]{36})"
@@ -260,6 +261,36 @@ class SegmentHandler(SiteDataHandler):
             return False
 
 
+class InstallHandler(SiteDataHandler):
+    """GET .../install: what installing the site on a shop needs (the loader snippet, the plugin
+    archive and the values to enter) and whether its pageviews arrive yet."""
+
+    async def get(self, site_id: str) -> None:
+        site = await self.readable_site(site_id)
+        service_url = self.deps.settings.public_url.rstrip("/")
+        archive = ui.PLUGIN_ROOT / ui.PLUGIN_ARCHIVE
+        last_pageview = await queries.pageviews_arriving(self.deps.store, site["_id"])
+        self.write_json(json_ready({
+            "serviceUrl": service_url,
+            "publicKey": site["publicKey"],
+            "apiKeyHint": site.get("apiKeyHint"),
+            "allowedOrigins": site.get("allowedOrigins", []),
+            "loaderSnippet": loader_snippet(service_url, site["publicKey"]),
+            "plugin": {"available": archive.is_file(), "url": ui.PLUGIN_DOWNLOAD_PATH,
+                       "bytes": archive.stat().st_size if archive.is_file() else None,
+                       "build": "make plugin-zip"},
+            "receiving": last_pageview is not None,
+            "lastPageviewAt": last_pageview,
+        }))
+
+
+def loader_snippet(service_url: str, public_key: str) -> str:
+    """The two script tags of docs/sdk.md, ready to paste into a shop's pages."""
+    return ("<script>window.svc = window.svc || function () { (svc.q = svc.q || [])"
+            ".push(arguments); };</script>\n"
+            f'<script async src="{service_url}/sdk/v1/loader.js?key={public_key}"></script>')
+
+
 class DailyStatsHandler(SiteDataHandler):
     """GET .../stats/daily?from=&to=: pageviews and errors per UTC day, for the charts."""
 
@@ -283,4 +314,5 @@ default_handlers = [
     (rf"/api/v1/sites/{SITE_ID}/recordings/{UUID}/segments", RecordingSegmentsHandler),
     (rf"/api/v1/sites/{SITE_ID}/segments/{UUID}", SegmentHandler),
     (rf"/api/v1/sites/{SITE_ID}/stats/daily", DailyStatsHandler),
+    (rf"/api/v1/sites/{SITE_ID}/install", InstallHandler),
 ]

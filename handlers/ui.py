@@ -22,6 +22,11 @@ from handlers.base import CODE_FOR_STATUS, BaseHandler
 
 #: static/: index.html (the shell) and dist/ (the built modules and styles, git-ignored).
 STATIC_ROOT = Path(__file__).resolve().parent.parent / "static"
+#: Where `make plugin-zip` builds the WordPress plugin's archive (git-ignored).
+PLUGIN_ROOT = Path(__file__).resolve().parent.parent / "dist"
+PLUGIN_ARCHIVE = "visitor-service.zip"
+#: The archive's public path: the plugin's code is no secret, like /sdk/v1/loader.js.
+PLUGIN_DOWNLOAD_PATH = "/downloads/visitor-service.zip"
 
 
 def security_headers(public_url: str) -> dict[str, str]:
@@ -103,9 +108,27 @@ class DashboardIconHandler(DashboardAssetHandler):
         await super().get("favicon.ico", include_body)
 
 
+class PluginArchiveHandler(DashboardAssetHandler):
+    """GET /downloads/visitor-service.zip: the WordPress plugin as `make plugin-zip` built it,
+    a 404 when it was not built on this server (the dashboard then says how to build it)."""
+
+    def initialize(self, path: str, default_filename: str | None = None) -> None:
+        # Read at each request, so a `make plugin-zip` run after the start is offered at once.
+        super().initialize(str(PLUGIN_ROOT), default_filename)
+
+    async def get(self, path: str = "", include_body: bool = True) -> None:
+        await super().get(PLUGIN_ARCHIVE, include_body)
+
+    def set_extra_headers(self, path: str) -> None:
+        super().set_extra_headers(path)
+        self.set_header("Content-Type", "application/zip")
+        self.set_header("Content-Disposition", f'attachment; filename="{PLUGIN_ARCHIVE}"')
+
+
 default_handlers = [
     (r"/", DashboardShellHandler),
     (r"/app/(.*)", DashboardShellHandler),
     (r"/static/(.*)", DashboardAssetHandler, {"path": str(STATIC_ROOT)}),
     (r"/favicon\.ico", DashboardIconHandler, {"path": str(STATIC_ROOT)}),
+    (r"/downloads/visitor-service\.zip", PluginArchiveHandler, {"path": str(PLUGIN_ROOT)}),
 ]

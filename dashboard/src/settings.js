@@ -4,6 +4,7 @@
 import { describeError } from './api.js';
 import { actionButton, csvDownload, download } from './controls.js';
 import { alertBox, empty, h, when } from './dom.js';
+import { facts } from './pages.js';
 
 const api = (site) => `/api/v1/sites/${site.id}`;
 
@@ -70,8 +71,77 @@ export async function settingsPage(app, site) {
     h('textarea', { id: 'origins', name: 'origins', disabled }, (site.allowedOrigins || []).join('\n'))),
   outcome,
   admin ? h('button', { type: 'submit', id: 'save-settings' }, 'Save settings') : h('p', { class: 'hint' }, 'Viewers can read settings; owners and admins change them.'));
-  return h('div', {}, h('h1', {}, 'Site settings'), form, notificationsForm(app, site, channels, disabled),
-    keysPanel(app, site, admin));
+  return h('div', {}, h('h1', {}, 'Site settings'), await installPanel(app, site), form,
+    notificationsForm(app, site, channels, disabled), keysPanel(app, site, admin));
+}
+
+/** How often the install panel asks whether the first pageview has arrived. */
+const RECEIVING_POLL_MS = 3000;
+
+/** A copy button for `text`; where the clipboard is refused, the text is selected instead. */
+function copyButton(label, text, selectable) {
+  return h('button', { type: 'button', class: 'secondary', onclick: async (event) => {
+    try {
+      await navigator.clipboard.writeText(text);
+      event.target.textContent = 'Copied';
+    } catch {
+      getSelection().selectAllChildren(selectable);
+      event.target.textContent = 'Selected: press Ctrl+C';
+    }
+  } }, label);
+}
+
+function receivingState(install) {
+  return install.receiving
+    ? h('div', { class: 'notice', id: 'install-state', dataset: { receiving: 'true' } },
+      h('strong', {}, 'Receiving data.'), ` The latest pageview arrived ${when(install.lastPageviewAt)}.`)
+    : h('div', { class: 'waiting', id: 'install-state', dataset: { receiving: 'false' } },
+      h('strong', {}, 'Waiting for the first event…'),
+      ' Install the plugin or the snippet below and open a page of your shop; this turns green when its first pageview arrives.');
+}
+
+/**
+ * Installing the site on a shop: the state of the first pageview (polled until it arrives),
+ * the WordPress plugin with the values to enter, and the loader snippet for any other site.
+ */
+async function installPanel(app, site) {
+  const install = await app.session.json(`${api(site)}/install`);
+  const state = h('div', { role: 'status', 'aria-live': 'polite' }, receivingState(install));
+  if (!install.receiving) {
+    const timer = setInterval(async () => {
+      if (!state.isConnected) { clearInterval(timer); return; }
+      try {
+        const now = await app.session.json(`${api(site)}/install`);
+        if (now.receiving) {
+          clearInterval(timer);
+          state.replaceChildren(receivingState(now));
+        }
+      } catch { /* a missed poll is retried on the next tick */ }
+    }, RECEIVING_POLL_MS);
+  }
+  const snippet = h('code', { id: 'loader-snippet' }, install.loaderSnippet);
+  const value = (id, text) => h('span', { class: 'key', id }, text);
+  const plugin = install.plugin.available
+    ? h('p', {}, h('a', { class: 'button', id: 'plugin-download', href: install.plugin.url, download: 'visitor-service.zip' },
+      'Download the WordPress plugin'), ' ', h('span', { class: 'hint' }, `visitor-service.zip, ${Math.ceil(install.plugin.bytes / 1024)} KB`))
+    : h('p', { id: 'plugin-missing' }, 'The plugin archive has not been built on this server. Build it with ',
+      h('code', {}, install.plugin.build), ' in the service’s directory; it is then offered here.');
+  return h('section', { class: 'panel', 'aria-labelledby': 'install-title', id: 'install' },
+    h('h2', { id: 'install-title' }, 'Install on your shop'), state,
+    h('h3', {}, 'WordPress and WooCommerce'), plugin,
+    h('p', {}, 'Upload it under Plugins → Add New → Upload Plugin, activate it, then enter under Settings → Visitor Service:'),
+    facts([
+      ['Service URL', value('install-service-url', install.serviceUrl)],
+      ['Public key', value('install-public-key', install.publicKey)],
+      ['API key', h('span', {}, value('install-api-key', install.apiKeyHint || 'hidden'),
+        h('span', { class: 'hint' }, ' shown in full only when created or rotated (Keys, below); '
+          + 'keep it in wp-config.php as VISITOR_SERVICE_API_KEY')),
+      ]]),
+    install.allowedOrigins.length ? null : h('p', { class: 'warning' },
+      'Add your shop’s address to the allowed origins below, or browsers’ data is refused.'),
+    h('h3', {}, 'Any other site'),
+    h('p', {}, 'Paste this into every page, just before </head>:'),
+    h('pre', {}, snippet), copyButton('Copy the snippet', install.loaderSnippet, snippet));
 }
 
 function notificationsForm(app, site, channels, disabled) {
