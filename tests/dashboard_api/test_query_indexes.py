@@ -1,0 +1,45 @@
+"""Each query shape the issue-21 dashboard reads issue is served by a declared index.
+
+A shape is the collection, the fields it matches by equality (any order, they lead the index)
+and then the one field it ranges over or sorts by. `_id` lookups need no declared index.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import documents
+from documents import error_records
+
+DECLARED = documents.declared_indexes()
+
+SHAPES = [
+    # ranked_errors: occurrences in a date range, and the same filtered by a page prefix.
+    (error_records.OCCURRENCES, {"siteId"}, "occurredAt"),
+    (error_records.OCCURRENCES, {"siteId"}, "page"),
+    # error_breakdown: one error's occurrences in a range, latest first.
+    (error_records.OCCURRENCES, {"siteId", "errorId"}, "occurredAt"),
+    # pageviews_arriving: the newest visitor with a pageview.
+    ("visitors", {"siteId"}, "lastSeen"),
+    # requests: a subject's requests (erasure forgets the id; a new request checks for one).
+    ("dsr_requests", {"siteId", "subjectDigest"}, None),
+    # the request log, newest first.
+    ("dsr_requests", {"organizationId"}, "receivedAt"),
+]
+
+
+def _served(collection: str, equal: set[str], then: str | None) -> bool:
+    for index in DECLARED:
+        if index.collection != collection:
+            continue
+        fields = [field for field, _ in index.keys]
+        if set(fields[:len(equal)]) != equal:
+            continue
+        if then is None or (len(fields) > len(equal) and fields[len(equal)] == then):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}:{'+'.join(sorted(s[1]))}:{s[2]}")
+def test_the_query_shape_has_a_declared_index(shape):
+    assert _served(*shape), f"no declared index serves {shape}"
