@@ -73,6 +73,9 @@ async def test_the_errors_list_filters_and_sorts_from_the_url_with_a_trend_per_e
     await expect(coupon.locator("td").nth(2)).to_have_text("1")
     await expect(page.locator("#errors")).not_to_contain_text("shipping")
     await page.screenshot(path=artifacts("filtered.png"), full_page=True)
+    await page.set_viewport_size({"width": 390, "height": 844})
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+    await page.screenshot(path=artifacts("filtered-390px.png"), full_page=True)
     await page.get_by_label("Page path starts with").fill("/nowhere")
     await page.get_by_role("button", name="Apply").click()
     await expect(page.get_by_text("No errors match")).to_be_visible()
@@ -110,6 +113,10 @@ async def test_an_error_shows_who_was_hit_where_on_what_with_context_and_frames(
     assert "{" not in await page.locator("main").inner_text()
     await assert_accessible(page, "an error's page")
     await page.screenshot(path=artifacts("detail.png"), full_page=True)
+    await page.set_viewport_size({"width": 390, "height": 844})
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+    await page.screenshot(path=artifacts("detail-390px.png"), full_page=True)
+    await page.set_viewport_size({"width": 1280, "height": 860})
 
     await page.get_by_role("link", name="7 days").click()
     await expect(page.get_by_role("heading", name=re.compile(

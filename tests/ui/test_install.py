@@ -49,6 +49,9 @@ async def test_settings_show_the_snippet_and_the_plugin_with_the_values_to_enter
     assert await served.body() == archive.read_bytes()
     await assert_accessible(page, "the settings page")
     await page.screenshot(path=artifacts("install.png"), full_page=True)
+    await page.set_viewport_size({"width": 390, "height": 844})
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+    await page.screenshot(path=artifacts("install-390px.png"), full_page=True)
 
 
 async def test_without_a_built_archive_the_settings_say_how_to_build_it(
