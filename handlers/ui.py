@@ -107,6 +107,10 @@ class DashboardIconHandler(DashboardAssetHandler):
     async def get(self, path: str = "", include_body: bool = True) -> None:
         await super().get("favicon.ico", include_body)
 
+    def get_content_type(self) -> str:
+        # The type browsers and the API document name, not the registry's vnd.microsoft.icon.
+        return "image/x-icon"
+
 
 class PluginArchiveHandler(DashboardAssetHandler):
     """GET /downloads/visitor-service.zip: the WordPress plugin as `make plugin-zip` built it,
@@ -119,9 +123,11 @@ class PluginArchiveHandler(DashboardAssetHandler):
     async def get(self, path: str = "", include_body: bool = True) -> None:
         await super().get(PLUGIN_ARCHIVE, include_body)
 
+    def get_content_type(self) -> str:
+        return "application/zip"
+
     def set_extra_headers(self, path: str) -> None:
         super().set_extra_headers(path)
-        self.set_header("Content-Type", "application/zip")
         self.set_header("Content-Disposition", f'attachment; filename="{PLUGIN_ARCHIVE}"')
 
 
