@@ -551,6 +551,11 @@ def open_store(mongodb_uri: str, database_name: str) -> Store:
     if mongodb_uri:
         from motor.motor_asyncio import AsyncIOMotorClient
 
+        # The driver's DEBUG records carry whole commands, documents and filters included:
+        # visitor data. Logs outlive erasure, so they never get them, whatever LOG_LEVEL says.
+        driver_log = logging.getLogger("pymongo")
+        driver_log.setLevel(max(driver_log.level, logging.INFO))
+
         client = AsyncIOMotorClient(
             mongodb_uri, tz_aware=True, serverSelectionTimeoutMS=5000, uuidRepresentation="standard"
         )
