@@ -113,9 +113,9 @@ final class Privacy
         );
         $result['items_removed'] = $removed > 0 || $anonymised > 0;
         $result['messages'][] = sprintf(
-            /* translators: 1: visitors, 2: items removed, 3: error records anonymised, 4: receipt ids */
+            /* translators: 1: visitors, 2: items removed, 3: error records anonymised, 4: receipts */
             __(
-                'Visitor Service erased %1$d visitor(s): %2$d item(s) removed, %3$d error(s) anonymised. Receipts: %4$s.',
+                'Visitor Service erased %1$d visitor(s): %2$d item(s) removed, %3$d anonymised; receipts %4$s.',
                 'visitor-service'
             ),
             $visitors,
