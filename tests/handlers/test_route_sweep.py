@@ -34,6 +34,8 @@ PUBLIC_ROUTES = {
     "/static/x": "the dashboard's built scripts and styles, the same for everyone",
     "/api/openapi.yaml": "the API's published contract, the same for everyone",
     "/api/docs": "the API reference page made from that contract",
+    "/favicon.ico": "the browser's tab icon, the same for everyone",
+    "/downloads/visitor-service.zip": "the WordPress plugin: public code, no secret in it",
 }
 
 METHODS = ("get", "post", "put", "patch", "delete")
