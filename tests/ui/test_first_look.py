@@ -14,6 +14,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 import tornado.netutil
 from playwright.async_api import Locator, Page, Response, expect
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
@@ -82,6 +83,8 @@ async def test_the_visitor_page_offers_only_the_hold_actions_that_apply(
     await expect(button.filter(has_text="Restrict processing")).to_have_count(1)
 
 
+@pytest.mark.embedded_only("the demo, and the sign-in page's hint about it, exist only on the "
+                            "embedded store")
 async def test_the_sign_in_page_names_make_run_only_for_the_embedded_demo(
         page: Page, dashboard: Dashboard, settings, deps, artifacts):
     await page.goto(dashboard.url + "/app/login")
