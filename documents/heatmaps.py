@@ -1,4 +1,4 @@
-"""Heatmap background images, stored in GridFS with the recordings they were rendered from.
+"""Heatmaps: background images in GridFS with the recordings they came from, and the counts.
 
 Keeping the source recording ids on each image is what lets erasure find and delete the
 images rendered from a visitor's recordings (spec §4.3 effect 6).
@@ -9,7 +9,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from documents.store import ASCENDING, Index, Store
+from documents import interactions
+from documents.store import ASCENDING, DuplicateKeyError, Index, Store
 
 BUCKET = "heatmaps"
 
@@ -32,3 +33,148 @@ async def store_heatmap(store: Store, site_id: str, page_url: str, image: bytes,
         session=session,
     )
     return file_id
+
+
+# --- Aggregates kept at ingest -------------------------------------------------------------------
+#
+# One document per (site, page, width class, kind, day, target, cell) holding counts only: `n`
+# events, `xSum`/`ySum` (page position fallbacks). Scroll documents (kind "scroll", no target)
+# hold `views`, `foldSum` and `reach.<depth>`: how many views reached each depth bucket. Nothing
+# in them names a visitor; each raw interaction event keeps the `heatmap` contribution it added,
+# so erasure subtracts exactly the visitor's share (decision "Heatmaps (issue 22)").
+
+COUNTS = "heatmap_counts"
+
+#: Click kinds drawn as points; "scroll" is drawn as a gradient.
+POINT_KINDS = ("click", "rage_click", "dead_click")
+KINDS = (*POINT_KINDS, "scroll")
+#: Viewport widths below each bound fall in that class (CSS's common phone/tablet breakpoints).
+WIDTH_CLASSES = (("phone", 768), ("tablet", 1024), ("desktop", 1_000_000))
+#: Offsets inside an element are kept in tenths of its box: 100 cells per element.
+OFFSET_STEPS = 10
+#: Scroll depth reach is counted per 5 percent.
+DEPTH_STEP = 5
+#: Clicks without a selector fall on a page grid: tenths of the width, 50 px rows.
+GRID_ROW_PX = 50
+
+_KEY = ("siteId", "page", "width", "kind", "day", "target", "cell")
+
+INDEXES += [
+    # The heatmap read (one page, width, kind, over days) and the $inc upsert's match.
+    Index(COUNTS, tuple((name, ASCENDING) for name in _KEY), unique=True),
+    # The pages list: a site's counts over a date range.
+    Index(COUNTS, (("siteId", ASCENDING), ("day", ASCENDING), ("page", ASCENDING))),
+]
+
+
+def width_class(viewport_width: int | None) -> str:
+    """desktop, tablet or phone for a viewport width (desktop when unknown)."""
+    if not viewport_width:
+        return "desktop"
+    return next(name for name, bound in WIDTH_CLASSES if viewport_width < bound)
+
+
+def _step(fraction: float) -> int:
+    return min(OFFSET_STEPS - 1, max(0, int(fraction * OFFSET_STEPS)))
+
+
+def contribution(event: dict[str, Any], page: str) -> dict[str, Any] | None:
+    """What one stored interaction adds to the aggregates (kept on the event for erasure)."""
+    kind = event["kind"]
+    width = event.get("vw")
+    base = {"page": page, "width": width_class(width), "day": event["at"].strftime("%Y-%m-%d")}
+    if kind == "scroll_depth":
+        start = float(event.get("from") or 0)
+        reached = [step for step in range(DEPTH_STEP, 101, DEPTH_STEP)
+                   if start < step <= event["depth"]]
+        return {**base, "kind": "scroll", "target": "", "cell": 0, "reach": reached,
+                "view": start == 0, "fold": float(event.get("fold") or 0)}
+    if kind not in POINT_KINDS:
+        return None
+    x = float(event.get("x") or 0) / width if width else 0.0
+    selector = event.get("selector") or ""
+    if selector and "ox" in event and "oy" in event:
+        cell = _step(event["ox"]) * OFFSET_STEPS + _step(event["oy"])
+    else:
+        selector = ""
+        cell = _step(x) * 100_000 + int(event.get("y") or 0) // GRID_ROW_PX
+    return {**base, "kind": kind, "target": selector, "cell": cell, "x": round(min(x, 1.0), 4),
+            "y": int(event.get("y") or 0)}
+
+
+def _increments(share: dict[str, Any], sign: int) -> dict[str, Any]:
+    if share["kind"] == "scroll":
+        inc: dict[str, Any] = {f"reach.{step}": sign for step in share["reach"]}
+        if share["view"]:
+            inc.update({"views": sign, "foldSum": sign * share["fold"]})
+        return inc
+    return {"n": sign, "xSum": sign * share["x"], "ySum": sign * share["y"]}
+
+
+async def _apply_shares(store: Store, site_id: str, shares: list[dict[str, Any]], sign: int,
+                        session: Any) -> int:
+    grouped: dict[tuple[Any, ...], dict[str, float]] = {}
+    for share in shares:
+        key = tuple(share[name] for name in _KEY[1:])
+        totals = grouped.setdefault(key, {})
+        for field, amount in _increments(share, sign).items():
+            totals[field] = totals.get(field, 0) + amount
+    collection = store.collection(COUNTS)
+    for key, totals in grouped.items():
+        if not totals:
+            continue
+        match = dict(zip(_KEY, (site_id, *key), strict=True))
+        try:
+            await collection.update_one(match, {"$inc": totals}, upsert=sign > 0,
+                                        session=session)
+        except DuplicateKeyError:
+            # Two first increments of one cell raced; the unique index let one insert, and
+            # this retry finds its document and increments it.
+            await collection.update_one(match, {"$inc": totals}, session=session)
+    return len(grouped)
+
+
+async def add_to_aggregates(store: Store, site_id: str, shares: list[dict[str, Any]], *,
+                            session: Any = None) -> int:
+    """Count the shares of newly stored interactions; returns the documents touched."""
+    return await _apply_shares(store, site_id, shares, 1, session)
+
+
+async def subtract_visitor(store: Store, site_id: str, visitor_id: str, *,
+                           session: Any = None) -> int:
+    """Remove the visitor's share from the aggregates (erasure); returns the shares removed."""
+    cursor = store.collection(interactions.COLLECTION).find(
+        {"siteId": site_id, "visitorId": visitor_id}, {"events": 1}, session=session)
+    shares = [event["heatmap"] async for bucket in cursor for event in bucket.get("events", [])
+              if event.get("heatmap")]
+    if not shares:
+        return 0
+    await _apply_shares(store, site_id, shares, -1, session)
+    # Cells left with nothing are removed so that no empty trace of the visitor stays.
+    await store.collection(COUNTS).delete_many(
+        {"siteId": site_id, "kind": {"$in": list(POINT_KINDS)}, "n": {"$lte": 0}},
+        session=session)
+    return len(shares)
+
+
+async def read_heatmap(store: Store, site_id: str, page: str, width: str, kind: str,
+                       first_day: str, last_day: str) -> list[dict[str, Any]]:
+    """One page's counts for a width class and kind over days: one indexed query."""
+    cursor = store.collection(COUNTS).find(
+        {"siteId": site_id, "page": page, "width": width, "kind": kind,
+         "day": {"$gte": first_day, "$lte": last_day}},
+        {"_id": 0, "target": 1, "cell": 1, "n": 1, "xSum": 1, "ySum": 1, "views": 1,
+         "foldSum": 1, "reach": 1})
+    return [doc async for doc in cursor]
+
+
+async def read_pages(store: Store, site_id: str, first_day: str, last_day: str
+                     ) -> list[dict[str, Any]]:
+    """Per page: views and interaction counts by kind over days (summed in the store)."""
+    cursor = store.collection(COUNTS).aggregate([
+        {"$match": {"siteId": site_id, "day": {"$gte": first_day, "$lte": last_day}}},
+        {"$group": {"_id": {"page": "$page", "kind": "$kind"},
+                    "n": {"$sum": {"$ifNull": ["$n", 0]}},
+                    "views": {"$sum": {"$ifNull": ["$views", 0]}}}},
+    ])
+    return [doc async for doc in cursor]

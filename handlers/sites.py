@@ -6,6 +6,7 @@ from documents import audit, sites
 from errors import InvalidInput
 from handlers.base import BaseHandler
 from privacy.exclusion import checked_settings
+from privacy.heatmap_pages import checked_page_groups
 
 
 class SitesHandler(BaseHandler):
@@ -20,7 +21,7 @@ class SitesHandler(BaseHandler):
         organization_id = body.get("organizationId") or _only_admin_organization(self.user)
         site, keys = await self.deps.keyring.create_site(
             self.user, organization_id, body["name"], body.get("allowedOrigins", []),
-            checked_settings(body.get("settings", {})),
+            checked_page_groups(checked_settings(body.get("settings", {}))),
         )
         await audit.record(
             self.deps.store, action="site.created", actor_user_id=self.user.id,
@@ -41,7 +42,7 @@ class SiteHandler(BaseHandler):
     async def patch(self, site_id: str) -> None:
         body = self.validated_body("SiteUpdate")
         if "settings" in body:
-            body["settings"] = checked_settings(body["settings"])
+            body["settings"] = checked_page_groups(checked_settings(body["settings"]))
         site = await sites.site_for_user(self.deps.store, self.user, site_id)
         updated, changed = await sites.update_site(self.deps.store, self.user, site, body)
         if changed:

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import interactions, visitors
+from documents import heatmaps, interactions, visitors
 from documents.accounts import new_id
 from documents.store import Store
 from ingest.intake import VisitorIntake, parse_time
+from privacy.heatmap_pages import page_group_rules, page_of
 from privacy.ipaddr import anonymise_addresses_in
 
 
@@ -33,7 +34,7 @@ class BatchOutcome:
 
 
 #: Optional event fields copied as they are, after the schema has bounded them.
-_EVENT_FIELDS = ("selector", "x", "y", "count", "depth")
+_EVENT_FIELDS = ("selector", "x", "y", "count", "depth", "from", "fold", "vw", "ox", "oy")
 
 
 async def record_interactions(store: Store, intake: VisitorIntake, site: dict[str, Any],
@@ -58,6 +59,12 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
     if not admitted:
         return BatchOutcome(0, dropped)
     admitted.sort(key=lambda event: event["at"])
+    rules = page_group_rules(site)
+    for event in admitted:
+        # The share each event adds to the heatmap counts stays on it, for erasure to subtract.
+        share = heatmaps.contribution(event, page_of(event["url"], rules)) if event["url"] else None
+        if share is not None:
+            event["heatmap"] = share
     batch_id = body.get("batchId")
     if batch_id is None:
         newly = await interactions.append_interactions(store, site["_id"], body["visitorId"],
@@ -71,6 +78,9 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
                          counts={"interactions": newly} if newly else None)
     if newly:
         intake.count("interaction", "stored", amount=newly)
+        # Counted only when this call stored the batch, so a retry adds nothing twice.
+        await heatmaps.add_to_aggregates(store, site["_id"], [
+            event["heatmap"] for event in admitted if "heatmap" in event])
     if newly < len(admitted):
         intake.count("interaction", "duplicate", amount=len(admitted) - newly)
     return BatchOutcome(len(admitted), dropped, duplicate=newly == 0)

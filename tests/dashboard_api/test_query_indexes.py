@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import documents
-from documents import error_records
+from documents import error_records, heatmaps
 
 DECLARED = documents.declared_indexes()
 
@@ -25,6 +25,13 @@ SHAPES = [
     ("dsr_requests", {"siteId", "subjectDigest"}, None),
     # the request log, newest first.
     ("dsr_requests", {"organizationId"}, "receivedAt"),
+    # heatmaps: one page's counts for a width class and kind over days (issue 22).
+    (heatmaps.COUNTS, {"siteId", "page", "width", "kind"}, "day"),
+    # heatmaps: a site's pages over days.
+    (heatmaps.COUNTS, {"siteId"}, "day"),
+    # heatmaps: the images of a page, and those rendered from given recordings (erasure).
+    (f"{heatmaps.BUCKET}.files", {"metadata.siteId", "metadata.pageUrl"}, None),
+    (f"{heatmaps.BUCKET}.files", {"metadata.siteId"}, "metadata.sourceRecordingIds"),
 ]
 
 
