@@ -117,6 +117,7 @@ function start(script) {
   let visibleMs = 0;
   let interactions = [];
   let maxDepth = 0;
+  let sentDepth = 0;
   let errors = 0;
   let recorder = null;
 
@@ -188,8 +189,11 @@ function start(script) {
 
   function flushInteractions(viaBeacon) {
     if (maxDepth > 0) {
+      // `from`: what this view sent before, so the server counts each depth once per view.
       interactions.push({ kind: 'scroll_depth', depth: maxDepth, at: new Date().toISOString(),
-        url: location.href });
+        url: location.href, from: sentDepth, vw: innerWidth, fold: Math.min(100,
+          Math.round((innerHeight * 100) / Math.max(document.documentElement.scrollHeight, 1))) });
+      sentDepth = maxDepth;
       maxDepth = -maxDepth; // sent; a deeper scroll later is sent again
     }
     if (!interactions.length) return;
@@ -207,11 +211,17 @@ function start(script) {
   }
 
   let recent = [];
+  // Where in its target a click landed, in fractions of the target's box: heatmaps put it on
+  // the same element at every width.
+  const frac = (v, size) => (size > 0 ? Math.min(1, Math.max(0, Math.round((v / size) * 100) / 100)) : 0);
   function trackClick(event) {
     const now = Date.now();
     const at = new Date(now).toISOString();
+    const box = event.target.getBoundingClientRect ? event.target.getBoundingClientRect() : {};
     const base = { at, url: location.href, selector: selectorOf(event.target),
-      x: Math.max(0, Math.round(event.pageX)), y: Math.max(0, Math.round(event.pageY)) };
+      x: Math.max(0, Math.round(event.pageX)), y: Math.max(0, Math.round(event.pageY)),
+      vw: innerWidth, ox: frac(event.clientX - box.left, box.width),
+      oy: frac(event.clientY - box.top, box.height) };
     interactions.push({ kind: 'click', ...base });
     recent = recent.filter((c) => now - c.t < RAGE_WINDOW_MS
       && Math.hypot(c.x - event.clientX, c.y - event.clientY) <= RAGE_RADIUS_PX);
