@@ -44,6 +44,7 @@ from handlers import auth as auth_handlers
 from handlers import csv_exports as csv_export_handlers
 from handlers import data_api as data_api_handlers
 from handlers import health as health_handlers
+from handlers import heatmaps as heatmap_handlers
 from handlers import ingest as ingest_handlers
 from handlers import ingest_errors as ingest_error_handlers
 from handlers import ingest_recordings as recording_handlers
@@ -177,6 +178,7 @@ def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
         *site_handlers.default_handlers,
         *visitor_handlers.default_handlers,
         *data_api_handlers.default_handlers,
+        *heatmap_handlers.default_handlers,
         *csv_export_handlers.default_handlers,
         *live_handlers.default_handlers,
         *notification_handlers.default_handlers,

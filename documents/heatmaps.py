@@ -18,21 +18,46 @@ INDEXES = [
     Index(f"{BUCKET}.files", (("metadata.siteId", ASCENDING),
                               ("metadata.sourceRecordingIds", ASCENDING))),
     Index(f"{BUCKET}.files", (("metadata.siteId", ASCENDING), ("metadata.pageUrl", ASCENDING))),
+    # The newest image of a page at a width class.
+    Index(f"{BUCKET}.files", (("metadata.siteId", ASCENDING), ("metadata.pageUrl", ASCENDING),
+                              ("metadata.width", ASCENDING), ("uploadDate", ASCENDING))),
     Index(f"{BUCKET}.chunks", (("files_id", ASCENDING), ("n", ASCENDING)), unique=True),
 ]
 
 
 async def store_heatmap(store: Store, site_id: str, page_url: str, image: bytes,
-                        source_recording_ids: list[str], *, session: Any = None) -> str:
-    """Store a rendered image with the recordings it came from; returns its file id."""
+                        source_recording_ids: list[str], *, session: Any = None,
+                        details: dict[str, Any] | None = None) -> str:
+    """Store a rendered image with the recordings it came from; returns its file id.
+
+    `details` (width class, size, element boxes) go into the metadata beside them.
+    """
     file_id = str(uuid.uuid4())
     await store.bucket(BUCKET).upload(
         file_id, f"{site_id}/heatmap-{file_id}.png", image,
-        {"siteId": site_id, "pageUrl": page_url, "contentType": "image/png",
+        {**(details or {}), "siteId": site_id, "pageUrl": page_url, "contentType": "image/png",
          "sourceRecordingIds": sorted(set(source_recording_ids))},
         session=session,
     )
     return file_id
+
+
+async def latest_image(store: Store, site_id: str, page: str, width: str
+                       ) -> dict[str, Any] | None:
+    """The newest image of a page at a width class (its files document), if any."""
+    cursor = store.bucket(BUCKET).files.find(
+        {"metadata.siteId": site_id, "metadata.pageUrl": page, "metadata.width": width}
+    ).sort("uploadDate", -1).limit(1)
+    found = [doc async for doc in cursor]
+    return found[0] if found else None
+
+
+async def read_image(store: Store, site_id: str, file_id: str) -> bytes | None:
+    """An image's PNG bytes, if it belongs to the site."""
+    bucket = store.bucket(BUCKET)
+    if await bucket.files.find_one({"_id": file_id, "metadata.siteId": site_id}) is None:
+        return None
+    return b"".join([chunk async for chunk in bucket.read_chunks(file_id)])
 
 
 # --- Aggregates kept at ingest -------------------------------------------------------------------
@@ -178,3 +203,49 @@ async def read_pages(store: Store, site_id: str, first_day: str, last_day: str
                     "views": {"$sum": {"$ifNull": ["$views", 0]}}}},
     ])
     return [doc async for doc in cursor]
+
+
+def summarise(rows: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    """Day documents summed into what the dashboard draws: points, or the scroll reach."""
+    if kind == "scroll":
+        views = sum(row.get("views", 0) for row in rows)
+        fold = sum(row.get("foldSum", 0) for row in rows)
+        reach = {step: sum(row.get("reach", {}).get(str(step), 0) for row in rows)
+                 for step in range(DEPTH_STEP, 101, DEPTH_STEP)}
+        return {"views": views, "fold": round(fold / views, 1) if views else None,
+                "reach": [{"depth": step, "views": count,
+                           "share": round(count / views, 4) if views else 0}
+                          for step, count in reach.items()]}
+    cells: dict[tuple[str, int], list[float]] = {}
+    for row in rows:
+        totals = cells.setdefault((row["target"], row["cell"]), [0, 0.0, 0.0])
+        totals[0] += row.get("n", 0)
+        totals[1] += row.get("xSum", 0)
+        totals[2] += row.get("ySum", 0)
+    points = []
+    for (target, cell), (n, x_sum, y_sum) in cells.items():
+        if n <= 0:
+            continue
+        point: dict[str, Any] = {"selector": target or None, "count": n,
+                                 "x": round(x_sum / n, 4), "y": round(y_sum / n)}
+        if target:
+            point["ox"] = (cell // OFFSET_STEPS + 0.5) / OFFSET_STEPS
+            point["oy"] = (cell % OFFSET_STEPS + 0.5) / OFFSET_STEPS
+        points.append(point)
+    points.sort(key=lambda point: -point["count"])
+    return {"total": sum(point["count"] for point in points), "points": points}
+
+
+def summarise_pages(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pages list rows, busiest first: views and counts per kind."""
+    pages: dict[str, dict[str, int]] = {}
+    for row in rows:
+        page = pages.setdefault(row["_id"]["page"], {"views": 0, **dict.fromkeys(POINT_KINDS, 0)})
+        if row["_id"]["kind"] == "scroll":
+            page["views"] += row["views"]
+        else:
+            page[row["_id"]["kind"]] += row["n"]
+    listed = [{"page": page, "views": c["views"], "clicks": c["click"],
+               "rageClicks": c["rage_click"], "deadClicks": c["dead_click"]}
+              for page, c in pages.items()]
+    return sorted(listed, key=lambda p: (-(p["views"] + p["clicks"]), p["page"]))

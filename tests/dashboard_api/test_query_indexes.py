@@ -32,6 +32,11 @@ SHAPES = [
     # heatmaps: the images of a page, and those rendered from given recordings (erasure).
     (f"{heatmaps.BUCKET}.files", {"metadata.siteId", "metadata.pageUrl"}, None),
     (f"{heatmaps.BUCKET}.files", {"metadata.siteId"}, "metadata.sourceRecordingIds"),
+    # heatmaps: the newest image of a page at a width class.
+    (f"{heatmaps.BUCKET}.files", {"metadata.siteId", "metadata.pageUrl", "metadata.width"},
+     "uploadDate"),
+    # the render job: a site's recent recordings by status.
+    ("recordings", {"siteId", "status"}, "lastActivityAt"),
 ]
 
 

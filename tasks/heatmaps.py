@@ -1,0 +1,256 @@
+"""Heatmaps for the dashboard, and the worker job that renders a page's background image.
+
+The view reads the counts kept at ingest (documents/heatmaps.py) in one indexed query and says
+why a page has no image. The render job replays the full snapshot of a recent recording of the
+page at that width class in headless Chromium (Debian's, through Playwright), lets the browser
+fetch nothing but the recorded site's own origin, stops at a time and a size limit, and stores a
+full-page PNG with the recording it came from and the boxes of the clicked elements.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import io
+import json
+import logging
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from documents import heatmaps, recordings
+from documents.store import Store
+from privacy.exclusion import exclusion_for, site_exclusion_rules
+from privacy.heatmap_pages import page_group_rules, page_of
+
+log = logging.getLogger(__name__)
+
+#: An image older than this is rendered again from a newer recording, when there is one.
+RERENDER_AFTER = timedelta(days=7)
+#: Recordings looked at, newest first, for one of the page at the width class.
+RECENT_RECORDINGS = 30
+#: The replayer bundle (built by `make sdk`); rrweb rebuilds the snapshot in a sandboxed frame.
+REPLAYER = Path(__file__).resolve().parent.parent / "sdk" / "dist" / "replayer.js"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"]
+
+
+@dataclass(frozen=True)
+class RenderLimits:
+    """What one render may take: wall time, decompressed recording, page height, PNG size."""
+
+    seconds: float = 30.0
+    recording_bytes: int = 32 * 1024 * 1024
+    height_px: int = 12_000
+    png_bytes: int = 8 * 1024 * 1024
+    settle_ms: int = 500
+    selectors: int = 500
+
+
+def _day(value: date) -> str:
+    return value.isoformat()
+
+
+def no_image_reason(site: dict[str, Any], page: str) -> str | None:
+    """Why a page never gets a background image (excluded from replay), or None."""
+    if exclusion_for(page, site_exclusion_rules(site)) != "none":
+        return "excluded_from_replay"
+    return None
+
+
+async def pages_view(store: Store, site: dict[str, Any], first: date, last: date
+                     ) -> dict[str, Any]:
+    """The site's pages with views and interaction counts over the days."""
+    rows = await heatmaps.read_pages(store, site["_id"], _day(first), _day(last))
+    return {"from": _day(first), "to": _day(last), "pages": heatmaps.summarise_pages(rows)}
+
+
+async def heatmap_view(store: Store, site: dict[str, Any], page: str, width: str, kind: str,
+                       first: date, last: date) -> dict[str, Any]:
+    """One page's heatmap: what to draw, and the image to draw it on (or why there is none)."""
+    rows = await heatmaps.read_heatmap(store, site["_id"], page, width, kind, _day(first),
+                                       _day(last))
+    view: dict[str, Any] = {"page": page, "width": width, "kind": kind, "from": _day(first),
+                            "to": _day(last), **heatmaps.summarise(rows, kind),
+                            "image": None, "noImage": no_image_reason(site, page)}
+    if view["noImage"] is None:
+        image = await heatmaps.latest_image(store, site["_id"], page, width)
+        if image is None:
+            view["noImage"] = "no_recording_rendered"
+        else:
+            meta = image["metadata"]
+            view["image"] = {"id": image["_id"], "width": meta.get("viewportWidth"),
+                             "height": meta.get("height"), "boxes": meta.get("boxes", {}),
+                             "renderedAt": meta.get("renderedAt"),
+                             "recordings": len(meta.get("sourceRecordingIds", []))}
+    return view
+
+
+def render_due(image: dict[str, Any] | None, now: datetime) -> bool:
+    """Render when a page has no image at a width class, or when its image is a week old."""
+    if image is None:
+        return True
+    rendered = image["metadata"].get("renderedAt")
+    if rendered is None:
+        return True
+    if rendered.tzinfo is None:
+        rendered = rendered.replace(tzinfo=UTC)
+    return now - rendered >= RERENDER_AFTER
+
+
+async def _segments_events(store: Store, site_id: str, recording_id: str, budget: int
+                           ) -> list[dict[str, Any]] | None:
+    events: list[dict[str, Any]] = []
+    used = 0
+    for segment in await recordings.list_segments(store, site_id, recording_id):
+        data = b"".join([chunk async for chunk in
+                         recordings.stream_segment(store, site_id, segment["_id"])])
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as unpacked:
+            raw = unpacked.read(budget - used + 1)
+        used += len(raw)
+        if used > budget:
+            return None
+        events.extend(json.loads(raw))
+    return sorted(events, key=lambda event: event.get("timestamp", 0))
+
+
+def _snapshot_of(events: list[dict[str, Any]], page: str, width: str,
+                 rules: list[Any]) -> list[dict[str, Any]] | None:
+    """The first meta event of the page at the width class and the full snapshot after it."""
+    for index, event in enumerate(events):
+        data = event.get("data") or {}
+        if event.get("type") != 4 or not isinstance(data.get("href"), str):
+            continue
+        if page_of(data["href"], rules) != page or \
+                heatmaps.width_class(int(data.get("width") or 0)) != width:
+            continue
+        for later in events[index + 1:]:
+            if later.get("type") == 4:
+                break
+            if later.get("type") == 2:
+                return [event, later]
+    return None
+
+
+async def find_snapshot(store: Store, site: dict[str, Any], page: str, width: str,
+                        limits: RenderLimits) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """A recent recording of the page at the width class, and its meta + full snapshot."""
+    rules = page_group_rules(site)
+    collection = store.collection("recordings")
+    for status in ("ended", "active"):
+        cursor = collection.find({"siteId": site["_id"], "status": status}).sort(
+            "lastActivityAt", -1).limit(RECENT_RECORDINGS)
+        async for recording in cursor:
+            if not any(page_of(p["url"], rules) == page for p in recording.get("pages", [])):
+                continue
+            events = await _segments_events(store, site["_id"], recording["_id"],
+                                            limits.recording_bytes)
+            snapshot = _snapshot_of(events or [], page, width, rules)
+            if snapshot:
+                return recording, snapshot
+    return None
+
+
+_BOXES = """selectors => {
+  const frame = document.querySelector('#root iframe');
+  const doc = frame.contentDocument;
+  const boxes = {};
+  for (const selector of selectors) {
+    let el = null;
+    try { el = doc.querySelector(selector); } catch (e) { continue; }
+    if (!el) continue;
+    const r = el.getBoundingClientRect();
+    boxes[selector] = [r.left + doc.defaultView.scrollX, r.top + doc.defaultView.scrollY,
+                       r.width, r.height];
+  }
+  return boxes;
+}"""
+
+_SIZE = """maxHeight => {
+  const frame = document.querySelector('#root iframe');
+  const doc = frame.contentDocument.documentElement;
+  const height = Math.min(maxHeight, Math.max(doc.scrollHeight, 1));
+  frame.style.height = height + 'px';
+  frame.setAttribute('height', String(height));
+  return height;
+}"""
+
+
+async def _screenshot(chromium_path: str, origin: str, snapshot: list[dict[str, Any]],
+                      selectors: list[str], limits: RenderLimits) -> tuple[bytes, int, dict]:
+    from playwright.async_api import async_playwright  # the worker's dependency only
+
+    meta = snapshot[0]["data"]
+    viewport = {"width": int(meta.get("width") or 1280), "height": int(meta.get("height") or 800)}
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium_path, headless=True,
+                                                   args=CHROMIUM_FLAGS)
+        try:
+            page = await browser.new_page(viewport=viewport)
+
+            async def only_the_sites_origin(route: Any) -> None:
+                url = urlsplit(route.request.url)
+                if f"{url.scheme}://{url.netloc}" == origin:
+                    await route.continue_()
+                else:
+                    await route.abort()
+
+            await page.route("**/*", only_the_sites_origin)
+            await page.set_content("<!doctype html><html><body style='margin:0'>"
+                                   "<div id='root'></div></body></html>")
+            await page.add_script_tag(content=REPLAYER.read_text(encoding="utf-8"))
+            await page.evaluate("events => { window.replayer = svcReplay(events, "
+                                "document.getElementById('root')); window.replayer.pause(0); }",
+                                snapshot)
+            await page.wait_for_timeout(limits.settle_ms)
+            height = await page.evaluate(_SIZE, limits.height_px)
+            await page.set_viewport_size({"width": viewport["width"], "height": height})
+            boxes = await page.evaluate(_BOXES, selectors[:limits.selectors])
+            png = await page.locator("#root iframe").screenshot(type="png")
+        finally:
+            await browser.close()
+    return png, height, boxes
+
+
+async def render_heatmap(store: Store, site: dict[str, Any], page: str, width: str, *,
+                         chromium_path: str, limits: RenderLimits | None = None,
+                         now: datetime | None = None) -> str | None:
+    """Render and store the page's image at the width class; its file id, or None.
+
+    None when the page is excluded from replay, when no recent recording shows it at that width,
+    or when a limit was hit (logged with the site id only).
+    """
+    limits = limits or RenderLimits()
+    if no_image_reason(site, page) is not None:
+        return None
+    found = await find_snapshot(store, site, page, width, limits)
+    if found is None:
+        return None
+    recording, snapshot = found
+    href = urlsplit(snapshot[0]["data"]["href"])
+    origin = f"{href.scheme}://{href.netloc}"
+    today = (now or datetime.now(UTC)).date()
+    rows = await heatmaps.read_heatmap(store, site["_id"], page, width, "click",
+                                       _day(today - timedelta(days=90)), _day(today))
+    selectors = sorted({row["target"] for row in rows if row["target"]})
+    for kind in ("rage_click", "dead_click"):
+        rows = await heatmaps.read_heatmap(store, site["_id"], page, width, kind,
+                                           _day(today - timedelta(days=90)), _day(today))
+        selectors = sorted(set(selectors) | {row["target"] for row in rows if row["target"]})
+    try:
+        async with asyncio.timeout(limits.seconds):
+            png, height, boxes = await _screenshot(chromium_path, origin, snapshot, selectors,
+                                                   limits)
+    except TimeoutError:
+        log.warning("heatmap render timed out", extra={"siteId": site["_id"]})
+        return None
+    if len(png) > limits.png_bytes:
+        log.warning("heatmap image over the size limit", extra={"siteId": site["_id"]})
+        return None
+    return await heatmaps.store_heatmap(
+        store, site["_id"], page, png, [recording["_id"]],
+        details={"width": width, "viewportWidth": int(snapshot[0]["data"].get("width") or 0),
+                 "height": height, "boxes": boxes, "renderedAt": now or datetime.now(UTC)})
