@@ -4,12 +4,13 @@ import { createSession, describeError } from './api.js';
 import { openLive } from './live.js';
 import { alertBox, h } from './dom.js';
 import { errorsPage } from './errors.js';
+import { heatmapsPage } from './heatmaps.js';
 import { leadsPage, overview, recordingsPage, visitorsPage } from './pages.js';
 import { privacyPage, settingsPage } from './settings.js';
 
 const PAGES = {
   '': overview, visitors: visitorsPage, errors: errorsPage, leads: leadsPage,
-  recordings: recordingsPage, settings: settingsPage, privacy: privacyPage,
+  recordings: recordingsPage, settings: settingsPage, privacy: privacyPage, heatmaps: heatmapsPage,
 };
 
 const root = document.getElementById('app');
@@ -115,7 +116,7 @@ async function start() {
 
 const TABS = [
   ['', 'Overview'], ['visitors', 'Visitors'], ['errors', 'Errors'], ['leads', 'Leads'],
-  ['recordings', 'Recordings'], ['settings', 'Settings'], ['privacy', 'Privacy & exports'],
+  ['recordings', 'Recordings'], ['heatmaps', 'Heatmaps'], ['settings', 'Settings'], ['privacy', 'Privacy & exports'],
 ];
 
 function shell(site, section, content) {
