@@ -173,6 +173,7 @@ _SIZE = """maxHeight => {
   const frame = document.querySelector('#root iframe');
   const doc = frame.contentDocument.documentElement;
   const height = Math.min(maxHeight, Math.max(doc.scrollHeight, 1));
+  frame.style.border = '0';
   frame.style.height = height + 'px';
   frame.setAttribute('height', String(height));
   return height;
