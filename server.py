@@ -53,6 +53,7 @@ from handlers import notifications as notification_handlers
 from handlers import sdk as sdk_handlers
 from handlers import sites as site_handlers
 from handlers import subject_requests_by_email as privacy_by_email_handlers
+from handlers import surveys as survey_handlers
 from handlers import ui as ui_handlers
 from handlers import visitors as visitor_handlers
 from handlers.base import NotFoundHandler
@@ -180,6 +181,7 @@ def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
         *data_api_handlers.default_handlers,
         *heatmap_handlers.default_handlers,
         *csv_export_handlers.default_handlers,
+        *survey_handlers.default_handlers,
         *live_handlers.default_handlers,
         *notification_handlers.default_handlers,
         *api_docs_handlers.default_handlers,

@@ -18,6 +18,7 @@ from documents import (
     requests,
     sites,
     statement_nonces,
+    surveys,
     visitors,
 )
 from documents.store import Index, Store
@@ -29,7 +30,8 @@ def declared_indexes() -> list[Index]:
         *accounts.INDEXES, *activity.INDEXES, *audit.INDEXES, *engagement.INDEXES,
         *error_outbox.INDEXES, *error_records.INDEXES, *heatmaps.INDEXES, *interactions.INDEXES,
         *leads.INDEXES, *notifications.INDEXES, *queries.INDEXES, *recordings.INDEXES,
-        *requests.INDEXES, *sites.INDEXES, *statement_nonces.INDEXES, *visitors.INDEXES,
+        *requests.INDEXES, *sites.INDEXES, *statement_nonces.INDEXES, *surveys.INDEXES,
+        *visitors.INDEXES,
     ]
 
 

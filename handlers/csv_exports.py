@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import AsyncIterator
+from typing import Any
 
 from documents import queries
 from handlers.data_api import SITE_ID, SiteDataHandler
@@ -26,26 +28,24 @@ FLUSH_ROWS = 500
 TRUNCATION_MARKER = "#truncated"
 
 
-class CsvExportHandler(SiteDataHandler):
-    """Streams one kind of the site's records as CSV, newest first, capped at CSV_ROW_CAP."""
+class CsvStreamHandler(SiteDataHandler):
+    """Streams rows as a CSV download, capped at CSV_ROW_CAP, with the truncation marker."""
 
-    async def get(self, site_id: str, kind: str) -> None:
-        site = await self.admin_site(site_id)
-        export = queries.CSV_EXPORTS[kind]
+    async def stream_csv(self, filename: str, columns: tuple[str, ...], counted: int,
+                         rows: AsyncIterator[list[Any]]) -> tuple[int, bool]:
+        """Write the file; `counted` is the row count bounded at cap + 1. Returns (rows written,
+        truncated)."""
         cap = self.deps.settings.csv_row_cap
-        counted = await queries.count_export_rows(self.deps.store, export, site["_id"],
-                                                  up_to=cap + 1)
         self.set_header("Content-Type", "text/csv; charset=utf-8")
-        self.set_header("Content-Disposition", f'attachment; filename="{kind}-{site_id}.csv"')
+        self.set_header("Content-Disposition", f'attachment; filename="{filename}"')
         self.set_header("X-Export-Row-Cap", str(cap))
         self.set_header("X-Export-Truncated", "true" if counted > cap else "false")
         buffer = io.StringIO()
         writer = csv.writer(buffer)
-        writer.writerow(export.columns)
+        writer.writerow(columns)
         written = 0
         past_cap = False
-        async for row in queries.export_rows(self.deps.store, export, site["_id"],
-                                             limit=cap + 1):
+        async for row in rows:
             if written == cap:
                 past_cap = True
                 continue
@@ -61,6 +61,21 @@ class CsvExportHandler(SiteDataHandler):
             writer.writerow([TRUNCATION_MARKER,
                              f"this export stops at CSV_ROW_CAP={cap} rows; more exist"])
         self.write(buffer.getvalue())
+        return written, truncated
+
+
+class CsvExportHandler(CsvStreamHandler):
+    """Streams one kind of the site's records as CSV, newest first, capped at CSV_ROW_CAP."""
+
+    async def get(self, site_id: str, kind: str) -> None:
+        site = await self.admin_site(site_id)
+        export = queries.CSV_EXPORTS[kind]
+        cap = self.deps.settings.csv_row_cap
+        counted = await queries.count_export_rows(self.deps.store, export, site["_id"],
+                                                  up_to=cap + 1)
+        written, truncated = await self.stream_csv(
+            f"{kind}-{site_id}.csv", export.columns, counted,
+            queries.export_rows(self.deps.store, export, site["_id"], limit=cap + 1))
         await self.audit("site.csv_exported", site,
                          {"kind": kind, "rows": written, "truncated": truncated})
         self.finish()

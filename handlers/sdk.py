@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
+from documents import surveys
 from documents.sites import normalise_origin
 from errors import (
     Forbidden,
@@ -252,6 +253,23 @@ class SdkRecordingSegmentHandler(SdkHandler):
         self.write_json(segment_answer(result))
 
 
+class SdkSurveyHandler(SdkHandler):
+    """POST /sdk/v1/{publicKey}/surveys: survey answers from a shop without the plugin."""
+
+    kind = "survey"
+    schema = "SdkSurvey"
+
+    async def post(self, _: str) -> None:
+        self.acknowledge(await activity.record_survey(self.deps.intake, self.site,
+                                                      self.payload()))
+
+
+async def loader_config(deps: Any, site: dict[str, Any]) -> dict[str, Any]:
+    """The site's collection settings and its active surveys, as the loader acts on them."""
+    return {**browser.loader_config(site),
+            "surveys": await surveys.widget_surveys(deps.store, site["_id"])}
+
+
 class SdkConfigHandler(SdkHandler):
     """GET /sdk/v1/{publicKey}/config: the settings the loader acts on before collecting."""
 
@@ -260,7 +278,7 @@ class SdkConfigHandler(SdkHandler):
 
     async def get(self, _: str) -> None:
         self.set_header("Cache-Control", "private, max-age=60")
-        self.write_json(browser.loader_config(self.site))
+        self.write_json(await loader_config(self.deps, self.site))
 
 
 class SdkAssetHandler(BaseHandler):
@@ -286,7 +304,7 @@ class SdkAssetHandler(BaseHandler):
             site = await self.deps.keyring.site_for_public_key(self.get_query_argument("key", ""))
             if site is None:
                 raise NotFound("no site has this public key")
-            config = json.dumps(json.dumps(browser.loader_config(site)))
+            config = json.dumps(json.dumps(await loader_config(self.deps, site)))
             script = script.replace(SITE_CONFIG_SLOT, config.encode("utf-8"), 1)
         self.set_header("Content-Type", "text/javascript; charset=utf-8")
         # Settings changes reach pages within five minutes.
@@ -312,10 +330,12 @@ default_handlers: list[tuple[str, Any]] = [
     # Unescaped dots: the paths read as themselves in the route sweep; "." matches itself too.
     (r"/sdk/v1/loader.js", SdkAssetHandler, {"file": "loader.js"}),
     (r"/sdk/v1/recorder.js", SdkAssetHandler, {"file": "recorder.js"}),
+    (r"/sdk/v1/survey.js", SdkAssetHandler, {"file": "survey.js"}),
     (rf"/sdk/v1/{PUBLIC_KEY}/config", SdkConfigHandler),
     (rf"/sdk/v1/{PUBLIC_KEY}/pageview", SdkPageviewHandler),
     (rf"/sdk/v1/{PUBLIC_KEY}/time-on-page", SdkTimeOnPageHandler),
     (rf"/sdk/v1/{PUBLIC_KEY}/consents", SdkConsentHandler),
+    (rf"/sdk/v1/{PUBLIC_KEY}/surveys", SdkSurveyHandler),
     (rf"/sdk/v1/{PUBLIC_KEY}/errors", SdkErrorHandler),
     (rf"/sdk/v1/{PUBLIC_KEY}/interactions", SdkInteractionHandler),
     (rf"/sdk/v1/{PUBLIC_KEY}/recordings/start", SdkRecordingStartHandler),

@@ -1,10 +1,13 @@
-// Builds sdk/dist: loader.js (small, every page), recorder.js (rrweb, loaded lazily) and
-// replayer.js (test support), then prints their sizes.
+// Builds sdk/dist: loader.js (small, every page), recorder.js (rrweb, loaded lazily),
+// survey.js (the survey widget, loaded lazily) and replayer.js (test support), then prints
+// their sizes.
 import { build } from 'esbuild';
 import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 
-const entries = { loader: 'src/loader.js', recorder: 'src/recorder.js', replayer: 'src/replayer.js' };
+const entries = { loader: 'src/loader.js', recorder: 'src/recorder.js', survey: 'src/survey.js',
+  replayer: 'src/replayer.js' };
+const gzipped = {};
 
 for (const [name, entry] of Object.entries(entries)) {
   await build({
@@ -19,5 +22,10 @@ for (const [name, entry] of Object.entries(entries)) {
   });
   const code = readFileSync(`dist/${name}.js`);
   const kb = (n) => (n / 1024).toFixed(1).padStart(6);
-  console.log(`sdk/dist/${name}.js ${kb(code.length)} KiB, ${kb(gzipSync(code).length)} KiB gzip`);
+  gzipped[name] = gzipSync(code).length;
+  console.log(`sdk/dist/${name}.js ${kb(code.length)} KiB, ${kb(gzipped[name])} KiB gzip`);
 }
+// The loader is on every page; the survey widget only where a survey may show (issue 20).
+const kib = (n) => (n / 1024).toFixed(1);
+console.log(`loader ${kib(gzipped.loader)} KiB gzip alone, `
+  + `${kib(gzipped.loader + gzipped.survey)} KiB gzip with the survey widget`);

@@ -7,10 +7,12 @@ import { errorsPage } from './errors.js';
 import { heatmapsPage } from './heatmaps.js';
 import { leadsPage, overview, recordingsPage, visitorsPage } from './pages.js';
 import { privacyPage, settingsPage } from './settings.js';
+import { surveysPage } from './surveys.js';
 
 const PAGES = {
   '': overview, visitors: visitorsPage, errors: errorsPage, leads: leadsPage,
   recordings: recordingsPage, settings: settingsPage, privacy: privacyPage, heatmaps: heatmapsPage,
+  surveys: surveysPage,
 };
 
 const root = document.getElementById('app');
@@ -116,7 +118,8 @@ async function start() {
 
 const TABS = [
   ['', 'Overview'], ['visitors', 'Visitors'], ['errors', 'Errors'], ['leads', 'Leads'],
-  ['recordings', 'Recordings'], ['heatmaps', 'Heatmaps'], ['settings', 'Settings'], ['privacy', 'Privacy & exports'],
+  ['recordings', 'Recordings'], ['heatmaps', 'Heatmaps'], ['surveys', 'Surveys'],
+  ['settings', 'Settings'], ['privacy', 'Privacy & exports'],
 ];
 
 function shell(site, section, content) {

@@ -45,12 +45,17 @@ function subjects(url, pattern) {
   return forms;
 }
 
+/** Whether one pattern matches `url` (excluded URLs, and the pages a survey targets). */
+export function matches(url, pattern) {
+  const folded = pattern.startsWith('/') ? pattern : foldAuthority(pattern);
+  return subjects(url, pattern).some((s) => globMatches(folded, s));
+}
+
 /** The widest scope among the rules matching `url`: "all", "replay" or "none". */
 export function exclusionFor(url, rules) {
   let widest = 'none';
   for (const rule of rules || []) {
-    const pattern = rule.pattern.startsWith('/') ? rule.pattern : foldAuthority(rule.pattern);
-    if (subjects(url, rule.pattern).some((s) => globMatches(pattern, s))) {
+    if (matches(url, rule.pattern)) {
       if (rule.scope === 'all') return 'all';
       widest = 'replay';
     }

@@ -7,7 +7,7 @@
  * - Global Privacy Control: nothing at all happens (no cookie, no storage, no request).
  * - A site that requires consent: nothing is written, sent or buffered until consent.
  */
-import { exclusionFor } from './exclusion.js';
+import { exclusionFor, matches } from './exclusion.js';
 
 const COOKIE = 'svc_vid';
 const STORAGE_KEY = 'wpelVisitorId';
@@ -304,12 +304,16 @@ function start(script) {
     return out;
   }
 
-  function loadRecorder() {
-    if (!site.recordings || excluded('replay') || recorder) return;
+  function load(name) {
     const tag = document.createElement('script');
     tag.async = true;
-    tag.src = `${src.origin}/sdk/v1/recorder.js`;
+    tag.src = `${src.origin}/sdk/v1/${name}.js`;
     document.head.appendChild(tag);
+  }
+
+  function loadRecorder() {
+    if (!site.recordings || excluded('replay') || recorder) return;
+    load('recorder');
   }
 
   function run() {
@@ -357,6 +361,8 @@ function start(script) {
     trackScroll();
     setInterval(() => flushInteractions(false), FLUSH_MS);
     loadRecorder();
+    // The survey widget, only where an active survey may show (after the same gate as all else).
+    if ((site.surveys || []).some((s) => s.pages.some((p) => matches(location.href, p)))) load('survey');
   }
 
   function grant(signal) {
@@ -389,14 +395,19 @@ function start(script) {
       if (decision === 'granted') grant(signal || 'api');
       else withdraw(signal || 'api');
     },
-    // A form lead or survey answers, through the shop's route (WordPress shops only).
+    // A form lead through the shop's route (WordPress shops only); survey answers through it
+    // where the plugin is installed, else to /sdk/v1.
     lead(data) {
       if (!running || !cmsRoute) return Promise.resolve(null);
       return cms('leads', context(pick(data, LEAD_FIELDS)));
     },
     survey(data) {
-      if (!running || !cmsRoute) return Promise.resolve(null);
-      return cms('surveys', context(pick(data, SURVEY_FIELDS)));
+      if (!running) return Promise.resolve(null);
+      return (cmsRoute ? cms : send)('surveys', context(pick(data, SURVEY_FIELDS)));
+    },
+    // Called by survey.js once loaded: the active surveys, and where to remember what was shown.
+    surveys(factory) {
+      if (running && local) factory(site.surveys, local);
     },
     // Called by recorder.js once loaded; it gets what it needs and nothing else.
     recorder(factory) {

@@ -25,6 +25,12 @@ SHAPES = [
     ("dsr_requests", {"siteId", "subjectDigest"}, None),
     # the request log, newest first.
     ("dsr_requests", {"organizationId"}, "receivedAt"),
+    # surveys (issue 20): a site's surveys newest first, the loader's active ones, one
+    # survey's answers newest first (results and CSV), the recording around an answer.
+    ("surveys", {"siteId"}, "createdAt"),
+    ("surveys", {"siteId", "active"}, "createdAt"),
+    ("survey_responses", {"siteId", "surveyId"}, "answeredAt"),
+    ("recordings", {"siteId", "visitorId"}, "startedAt"),
     # heatmaps: one page's counts for a width class and kind over days (issue 22).
     (heatmaps.COUNTS, {"siteId", "page", "width", "kind"}, "day"),
     # heatmaps: a site's pages over days.

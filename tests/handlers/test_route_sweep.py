@@ -29,6 +29,7 @@ PUBLIC_ROUTES = {
     "/dashboard/live": "WebSocket: the access token is its first message (never in the URL)",
     "/sdk/v1/loader.js": "a script tag sends no Origin; the file carries only public settings",
     "/sdk/v1/recorder.js": "the same static script for every site",
+    "/sdk/v1/survey.js": "the survey widget, the same static script for every site",
     "/": "the dashboard's HTML shell: no data, which comes from the API with a token",
     "/app/x": "the same shell for the dashboard's pages (the page routes by path)",
     "/static/x": "the dashboard's built scripts and styles, the same for everyone",

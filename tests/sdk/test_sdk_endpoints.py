@@ -178,7 +178,8 @@ async def test_the_config_carries_the_sites_collection_settings_to_allowed_origi
     assert answer.code == 200
     assert answer.json() == {"requireConsent": True, "recordings": False,
                              "consoleCapture": False,
-                             "excludedUrls": [{"pattern": "/account*", "scope": "replay"}]}
+                             "excludedUrls": [{"pattern": "/account*", "scope": "replay"}],
+                             "surveys": []}
     assert answer.headers["Access-Control-Allow-Origin"] == SHOP
     refused = await fetch(f"/sdk/v1/{tenant.public_key}/config",
                           headers={"Origin": "https://evil.example"})
