@@ -1,9 +1,10 @@
 """The account export (spec §2 "Account export file"): the customer's own data, as one JSON.
 
-It holds the account, its organizations and users, the sites and their configuration, invoices
-and the audit trail. Site API keys, public keys and integration credentials are left out (and
-so are their digests and sealed forms); configured integration and notification settings appear
-with their values replaced by the literal text `<redacted>`.
+It holds the account, its organizations and users, the sites and their configuration (with
+their survey definitions), invoices and the audit trail. Site API keys, public keys and
+integration credentials are left out (and so are their digests and sealed forms); configured
+integration and notification settings appear with their values replaced by the literal text
+`<redacted>`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from documents import audit
 from documents import notifications as notification_documents
+from documents import surveys as survey_documents
 from documents.accounts import AuthenticatedUser
 from documents.store import ASCENDING, Store
 
@@ -55,6 +57,8 @@ async def account_export(store: Store, user: AuthenticatedUser) -> dict[str, Any
         channels = await notification_documents.channels_for_site(store, site["_id"])
         view["notifications"] = redact_configuration(
             {key: value for key, value in (channels or {}).items() if key != "_id"})
+        # The customer's own survey definitions (never answers: those are visitor data).
+        view["surveys"] = await survey_documents.list_surveys(store, site["_id"])
         site_views.append(view)
     invoices = await store.collection("invoices").find(
         {"accountId": user.account_id}).sort("issuedAt", ASCENDING).to_list(None)

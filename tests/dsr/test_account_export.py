@@ -20,6 +20,10 @@ async def test_the_account_export_leaves_out_every_secret_and_redacts_settings(
                     "secret": webhook_secret},
     })
     assert configured.code == 200, configured
+    survey = await fetch(f"/api/v1/sites/{tenant.site_id}/surveys", "POST", token=tenant.token,
+                         json_body={"name": "Stars", "questionType": "rating",
+                                    "question": "Rate this page", "pages": ["/*"]})
+    assert survey.code == 201, survey
     rotated = await fetch(f"/api/v1/sites/{tenant.site_id}/api-key/rotate", "POST",
                           token=tenant.token)
     new_key = rotated.json()["apiKey"]
@@ -54,6 +58,7 @@ async def test_the_account_export_leaves_out_every_secret_and_redacts_settings(
     assert exported_site["allowedOrigins"] == ["https://shop.example"]
     assert exported_site["notifications"]["webhook"]["url"] == "<redacted>"
     assert exported_site["notifications"]["email"]["smtpHost"] == "<redacted>"
+    assert [s["question"] for s in exported_site["surveys"]] == ["Rate this page"]
     assert export["invoices"] == []
     actions = {entry["action"] for entry in export["auditTrail"]}
     assert {"auth.login", "site.created", "site.api_key_rotated"} <= actions
