@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
-from documents.store import ASCENDING, DuplicateKeyError, Index, Store
+from documents.store import ASCENDING, AlreadyStored, DuplicateKeyError, Index, Store
 
 COLLECTION = "pageview_buckets"
 #: Events per bucket: big enough to keep reads cheap, far below the 16 MB document limit.
@@ -29,12 +29,14 @@ def bucket_id(site_id: str, visitor_id: str, sequence: int) -> str:
 
 
 async def append_pageview(store: Store, site_id: str, visitor_id: str, event: dict[str, Any],
-                          *, ordinal: int, cap: int = BUCKET_CAP, may_repeat: bool = True) -> bool:
+                          *, ordinal: int, cap: int = BUCKET_CAP, may_repeat: bool = True,
+                          session: Any = None) -> bool:
     """Append the visitor's `ordinal`-th pageview (1-based) to its bucket.
 
     The ordinal comes from the profile's atomic pageview counter, so bucket n holds exactly
     pageviews n*cap+1 .. (n+1)*cap whatever the concurrency, and every write is by `_id`.
-    Returns False when that bucket already holds the event id (a retried request).
+    Returns False when that bucket already holds the event id (a retried request); inside a
+    transaction (`session`) that raises `AlreadyStored` instead.
     `may_repeat=False` says the id was minted by the server for this request, so no earlier
     request can have stored it and the bucket need not be searched for it.
     """
@@ -50,10 +52,12 @@ async def append_pageview(store: Store, site_id: str, visitor_id: str, event: di
              "$min": {"firstAt": at}, "$max": {"lastAt": at},
              "$setOnInsert": {"siteId": site_id, "visitorId": visitor_id,
                               "sequence": sequence}},
-            upsert=True,
+            upsert=True, session=session,
         )
-    except DuplicateKeyError:
+    except DuplicateKeyError as exc:
         # The bucket exists and holds this id, so the filter missed and the upsert collided.
+        if session is not None:
+            raise AlreadyStored(event["id"]) from exc
         return False
     return True
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from documents.store import ASCENDING, DESCENDING, DuplicateKeyError, Index, Store
+from documents.store import ASCENDING, DESCENDING, AlreadyStored, DuplicateKeyError, Index, Store
 from documents.visitors import profile_id
 
 INDEXES = [
@@ -15,11 +15,16 @@ INDEXES = [
 ]
 
 
-async def insert_lead(store: Store, lead: dict[str, Any]) -> bool:
-    """Store a lead; False when a lead with that id exists already (a retried request)."""
+async def insert_lead(store: Store, lead: dict[str, Any], *, session: Any = None) -> bool:
+    """Store a lead; False when a lead with that id exists already (a retried request).
+
+    Inside a transaction (`session`) an existing id raises `AlreadyStored` instead.
+    """
     try:
-        await store.collection("leads").insert_one(lead)
-    except DuplicateKeyError:
+        await store.collection("leads").insert_one(lead, session=session)
+    except DuplicateKeyError as exc:
+        if session is not None:
+            raise AlreadyStored(lead["_id"]) from exc
         return False
     return True
 

@@ -27,7 +27,7 @@ from typing import Any
 from pymongo import ReturnDocument
 from pymongo.errors import PyMongoError
 
-from documents.store import ASCENDING, DuplicateKeyError, Index, Store
+from documents.store import ASCENDING, AlreadyStored, DuplicateKeyError, Index, Store
 from errors import NotFound
 
 SEGMENTS_BUCKET = "segments"
@@ -85,32 +85,38 @@ def new_recording(recording_id: str, site_id: str, visitor_id: str, session_id: 
     }
 
 
-async def create_recording(store: Store, document: dict[str, Any]) -> bool:
+async def create_recording(store: Store, document: dict[str, Any], *,
+                           session: Any = None) -> bool:
     """Insert the recording unless its id exists; True when this call created it.
 
     An id taken by another site's recording is not touched (the filter names the site, so the
-    upsert collides on `_id` and reports False).
+    upsert collides on `_id` and reports False, or raises `AlreadyStored` in a transaction).
     """
     try:
         # The filter's equality fields are written on insert; repeating them would conflict.
         on_insert = {k: v for k, v in document.items() if k not in ("_id", "siteId")}
         result = await store.collection("recordings").update_one(
             {"_id": document["_id"], "siteId": document["siteId"]}, {"$setOnInsert": on_insert},
-            upsert=True,
+            upsert=True, session=session,
         )
-    except DuplicateKeyError:
+    except DuplicateKeyError as exc:
+        if session is not None:
+            raise AlreadyStored(document["_id"]) from exc
         # A concurrent upsert of the same id won; the recording exists, which is all we need.
         return False
     return result.upserted_id is not None
 
 
-async def find_recording(store: Store, site_id: str, recording_id: str) -> dict[str, Any] | None:
+async def find_recording(store: Store, site_id: str, recording_id: str, *,
+                         session: Any = None) -> dict[str, Any] | None:
     """The recording, or None."""
-    return await store.collection("recordings").find_one({"_id": recording_id, "siteId": site_id})
+    return await store.collection("recordings").find_one({"_id": recording_id, "siteId": site_id},
+                                                         session=session)
 
 
 async def touch_if_live(store: Store, site_id: str, recording_id: str, *, now: datetime,
-                        idle_since: datetime, started_since: datetime) -> dict[str, Any] | None:
+                        idle_since: datetime, started_since: datetime,
+                        session: Any = None) -> dict[str, Any] | None:
     """Mark activity on a recording that is active, not idle and not over the cap, atomically.
 
     Returns the recording, or None when it is unknown, ended, idle for too long (last activity
@@ -125,16 +131,16 @@ async def touch_if_live(store: Store, site_id: str, recording_id: str, *, now: d
             "startedAt": {"$gte": started_since},
         },
         {"$max": {"lastActivityAt": now}},
-        return_document=ReturnDocument.AFTER,
+        return_document=ReturnDocument.AFTER, session=session,
     )
 
 
 async def end_recording(store: Store, site_id: str, recording_id: str, *, at: datetime,
-                        reason: str) -> bool:
+                        reason: str, session: Any = None) -> bool:
     """End the recording if it is still active; True when this call ended it."""
     result = await store.collection("recordings").update_one(
         {"_id": recording_id, "siteId": site_id, "status": "active"},
-        {"$set": {"status": "ended", "endedAt": at, "endReason": reason}},
+        {"$set": {"status": "ended", "endedAt": at, "endReason": reason}}, session=session,
     )
     return result.modified_count == 1
 
@@ -153,29 +159,32 @@ async def end_idle_recordings(store: Store, *, idle_since: datetime, reason: str
 
 
 async def end_active_recordings(store: Store, site_id: str, visitor_id: str, *, at: datetime,
-                                reason: str) -> int:
+                                reason: str, session: Any = None) -> int:
     """End every active recording of the visitor; returns how many."""
     result = await store.collection("recordings").update_many(
         {"siteId": site_id, "visitorId": visitor_id, "status": "active"},
         {"$set": {"status": "ended", "endedAt": at, "endReason": reason}},
+        session=session,
     )
     return result.modified_count
 
 
-async def link_successor(store: Store, recording_id: str, successor: str) -> None:
+async def link_successor(store: Store, recording_id: str, successor: str, *,
+                         session: Any = None) -> None:
     """Point a recording at the one that continues it (for reading; routing never needs it)."""
     await store.collection("recordings").update_one(
-        {"_id": recording_id}, {"$set": {"continuedBy": successor}}
+        {"_id": recording_id}, {"$set": {"continuedBy": successor}}, session=session
     )
 
 
 async def add_page(store: Store, site_id: str, recording_id: str, url: str,
-                   at: datetime) -> None:
+                   at: datetime, *, session: Any = None) -> None:
     """Record that the recording moved to `url`; a repeat of the current page adds nothing."""
     await store.collection("recordings").update_one(
         {"_id": recording_id, "siteId": site_id, "lastPageUrl": {"$ne": url}},
         {"$push": {"pages": {"$each": [{"url": url, "at": at}], "$slice": MAX_PAGES}},
          "$set": {"lastPageUrl": url}},
+        session=session,
     )
 
 
@@ -217,15 +226,23 @@ async def find_segment(store: Store, site_id: str, sent_for: str,
 
 
 async def save_segment(store: Store, file_id: str, data: bytes,
-                       metadata: dict[str, Any]) -> bool:
-    """Store the compressed segment as received; False when (sentFor, seq) is already stored."""
+                       metadata: dict[str, Any], *, session: Any = None) -> bool:
+    """Store the compressed segment as received; False when (sentFor, seq) is already stored.
+
+    Inside a transaction (`session`) a stored (sentFor, seq) raises `AlreadyStored` instead, and
+    the transaction's abort removes whatever this attempt wrote.
+    """
     filename = f"{metadata['recordingId']}/{metadata['seq']}.json.gz"
     bucket = store.bucket(SEGMENTS_BUCKET)
     try:
-        await bucket.upload(file_id, filename, data, metadata)
-    except DuplicateKeyError:
+        await bucket.upload(file_id, filename, data, metadata, session=session)
+    except DuplicateKeyError as exc:
+        if session is not None:
+            raise AlreadyStored(file_id) from exc
         return False
     except PyMongoError:
+        if session is not None:
+            raise
         # The files document did not land, so nobody can reach these chunks; the caller's retry
         # uses a fresh file id. If the store is down this cleanup fails too, and the orphans are
         # only dead weight, never a second copy of the segment.

@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 __all__ = [
+    "AlreadyStored",
     "Bucket",
     "Collection",
     "DuplicateKeyError",
@@ -65,6 +66,15 @@ class TransactionSessionMissing(RuntimeError):
 
 class IndexBuildInTransaction(RuntimeError):
     """An index was created inside `Store.transaction()`; indexes are built at start-up."""
+
+
+class AlreadyStored(Exception):
+    """An idempotent write inside a transaction found its key taken: an earlier attempt stored it.
+
+    Outside a transaction such a write just reports False. Inside one, the colliding write has
+    already aborted the transaction on the server, so nothing more may run in it: this exception
+    unwinds it (undoing the request's earlier writes) and tells the caller after the abort.
+    """
 
 
 class InjectedFault(ConnectionFailure):
@@ -516,6 +526,18 @@ class Store:
                 return await session.with_transaction(work)
             finally:
                 _active_transaction.reset(token)
+
+    async def write_once(self, work: Callable[[Any], Awaitable[Any]]) -> bool:
+        """Run a request's writes all-or-nothing; False when they were stored before.
+
+        `work(session)` raises `AlreadyStored` when its idempotency key is taken, which leaves
+        nothing of this attempt behind.
+        """
+        try:
+            await self.transaction(work)
+        except AlreadyStored:
+            return False
+        return True
 
     async def ensure_collections(self, names: Iterable[str]) -> None:
         """Create the collections that do not exist yet (a transaction must never create one)."""

@@ -172,7 +172,7 @@ def _latest_hold_time(hold: PrivacyHold) -> datetime:
 async def touch(store: Store, site_id: str, visitor_id: str, *, seen_at: datetime,
                 facts: VisitorFacts, activity: dict[str, Any] | None = None,
                 counts: dict[str, int] | None = None, display_name: str | None = None,
-                email: str | None = None) -> dict[str, Any]:
+                email: str | None = None, session: Any = None) -> dict[str, Any]:
     """Create or update the profile in one atomic upsert; returns its counts afterwards."""
     set_fields = facts.as_update()
     on_insert: dict[str, Any] = {"siteId": site_id, "visitorId": visitor_id,
@@ -203,8 +203,12 @@ async def touch(store: Store, site_id: str, visitor_id: str, *, seen_at: datetim
     try:
         before = await visitors.find_one_and_update(
             key, update, upsert=True, projection={"counts": 1},
-            return_document=ReturnDocument.BEFORE)
+            return_document=ReturnDocument.BEFORE, session=session)
     except DuplicateKeyError:
+        if session is not None:
+            # Inside a transaction the race is a write conflict that the driver retries; a
+            # duplicate key here has aborted the transaction, and no second try may run in it.
+            raise
         # Two first requests raced to create the profile; the loser's update now matches.
         before = await visitors.find_one_and_update(
             key, update, upsert=True, projection={"counts": 1},
@@ -213,12 +217,6 @@ async def touch(store: Store, site_id: str, visitor_id: str, *, seen_at: datetim
     for counter, amount in (counts or {}).items():
         after[counter] = after.get(counter, 0) + amount
     return after
-
-
-async def uncount(store: Store, site_id: str, visitor_id: str, counter: str) -> None:
-    """Take back one count (an item turned out to be a retry of one already stored)."""
-    await store.collection("visitors").update_one(
-        {"_id": profile_id(site_id, visitor_id)}, {"$inc": {f"counts.{counter}": -1}})
 
 
 async def find_profile(store: Store, site_id: str, visitor_id: str) -> dict[str, Any] | None:

@@ -46,20 +46,23 @@ async def record_pageview(intake: VisitorIntake, site: dict[str, Any], payload: 
         event["product"] = attribution
     if payload.get("wpUserId"):
         event["wpUserId"] = str(payload["wpUserId"])
-    counts = await visitors.touch(
-        intake.store, site["_id"], payload["visitorId"], seen_at=at,
-        facts=intake.describe_visitor(payload),
-        activity={"kind": "pageview", "at": at, "url": payload["url"],
-                  "title": payload.get("title")},
-        counts={"pageviews": 1},
-    )
-    if not await activity.append_pageview(intake.store, site["_id"], payload["visitorId"],
-                                          event, ordinal=int(counts.get("pageviews", 1)),
-                                          may_repeat="pageviewId" in payload):
-        await visitors.uncount(intake.store, site["_id"], payload["visitorId"], "pageviews")
-        intake.count("pageview", "duplicate")
-        return Outcome(True, None, pageview_id)
-    intake.count("pageview", "stored")
+    facts = intake.describe_visitor(payload)
+
+    async def write(session: Any) -> None:
+        # The profile's counter gives the pageview its ordinal, so both writes go together:
+        # a failure or a retry leaves neither a counted pageview nor a stored one behind alone.
+        counts = await visitors.touch(
+            intake.store, site["_id"], payload["visitorId"], seen_at=at, facts=facts,
+            activity={"kind": "pageview", "at": at, "url": payload["url"],
+                      "title": payload.get("title")},
+            counts={"pageviews": 1}, session=session,
+        )
+        await activity.append_pageview(intake.store, site["_id"], payload["visitorId"], event,
+                                       ordinal=int(counts.get("pageviews", 1)),
+                                       may_repeat="pageviewId" in payload, session=session)
+
+    stored = await intake.store.write_once(write)
+    intake.count("pageview", "stored" if stored else "duplicate")
     return Outcome(True, None, pageview_id)
 
 
@@ -109,17 +112,23 @@ async def record_lead(intake: VisitorIntake, bus: EventBus, recordings: Recordin
         "wpUserId": facts.wp_user_id,
         "orderCompleted": bool(payload.get("orderCompleted")),
     }
-    if not await leads.insert_lead(intake.store, lead):
-        intake.count("lead", "duplicate")
-        return Outcome(True, None, lead_id)
-    await visitors.touch(
-        intake.store, site["_id"], payload["visitorId"], seen_at=at, facts=facts,
-        activity={"kind": "lead", "at": at, "leadId": lead_id},
-        counts={"leads": 1}, display_name=display_name, email=email,
-    )
-    intake.count("lead", "stored")
+
+    async def write(session: Any) -> None:
+        await leads.insert_lead(intake.store, lead, session=session)
+        await visitors.touch(
+            intake.store, site["_id"], payload["visitorId"], seen_at=at, facts=facts,
+            activity={"kind": "lead", "at": at, "leadId": lead_id},
+            counts={"leads": 1}, display_name=display_name, email=email, session=session,
+        )
+
+    stored = await intake.store.write_once(write)
+    intake.count("lead", "stored" if stored else "duplicate")
     if lead["orderCompleted"]:
+        # After the lead, and again on a retry: ending is idempotent, and a first attempt that
+        # failed here still ends the recording when the caller sends the lead again.
         await recordings.end_for_order(site["_id"], payload["visitorId"])
+    if not stored:
+        return Outcome(True, None, lead_id)
     await bus.publish(site["_id"], {
         "type": "new_lead",
         "siteId": site["_id"],

@@ -6,10 +6,12 @@ new recording that `continuesFrom` the old one. The segment sweeper (ingest/segm
 ends idle recordings (`end_idle`), so an abandoned one does not wait for a segment that may
 never come; whichever notices first, the end reason and time are the same.
 
-Segments are routed with atomic conditional updates only: a segment sent for a recording that is
-no longer live walks the chain of successors (each with a deterministic id, see
-documents.recordings.successor_id), ending and creating as it goes, so a caller that retries
-after any failure converges on the same state and two concurrent segments create one successor.
+Segments are routed with conditional updates: a segment sent for a recording that is no longer
+live walks the chain of successors (each with a deterministic id, see
+documents.recordings.successor_id), ending and creating as it goes. The walk, the segment's bytes
+and its page are one transaction, as a start's recording, page and profile count are: a request
+stores all of that or nothing, a caller that retries after any failure converges on the same
+state, and two concurrent segments create one successor.
 
 Segments are stored exactly as received (never decompressed here); the sweeper checks them off
 the request path before they can be replayed.
@@ -99,19 +101,22 @@ class RecordingLifecycle:
             recording_id, site["_id"], body["visitorId"], body.get("sessionId"), now,
             wp_user_id=facts.wp_user_id,
         )
-        created = await recordings.create_recording(self.store, document)
-        if not created and await recordings.find_recording(self.store, site["_id"],
-                                                           recording_id) is None:
+
+        async def write(session: Any) -> None:
+            created = await recordings.create_recording(self.store, document, session=session)
+            if body.get("url"):
+                await recordings.add_page(self.store, site["_id"], recording_id, body["url"],
+                                          now, session=session)
+            await visitors.touch(
+                self.store, site["_id"], body["visitorId"], seen_at=now, facts=facts,
+                activity={"kind": "recording", "at": now, "recordingId": recording_id}
+                if created else None,
+                counts={"recordings": 1} if created else None, session=session,
+            )
+
+        if not await self.store.write_once(write) and await recordings.find_recording(
+                self.store, site["_id"], recording_id) is None:
             raise Conflict("this recording id is taken", code="recording_id_taken")
-        if body.get("url"):
-            await recordings.add_page(self.store, site["_id"], recording_id, body["url"], now)
-        await visitors.touch(
-            self.store, site["_id"], body["visitorId"], seen_at=now,
-            facts=facts,
-            activity={"kind": "recording", "at": now, "recordingId": recording_id}
-            if created else None,
-            counts={"recordings": 1} if created else None,
-        )
         self.intake.count("recording", "stored")
         return Outcome(True, item_id=recording_id)
 
@@ -130,10 +135,11 @@ class RecordingLifecycle:
         return await recordings.end_idle_recordings(
             self.store, idle_since=self.clock() - self.inactivity, reason=INACTIVITY)
 
-    async def end_for_order(self, site_id: str, visitor_id: str) -> int:
+    async def end_for_order(self, site_id: str, visitor_id: str, *, session: Any = None) -> int:
         """End the visitor's active recordings because an order completed (spec §3)."""
         return await recordings.end_active_recordings(self.store, site_id, visitor_id,
-                                                      at=self.clock(), reason="order")
+                                                      at=self.clock(), reason="order",
+                                                      session=session)
 
     # Segments ---------------------------------------------------------------------------------
 
@@ -147,86 +153,101 @@ class RecordingLifecycle:
             return SegmentOutcome(Outcome.dropped(decision.reason or "refused"))
         upload = replace(upload, page_url=anonymise_addresses_in(upload.page_url))
         now = self.clock()
-        # A fast path for retries; the unique index below is what actually guarantees it.
+        # A fast path for retries; the unique index below is what actually guarantees it. A
+        # stored segment was stored with all its steps, in one transaction.
         stored_before = await recordings.find_segment(self.store, site["_id"],
                                                       upload.recording_id, upload.seq)
         if stored_before is not None:
-            filed_under = stored_before["metadata"]["recordingId"]
-            # The first attempt may have failed after storing the bytes: finish its steps.
-            await self._after_segment(site["_id"], filed_under, stored_before["metadata"][
-                "visitorId"], upload, stored_before["metadata"]["receivedAt"])
-            return self._duplicate(filed_under)
-        recording = await self.live_recording(site["_id"], upload.recording_id,
-                                              upload.visitor_id, upload.session_id, now)
+            return self._duplicate(stored_before["metadata"]["recordingId"])
         settings = {**DEFAULT_SETTINGS, **site.get("settings", {})}
         file_id = new_id()
-        stored = await recordings.save_segment(self.store, file_id, upload.data, {
-            "siteId": site["_id"],
-            "visitorId": recording["visitorId"],
-            "recordingId": recording["_id"],
-            "sentFor": upload.recording_id,
-            "seq": upload.seq,
-            "startedAt": parse_time(upload.started_at, now),
-            "endedAt": parse_time(upload.ended_at, now),
-            "receivedAt": now,
-            "pageUrl": upload.page_url,
-            # Decided at capture time: turning capture on later does not revive stripped output.
-            "keepConsole": bool(settings["consoleCapture"]),
-            "consoleChecked": False,
-            "rejected": None,
-            "leaseUntil": None,
-        })
-        if not stored:
-            return self._duplicate(recording["_id"])
-        await self._after_segment(site["_id"], recording["_id"], recording["visitorId"], upload,
-                                  now)
+        filed_under = ""
+
+        async def write(session: Any) -> None:
+            # Routing, the bytes and the page they add land together: a failure anywhere leaves
+            # no trace of this attempt, and the retry walks the same way.
+            nonlocal filed_under
+            recording = await self.live_recording(site["_id"], upload.recording_id,
+                                                  upload.visitor_id, upload.session_id, now,
+                                                  session=session)
+            filed_under = recording["_id"]
+            await recordings.save_segment(self.store, file_id, upload.data, {
+                "siteId": site["_id"],
+                "visitorId": recording["visitorId"],
+                "recordingId": recording["_id"],
+                "sentFor": upload.recording_id,
+                "seq": upload.seq,
+                "startedAt": parse_time(upload.started_at, now),
+                "endedAt": parse_time(upload.ended_at, now),
+                "receivedAt": now,
+                "pageUrl": upload.page_url,
+                # Decided at capture time: turning capture on later does not revive stripped
+                # output.
+                "keepConsole": bool(settings["consoleCapture"]),
+                "consoleChecked": False,
+                "rejected": None,
+                "leaseUntil": None,
+            }, session=session)
+            await self._after_segment(site["_id"], recording["_id"], recording["visitorId"],
+                                      upload, now, session=session)
+
+        if not await self.store.write_once(write):
+            # A key was taken: this segment by a concurrent attempt, or the recording id by
+            # another site's recording.
+            stored = await recordings.find_segment(self.store, site["_id"], upload.recording_id,
+                                                   upload.seq)
+            if stored is None:
+                raise Conflict("this recording id is taken", code="recording_id_taken")
+            return self._duplicate(stored["metadata"]["recordingId"])
         self.intake.count("recording_segment", "stored")
-        return SegmentOutcome(Outcome(True, item_id=file_id), recording["_id"])
+        return SegmentOutcome(Outcome(True, item_id=file_id), filed_under)
 
     async def _after_segment(self, site_id: str, recording_id: str, visitor_id: str,
-                             upload: SegmentUpload, at: datetime) -> None:
-        """The steps after a segment is stored; idempotent, so a retry may repeat them."""
-        await recordings.add_page(self.store, site_id, recording_id, upload.page_url, at)
+                             upload: SegmentUpload, at: datetime, *, session: Any) -> None:
+        """The steps after a segment is stored, in its transaction."""
+        await recordings.add_page(self.store, site_id, recording_id, upload.page_url, at,
+                                  session=session)
         if upload.order_completed:
-            await self.end_for_order(site_id, visitor_id)
+            await self.end_for_order(site_id, visitor_id, session=session)
 
     def _duplicate(self, recording_id: str) -> SegmentOutcome:
         self.intake.count("recording_segment", "duplicate")
         return SegmentOutcome(Outcome(True), recording_id, duplicate=True)
 
     async def live_recording(self, site_id: str, recording_id: str, visitor_id: str,
-                             session_id: str | None, now: datetime) -> dict[str, Any]:
+                             session_id: str | None, now: datetime, *, session: Any
+                             ) -> dict[str, Any]:
         """The live recording that activity sent for `recording_id` belongs to, now.
 
-        Every step is an idempotent conditional write, so a retry after a failure anywhere
-        repeats the finished steps as no-ops and completes the rest.
+        Runs inside the segment's transaction (`session`): every step is a conditional write,
+        so concurrent segments conflict and are retried by the driver rather than forking the
+        chain, and a failure anywhere undoes the walk with the segment.
         """
         current = recording_id
         for _ in range(MAX_HOPS):
             live = await recordings.touch_if_live(self.store, site_id, current, now=now,
                                                   idle_since=now - self.inactivity,
-                                                  started_since=now - self.cap)
+                                                  started_since=now - self.cap, session=session)
             if live is not None:
                 return live
-            found = await recordings.find_recording(self.store, site_id, current)
+            found = await recordings.find_recording(self.store, site_id, current,
+                                                    session=session)
             if found is None:
                 # A segment whose start was never stored (the start page was excluded from
-                # replay, say): the segment starts the recording under the client's id.
-                created = await self._create(site_id, recordings.new_recording(
-                    current, site_id, visitor_id, session_id, now))
-                if not created and await recordings.find_recording(
-                        self.store, site_id, current) is None:
-                    raise Conflict("this recording id is taken", code="recording_id_taken")
+                # replay, say): the segment starts the recording under the client's id. An id
+                # another site holds raises AlreadyStored, which ends the transaction.
+                await self._create(site_id, recordings.new_recording(
+                    current, site_id, visitor_id, session_id, now), session=session)
                 continue
             if found["status"] == "active":
                 reason, ended_at = self._why_over(found, now)
                 await recordings.end_recording(self.store, site_id, current, at=ended_at,
-                                               reason=reason)
+                                               reason=reason, session=session)
             successor = recordings.successor_id(current)
             await self._create(site_id, recordings.new_recording(
                 successor, site_id, found["visitorId"], found.get("sessionId"), now,
-                continues_from=current, wp_user_id=found.get("wpUserId")))
-            await recordings.link_successor(self.store, current, successor)
+                continues_from=current, wp_user_id=found.get("wpUserId")), session=session)
+            await recordings.link_successor(self.store, current, successor, session=session)
             current = successor
         raise RuntimeError(f"recording {recording_id} has more than {MAX_HOPS} successors")
 
@@ -237,13 +258,12 @@ class RecordingLifecycle:
             return INACTIVITY, last
         return "cap", now
 
-    async def _create(self, site_id: str, document: dict[str, Any]) -> bool:
-        created = await recordings.create_recording(self.store, document)
-        if created:
+    async def _create(self, site_id: str, document: dict[str, Any], *, session: Any) -> None:
+        """Create the recording and count it on the profile, inside the caller's transaction."""
+        if await recordings.create_recording(self.store, document, session=session):
             await visitors.touch(self.store, site_id, document["visitorId"],
                                  seen_at=document["startedAt"], facts=visitors.VisitorFacts(),
-                                 counts={"recordings": 1})
-        return created
+                                 counts={"recordings": 1}, session=session)
 
 
 def _aware(value: datetime) -> datetime:
