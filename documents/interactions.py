@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from documents.accounts import new_id
-from documents.store import ASCENDING, DuplicateKeyError, Index, Store
+from documents.store import ASCENDING, AlreadyStored, DuplicateKeyError, Index, Store
 
 COLLECTION = "interaction_buckets"
 
@@ -38,7 +38,7 @@ INDEXES = [
 
 async def append_interactions(store: Store, site_id: str, visitor_id: str,
                               events: Sequence[dict[str, Any]], *,
-                              cap: int = BUCKET_CAP) -> int:
+                              cap: int = BUCKET_CAP, session: Any = None) -> int:
     """Append events to the visitor's buckets, starting new ones as they fill; returns how many."""
     collection = store.collection(COLLECTION)
     for start in range(0, len(events), cap):
@@ -54,7 +54,7 @@ async def append_interactions(store: Store, site_id: str, visitor_id: str,
                 "$min": {"firstAt": min(times)},
                 "$max": {"lastAt": max(times)},
             },
-            upsert=True,
+            upsert=True, session=session,
         )
     return len(events)
 
@@ -65,33 +65,33 @@ def batch_bucket_id(site_id: str, visitor_id: str, batch_id: str, part: int) -> 
 
 
 async def append_batch(store: Store, site_id: str, visitor_id: str, batch_id: str,
-                       events: Sequence[dict[str, Any]], *, cap: int = BUCKET_CAP) -> int:
-    """Store a client-named batch once; returns how many events this call stored (0 on a retry).
+                       events: Sequence[dict[str, Any]], *, cap: int = BUCKET_CAP,
+                       session: Any) -> int:
+    """Store a client-named batch in the caller's transaction; returns how many events.
 
-    Each part of the batch inserts its own bucket by an upsert on its derived `_id`, so a retry,
-    even one racing the first attempt, matches the bucket already there and writes nothing.
+    Each part of the batch inserts its own bucket by an upsert on its derived `_id`. The parts
+    are written together, so finding one already there means an earlier attempt stored them
+    all: that raises `AlreadyStored`, and a retry racing the first attempt conflicts with it.
     """
     collection = store.collection(COLLECTION)
-    stored = 0
     for part, start in enumerate(range(0, len(events), cap)):
         group = list(events[start:start + cap])
         times = [event["at"] for event in group]
+        bucket = batch_bucket_id(site_id, visitor_id, batch_id, part)
         try:
             result = await collection.update_one(
-                {"_id": batch_bucket_id(site_id, visitor_id, batch_id, part),
-                 "siteId": site_id, "visitorId": visitor_id},
+                {"_id": bucket, "siteId": site_id, "visitorId": visitor_id},
                 # The filter's equality fields are written on insert; repeating them conflicts.
                 {"$setOnInsert": {"batchId": batch_id, "createdAt": datetime.now(UTC),
                                   "events": group, "count": len(group),
                                   "firstAt": min(times), "lastAt": max(times)}},
-                upsert=True,
+                upsert=True, session=session,
             )
-        except DuplicateKeyError:
-            # A concurrent attempt at the same batch inserted this part first.
-            continue
-        if result.upserted_id is not None:
-            stored += len(group)
-    return stored
+        except DuplicateKeyError as exc:
+            raise AlreadyStored(bucket) from exc
+        if result.upserted_id is None:
+            raise AlreadyStored(bucket)
+    return len(events)
 
 
 async def list_interactions(store: Store, site_id: str, visitor_id: str) -> list[dict[str, Any]]:

@@ -66,24 +66,28 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
         if share is not None:
             event["heatmap"] = share
     batch_id = body.get("batchId")
-    if batch_id is None:
-        newly = await interactions.append_interactions(store, site["_id"], body["visitorId"],
-                                                       admitted, cap=cap)
-    else:
-        newly = await interactions.append_batch(store, site["_id"], body["visitorId"],
-                                                batch_id, admitted, cap=cap)
-    # Counted only when stored by this call, so a retried batch is not counted twice.
-    await visitors.touch(store, site["_id"], body["visitorId"], seen_at=now,
-                         facts=intake.describe_visitor(body),
-                         counts={"interactions": newly} if newly else None)
-    if newly:
-        intake.count("interaction", "stored", amount=newly)
-        # Counted only when this call stored the batch, so a retry adds nothing twice.
-        await heatmaps.add_to_aggregates(store, site["_id"], [
-            event["heatmap"] for event in admitted if "heatmap" in event])
-    if newly < len(admitted):
-        intake.count("interaction", "duplicate", amount=len(admitted) - newly)
-    return BatchOutcome(len(admitted), dropped, duplicate=newly == 0)
+    site_id, visitor_id = site["_id"], body["visitorId"]
+    facts = intake.describe_visitor(body)
+
+    async def write(session: Any) -> None:
+        # The events, the profile's count and the heatmap counts go together: a batch is
+        # counted exactly when it is stored, and a retry after any failure stores it all once.
+        if batch_id is None:
+            await interactions.append_interactions(store, site_id, visitor_id, admitted,
+                                                   cap=cap, session=session)
+        else:
+            await interactions.append_batch(store, site_id, visitor_id, batch_id, admitted,
+                                            cap=cap, session=session)
+        await visitors.touch(store, site_id, visitor_id, seen_at=now, facts=facts,
+                             counts={"interactions": len(admitted)}, session=session)
+        await heatmaps.add_to_aggregates(store, site_id, [
+            event["heatmap"] for event in admitted if "heatmap" in event], session=session)
+
+    if not await store.write_once(write):
+        intake.count("interaction", "duplicate", amount=len(admitted))
+        return BatchOutcome(len(admitted), dropped, duplicate=True)
+    intake.count("interaction", "stored", amount=len(admitted))
+    return BatchOutcome(len(admitted), dropped)
 
 
 def _event(body: dict[str, Any], item: dict[str, Any], now: datetime) -> dict[str, Any]:

@@ -97,6 +97,11 @@ PATHS = [
         "visitorId": f"v-{n}", "pageviewId": f"pv-{n}", "duration": 12}),
         prepare=_sdk("pageview", lambda n: {"visitorId": f"v-{n}", "pageviewId": f"pv-{n}",
                                             "url": PAGE})),
+    WritePath("browser interactions", _sdk("interactions", lambda n: {
+        "visitorId": f"v-{n}", "url": PAGE, "batchId": f"b-{n}", "interactions": [
+            {"kind": "click", "selector": "#buy", "x": 10, "y": 20, "vw": 1280, "ox": 0.5,
+             "oy": 0.5},
+            {"kind": "scroll_depth", "depth": 80, "fold": 60}]})),
     WritePath("browser consent", _sdk("consents", lambda n: {
         "visitorId": f"v-{n}", "decision": "granted", "signal": "banner"})),
 ]
@@ -106,11 +111,20 @@ SITE_WIDE = ["visitors", "errors", "leads", "recordings", "errors.csv", "leads.c
              "recordings.csv", "privacy-holds", "stats/daily"]
 
 
+def _canonical(value: Any) -> Any:
+    """The value with every document's fields in name order (an undo may reorder them)."""
+    if isinstance(value, dict):
+        return sorted((key, _canonical(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return [_canonical(item) for item in value]
+    return value
+
+
 async def _dump(store: Any) -> dict[str, dict[str, str]]:
     """Every document by collection and `_id`, as text."""
     dump = {}
     for name in await store.collection_names():
-        dump[name] = {repr(doc["_id"]): repr(doc)
+        dump[name] = {repr(doc["_id"]): repr(_canonical(doc))
                       async for doc in store.collection(name).find({})}
     return dump
 
@@ -163,7 +177,7 @@ async def test_a_store_failure_at_any_write_leaves_all_of_the_request_or_none(
         failed, left = await _attempt(fetch, tenant, deps, path, n)
         deps.store.faults.clear()
         assert failed.code == 503, (collection, operation, failed)
-        assert left == {}, f"a failure at {collection}.{operation} left {left} behind"
+        assert left == {}, f"a failure at {collection}.{operation} #{index} left {left} behind"
 
         retried, stored = await _attempt(fetch, tenant, deps, path, n)
         assert retried.code == 200, retried

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -180,19 +181,26 @@ async def test_the_same_batch_id_from_another_visitor_or_site_is_another_batch(
     assert len(await _events(deps, other_site.site_id)) == 2
 
 
-async def test_a_batch_whose_answer_was_lost_to_a_database_hiccup_is_stored_once_on_retry(
+async def test_a_batch_that_failed_half_way_is_stored_and_counted_once_on_retry(
         fetch: Fetch, tenant: Tenant, deps):
-    # The events are written; the profile update after them fails, so the caller sees a 503.
+    # The events are written; the profile update after them fails, so the caller sees a 503
+    # and the events go with it.
     deps.store.faults.fail("visitors", "find_one_and_update")
 
     failed = await _send(fetch, tenant.api_key, CLICKS, batchId=BATCH)
-    retried = await _send(fetch, tenant.api_key, CLICKS, batchId=BATCH)
-
     assert failed.code == 503, failed
     assert failed.json()["error"]["code"] == "unavailable"
     assert failed.headers["Retry-After"] == "1"
-    assert retried.code == 200 and retried.json()["duplicate"] is True
+    assert await _events(deps, tenant.site_id) == []
+
+    retried = await _send(fetch, tenant.api_key, CLICKS, batchId=BATCH)
+    again = await _send(fetch, tenant.api_key, CLICKS, batchId=BATCH)
+
+    assert retried.code == 200 and "duplicate" not in retried.json()
+    assert again.code == 200 and again.json()["duplicate"] is True
     assert len(await _events(deps, tenant.site_id)) == 2
+    profile = await deps.store.collection("visitors").find_one({"visitorId": VISITOR})
+    assert profile["counts"]["interactions"] == 2
 
 
 async def test_a_batch_over_the_bucket_cap_is_stored_once_even_when_attempts_race(
@@ -201,11 +209,13 @@ async def test_a_batch_over_the_bucket_cap_is_stored_once_even_when_attempts_rac
     events = [{"id": str(n), "kind": "click", "at": start + timedelta(seconds=n)}
               for n in range(7)]
 
-    stored = await asyncio.gather(*(
-        interactions.append_batch(deps.store, tenant.site_id, VISITOR, BATCH, events, cap=3)
-        for _ in range(3)))
+    async def write(session: Any) -> None:
+        await interactions.append_batch(deps.store, tenant.site_id, VISITOR, BATCH, events,
+                                        cap=3, session=session)
 
-    assert sum(stored) == 7
+    stored = await asyncio.gather(*(deps.store.write_once(write) for _ in range(3)))
+
+    assert stored.count(True) == 1
     buckets = [doc async for doc in deps.store.collection("interaction_buckets").find({})]
     assert sorted(bucket["count"] for bucket in buckets) == [1, 3, 3]
     listed = await interactions.list_interactions(deps.store, tenant.site_id, VISITOR)
