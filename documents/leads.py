@@ -35,7 +35,8 @@ async def lead_emails(store: Store, site_id: str, visitor_id: str, *, session: A
     emails = await store.collection("leads").distinct(
         "email", {"siteId": site_id, "visitorId": visitor_id}, session=session
     )
-    return sorted(e for e in emails if e)
+    # Only text is an address; anything else stored there (by a hand edit, say) is not one.
+    return sorted(e for e in emails if isinstance(e, str) and e)
 
 
 #: Lead fields a rectification may change.

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from documents import error_records, recordings, visitors
 from documents.store import ASCENDING, DESCENDING, Index, Store
@@ -43,6 +44,29 @@ MAX_CHART_DAYS = 366
 DEFAULT_CHART_DAYS = 30
 
 ERROR_STATUSES = ("open", "resolved", "ignored")
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: What shaping a stored document the code did not expect raises (a missing or mistyped field).
+_UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+
+
+def readable(documents: Iterable[dict[str, Any]], shape: Callable[[dict[str, Any]], T],
+             what: str) -> list[T]:
+    """Each document shaped for the dashboard; one that cannot be shaped is left out, logged.
+
+    A row from an older version, a hand edit or a restore must not break a list or an export
+    for every other row. The log names the kind and the failure, never the row's content.
+    """
+    shaped = []
+    for document in documents:
+        try:
+            shaped.append(shape(document))
+        except _UNREADABLE as exc:
+            log.warning("left out an unreadable %s row (%s)", what, type(exc).__name__)
+    return shaped
 
 
 @dataclass(frozen=True)
@@ -105,6 +129,9 @@ async def keyset_page(store: Store, collection: str, filter_: dict[str, Any], so
     if len(found) <= limit:
         return found, None
     last = found[limit - 1]
+    if not isinstance(last.get(sort_field), datetime):
+        # Rows without a date sort after every dated one, and a cursor cannot point past them.
+        return found[:limit], None
     return found[:limit], encode_cursor(last[sort_field], last["_id"])
 
 
@@ -161,7 +188,7 @@ async def list_visitors(store: Store, site_id: str, *, q: str | None, cursor: st
         filter_.update(_visitor_search(q))
     found, next_cursor = await keyset_page(store, "visitors", filter_, "lastSeen", cursor,
                                            limit)
-    return Page([visitor_summary(profile) for profile in found], next_cursor)
+    return Page(readable(found, visitor_summary, "visitor"), next_cursor)
 
 
 async def visitor_profile(store: Store, site_id: str, visitor_id: str) -> dict[str, Any]:
@@ -192,9 +219,9 @@ async def visitor_profile(store: Store, site_id: str, visitor_id: str) -> dict[s
         "recent": list(reversed(profile.get("recent") or [])),
         "errors": [{"errorId": o["errorId"], "what": f"{o['type']}: {o['message']}",
                     "when": o["occurredAt"]} for o in occurrences],
-        "recordings": [recording_summary(r) for r in found_recordings],
-        "leads": [lead_view(lead) for lead in leads],
-        "linkedProfiles": [visitor_summary(other) for other in linked],
+        "recordings": readable(found_recordings, recording_summary, "recording"),
+        "leads": readable(leads, lead_view, "lead"),
+        "linkedProfiles": readable(linked, visitor_summary, "visitor"),
     }
 
 
@@ -252,7 +279,7 @@ async def list_errors(store: Store, site_id: str, *, status: str | None, cursor:
     found, next_cursor = await keyset_page(store, error_records.ERRORS,
                                            _error_filter(site_id, status), "lastSeen", cursor,
                                            limit)
-    return Page([error_summary(error) for error in found], next_cursor)
+    return Page(readable(found, error_summary, "error"), next_cursor)
 
 
 async def find_error(store: Store, site_id: str, error_id: str) -> dict[str, Any]:
@@ -416,7 +443,7 @@ async def list_leads(store: Store, site_id: str, *, cursor: str | None, limit: i
     """The site's leads, newest first, without those of restricted visitors."""
     filter_ = {"siteId": site_id, **await _not_restricted(store, site_id)}
     found, next_cursor = await keyset_page(store, "leads", filter_, "createdAt", cursor, limit)
-    return Page([lead_view(lead) for lead in found], next_cursor)
+    return Page(readable(found, lead_view, "lead"), next_cursor)
 
 
 # Recordings ----------------------------------------------------------------------------------
@@ -451,7 +478,7 @@ async def list_site_recordings(store: Store, site_id: str, *, visitor_id: str | 
         filter_["visitorId"] = visitor_id
     found, next_cursor = await keyset_page(store, "recordings", filter_, "startedAt", cursor,
                                            limit)
-    return Page([recording_summary(r) for r in found], next_cursor)
+    return Page(readable(found, recording_summary, "recording"), next_cursor)
 
 
 async def replayable_recording(store: Store, site_id: str, recording_id: str
@@ -621,4 +648,5 @@ async def export_rows(store: Store, export: CsvExport, site_id: str, *, limit: i
         await _export_filter(store, export, site_id)).sort(
         [(export.sort_field, DESCENDING), ("_id", DESCENDING)]).limit(limit)
     async for document in cursor:
-        yield export.row(document)
+        for row in readable([document], export.row, export.kind):
+            yield row
