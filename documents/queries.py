@@ -32,6 +32,16 @@ INDEXES = [
     # One error's breakdown over a date range, and its latest occurrences.
     Index(error_records.OCCURRENCES, (("siteId", ASCENDING), ("errorId", ASCENDING),
                                       ("occurredAt", DESCENDING))),
+    # Issue 21's reads (documents/insights.py): a visitor's leads in a time window (a
+    # recording's timeline, recordings "with a lead")...
+    Index("leads", (("siteId", ASCENDING), ("visitorId", ASCENDING), ("createdAt", ASCENDING))),
+    # ...rage and dead clicks across the site over a date range (the overview)...
+    Index("interaction_buckets", (("siteId", ASCENDING), ("lastAt", ASCENDING))),
+    # ...and visitors of one country or one kind of device, by last seen.
+    Index("visitors", (("siteId", ASCENDING), ("location.country", ASCENDING),
+                       ("lastSeen", DESCENDING))),
+    Index("visitors", (("siteId", ASCENDING), ("device.type", ASCENDING),
+                       ("lastSeen", DESCENDING))),
 ]
 
 #: Largest page a caller may ask for; the default when it asks for none.

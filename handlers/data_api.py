@@ -11,9 +11,9 @@ from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from documents import audit, error_records, leads, queries, recordings, sites
+from documents import audit, error_records, insights, leads, queries, recordings, sites
 from documents import requests as request_log
-from errors import NotFound
+from errors import InvalidInput, NotFound
 from handlers import ui
 from handlers.base import BaseHandler
 
@@ -57,6 +57,26 @@ class SiteDataHandler(BaseHandler):
         return queries.chart_range(self.get_query_argument("from", None),
                                    self.get_query_argument("to", None), datetime.now(UTC).date())
 
+    def optional_day(self, name: str) -> date | None:
+        """A query argument that is a day like 2026-01-31, or None when absent."""
+        raw = self.get_query_argument(name, None)
+        if not raw:
+            return None
+        try:
+            return date.fromisoformat(raw)
+        except ValueError:
+            raise InvalidInput(f"{name} is a day like 2026-01-31", field=name) from None
+
+    def optional_flag(self, name: str) -> bool | None:
+        """A true/false query argument (the API document has checked its spelling)."""
+        raw = self.get_query_argument(name, None)
+        return None if not raw else raw == "true"
+
+    def optional_number(self, name: str) -> float | None:
+        """A number query argument (checked against the API document), or None."""
+        raw = self.get_query_argument(name, None)
+        return None if not raw else float(raw)
+
     async def audit(self, action: str, site: dict[str, Any], details: dict[str, Any]) -> None:
         """Append to the audit trail."""
         await audit.record(self.deps.store, action=action, actor_user_id=self.user.id,
@@ -66,14 +86,24 @@ class SiteDataHandler(BaseHandler):
 
 
 class VisitorsHandler(SiteDataHandler):
-    """GET .../visitors?q=&cursor=&limit=: visitors by last seen, newest first."""
+    """GET .../visitors?q=&country=&device=&loggedIn=&hasLead=&hasError=&firstSeenFrom=&
+    firstSeenTo=&lastSeenFrom=&lastSeenTo=&cursor=&limit=: visitors by last seen, newest
+    first, searched and filtered."""
 
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         cursor, limit = self.page_arguments()
-        page = await queries.list_visitors(self.deps.store, site["_id"],
-                                           q=self.get_query_argument("q", None) or None,
-                                           cursor=cursor, limit=limit)
+        argument = self.get_query_argument
+        filters = insights.VisitorFilters(
+            q=argument("q", None) or None, country=argument("country", None) or None,
+            device=argument("device", None) or None, logged_in=self.optional_flag("loggedIn"),
+            has_lead=self.optional_flag("hasLead"), has_error=self.optional_flag("hasError"),
+            first_seen_from=self.optional_day("firstSeenFrom"),
+            first_seen_to=self.optional_day("firstSeenTo"),
+            last_seen_from=self.optional_day("lastSeenFrom"),
+            last_seen_to=self.optional_day("lastSeenTo"))
+        page = await insights.search_visitors(self.deps.store, site["_id"], filters,
+                                              cursor=cursor, limit=limit)
         self.write_json(json_ready(page.as_dict()))
 
 
@@ -126,6 +156,18 @@ class ErrorBreakdownHandler(SiteDataHandler):
         breakdown = await queries.error_breakdown(self.deps.store, site["_id"], error_id,
                                                   first=first, last=last)
         self.write_json(json_ready(breakdown))
+
+
+class ErrorReplaysHandler(SiteDataHandler):
+    """GET .../errors/{errorId}/replays?from=&to=: the error's latest occurrences that a
+    recording shows, each with the recording to open at that moment."""
+
+    async def get(self, site_id: str, error_id: str) -> None:
+        site = await self.readable_site(site_id)
+        first, last = self.day_range()
+        replays = await insights.error_replays(self.deps.store, site["_id"], error_id,
+                                               first=first, last=last)
+        self.write_json(json_ready(replays))
 
 
 class ErrorHandler(SiteDataHandler):
@@ -194,15 +236,34 @@ class LeadHandler(SiteDataHandler):
 
 
 class RecordingsHandler(SiteDataHandler):
-    """GET .../recordings?visitorId=&cursor=&limit=: recordings, newest first."""
+    """GET .../recordings?visitorId=&from=&to=&minDuration=&maxDuration=&page=&country=&
+    device=&has=&cursor=&limit=: recordings, newest first, with what happened in each."""
 
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         cursor, limit = self.page_arguments()
-        page = await queries.list_site_recordings(
-            self.deps.store, site["_id"], visitor_id=self.get_query_argument("visitorId", None),
-            cursor=cursor, limit=limit)
+        argument = self.get_query_argument
+        filters = insights.RecordingFilters(
+            first=self.optional_day("from"), last=self.optional_day("to"),
+            min_seconds=self.optional_number("minDuration"),
+            max_seconds=self.optional_number("maxDuration"),
+            page=argument("page", None) or None, country=argument("country", None) or None,
+            device=argument("device", None) or None,
+            marks=tuple(mark for mark in (argument("has", None) or "").split(",") if mark),
+            visitor_id=argument("visitorId", None))
+        page = await insights.search_recordings(self.deps.store, site["_id"], filters,
+                                                cursor=cursor, limit=limit)
         self.write_json(json_ready(page.as_dict()))
+
+
+class RecordingTimelineHandler(SiteDataHandler):
+    """GET .../recordings/{recordingId}/timeline: errors, rage and dead clicks, page changes
+    and leads during the recording, with their times, for the replay's markers."""
+
+    async def get(self, site_id: str, recording_id: str) -> None:
+        site = await self.readable_site(site_id)
+        timeline = await insights.recording_timeline(self.deps.store, site["_id"], recording_id)
+        self.write_json(json_ready(timeline))
 
 
 class RecordingSegmentsHandler(SiteDataHandler):
@@ -301,18 +362,32 @@ class DailyStatsHandler(SiteDataHandler):
         self.write_json(days)
 
 
+class OverviewHandler(SiteDataHandler):
+    """GET .../overview?from=&to=: the period's figures against the previous period, top
+    pages, top errors, pages with rage and dead clicks, countries and devices."""
+
+    async def get(self, site_id: str) -> None:
+        site = await self.readable_site(site_id)
+        first, last = self.day_range()
+        self.write_json(json_ready(await insights.overview(self.deps.store, site["_id"],
+                                                           first, last)))
+
+
 default_handlers = [
     (rf"/api/v1/sites/{SITE_ID}/visitors", VisitorsHandler),
     (rf"/api/v1/sites/{SITE_ID}/visitors/{CLIENT_ID}", VisitorProfileHandler),
     (rf"/api/v1/sites/{SITE_ID}/errors", ErrorsHandler),
     (rf"/api/v1/sites/{SITE_ID}/errors/{UUID}", ErrorHandler),
     (rf"/api/v1/sites/{SITE_ID}/errors/{UUID}/breakdown", ErrorBreakdownHandler),
+    (rf"/api/v1/sites/{SITE_ID}/errors/{UUID}/replays", ErrorReplaysHandler),
     (rf"/api/v1/sites/{SITE_ID}/error-trends", ErrorTrendsHandler),
     (rf"/api/v1/sites/{SITE_ID}/leads", LeadsHandler),
     (rf"/api/v1/sites/{SITE_ID}/leads/{CLIENT_ID}", LeadHandler),
     (rf"/api/v1/sites/{SITE_ID}/recordings", RecordingsHandler),
     (rf"/api/v1/sites/{SITE_ID}/recordings/{UUID}/segments", RecordingSegmentsHandler),
+    (rf"/api/v1/sites/{SITE_ID}/recordings/{UUID}/timeline", RecordingTimelineHandler),
     (rf"/api/v1/sites/{SITE_ID}/segments/{UUID}", SegmentHandler),
     (rf"/api/v1/sites/{SITE_ID}/stats/daily", DailyStatsHandler),
+    (rf"/api/v1/sites/{SITE_ID}/overview", OverviewHandler),
     (rf"/api/v1/sites/{SITE_ID}/install", InstallHandler),
 ]

@@ -156,9 +156,17 @@ function stackFrames(stack) {
 async function errorDetail(app, site, errorId, query) {
   const range = new URLSearchParams();
   for (const name of ['from', 'to']) if (query.get(name)) range.set(name, query.get(name));
-  const [error, breakdown] = await Promise.all([
+  const [error, breakdown, replays] = await Promise.all([
     app.session.json(`${api(site)}/errors/${errorId}`),
-    app.session.json(`${api(site)}/errors/${errorId}/breakdown?${range}`)]);
+    app.session.json(`${api(site)}/errors/${errorId}/breakdown?${range}`),
+    app.session.json(`${api(site)}/errors/${errorId}/replays?${range}`)]);
+  // An occurrence a recording shows opens that recording a few seconds before it happened.
+  const replayOf = new Map(replays.items.map((item) => [item.occurrenceId, item]));
+  const watchHref = (item) => `/app/sites/${site.id}/recordings/${item.recordingId}?at=${encodeURIComponent(item.at)}`;
+  const watch = replays.items.length
+    ? h('p', { class: 'row' }, h('a', { class: 'button', id: 'watch-error', href: watchHref(replays.items[0]) }, 'Watch it happen'),
+      h('span', { class: 'hint' }, `The latest recorded occurrence, ${when(replays.items[0].at)}; ${replays.items.length} of the latest occurrences were recorded.`))
+    : h('p', { class: 'hint', id: 'no-recording' }, 'No recording shows this error in this range: recordings need the visitor’s consent and recordings switched on.');
   const here = `/app/sites/${site.id}/errors/${errorId}`;
   const actions = app.isAdmin(site) ? h('div', { class: 'row' }, [
     ['resolved', 'Resolve'], ['ignored', 'Ignore'], ['open', 'Re-open']]
@@ -183,7 +191,8 @@ async function errorDetail(app, site, errorId, query) {
   const latest = breakdown.latest.map((o) => h('li', { class: 'occurrence' },
     h('p', {}, h('strong', {}, when(o.occurredAt)), ' on ', h('code', {}, pagePath(o.url)),
       ` · ${[o.browser, o.os, o.deviceType].filter(Boolean).join(', ') || 'unknown device'}`,
-      o.visitorId ? [' · ', h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(o.visitorId)}` }, 'visitor')] : null),
+      o.visitorId ? [' · ', h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(o.visitorId)}` }, 'visitor')] : null,
+      replayOf.has(o.id) ? [' · ', h('a', { class: 'watch', href: watchHref(replayOf.get(o.id)) }, 'Watch the recording')] : null),
     h('details', {}, h('summary', {}, 'Context (anonymised)'), readableContext(o.context))));
   return h('div', {},
     h('p', {}, h('a', { href: `/app/sites/${site.id}/errors` }, '← All errors')),
@@ -191,7 +200,7 @@ async function errorDetail(app, site, errorId, query) {
     h('div', { class: 'panel' }, h('p', {}, h('span', { class: `badge ${error.status}`, id: 'error-status-badge' }, error.status)),
       facts([['Occurrences', String(error.occurrenceCount)], ['First seen', when(error.firstSeen)],
         ['Last seen', when(error.lastSeen)], ['Source', error.source], ['Re-opened', String(error.reopenCount || 0)]]),
-      actions),
+      actions, watch),
     h('section', { class: 'panel', 'aria-labelledby': 'range-title' }, h('h2', { id: 'range-title' },
       `From ${breakdown.from} to ${breakdown.to}: ${plural(breakdown.occurrences, 'occurrence')}, ${plural(breakdown.visitorsAffected, 'visitor')} affected`),
     rangeForm, dayBars(breakdown.days)),

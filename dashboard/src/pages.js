@@ -1,10 +1,11 @@
 // The dashboard's pages. Each is async (app, site, item, query) -> Element and reads only the
 // JSON API; admin actions are left out for viewers (the server refuses them anyway).
 import { describeError } from './api.js';
-import { dailyChart } from './chart.js';
 import { actionButton, csvDownload, download } from './controls.js';
 import { alertBox, empty, h, progress, seconds, when } from './dom.js';
-import { loadEvents, mountPlayer } from './replay.js';
+import { checks, choice, field, filterForm, picked, pager, yesNo } from './filters.js';
+import { overviewPage } from './overview.js';
+import { loadEvents, mountPlayer, replayPage } from './replay.js';
 
 /** Receipt categories in words (the API's names are machine names). */
 const RECEIPT_LABELS = {
@@ -30,8 +31,7 @@ function feedItem(site, event) {
     h('span', { class: 'hint' }, when(event.time)));
 }
 
-async function overview(app, site) {
-  const days = await app.session.json(`${api(site)}/stats/daily?from=${isoDay(-13)}&to=${isoDay(0)}`);
+async function overview(app, site, item, query) {
   const list = h('ul', { class: 'feed', id: 'live-feed', 'aria-live': 'polite' });
   const placeholder = empty('Nothing new yet', 'New errors and leads appear here the moment they are processed.');
   const fill = () => {
@@ -42,53 +42,64 @@ async function overview(app, site) {
   };
   fill();
   app.listen({ onEvent: fill });
-  return h('div', {},
-    h('h1', {}, `${site.name}: overview`),
-    h('div', { class: 'grid' },
-      h('section', { class: 'panel' }, h('h2', {}, 'Pageviews and errors per day'), dailyChart(days)),
-      h('section', { class: 'panel', 'aria-labelledby': 'feed-title' },
-        h('h2', { id: 'feed-title' }, 'Live feed'), placeholder, list)));
-}
-
-function isoDay(offset) {
-  return new Date(Date.now() + offset * 86400000).toISOString().slice(0, 10);
+  return overviewPage(app, site, query, h('section', { class: 'panel', 'aria-labelledby': 'feed-title' },
+    h('h2', { id: 'feed-title' }, 'Live feed'), placeholder, list));
 }
 
 function visitorName(visitor) {
   return visitor.displayName || `Anonymous ${visitor.visitorId.slice(0, 8)}`;
 }
 
+/** The visitors list's filters, each a query parameter of the page and of the API. */
+const VISITOR_FILTERS = ['q', 'country', 'device', 'loggedIn', 'hasLead', 'hasError',
+  'firstSeenFrom', 'firstSeenTo', 'lastSeenFrom', 'lastSeenTo'];
+const DEVICES = { '': 'Any', desktop: 'Desktop', mobile: 'Phone', tablet: 'Tablet' };
+
 async function visitorsPage(app, site, item, query) {
   if (item) return visitorProfile(app, site, item);
-  const q = query.get('q') || '';
+  const filters = picked(query, VISITOR_FILTERS);
   const cursor = query.get('cursor');
-  const params = new URLSearchParams({ limit: '25' });
-  if (q) params.set('q', q);
+  const params = new URLSearchParams(filters);
+  params.set('limit', '25');
   if (cursor) params.set('cursor', cursor);
   const page = await app.session.json(`${api(site)}/visitors?${params}`);
-  const search = h('input', { id: 'visitor-search', type: 'search', name: 'q', value: q,
-    placeholder: 'Name, e-mail or visitor id' });
-  const form = h('form', { class: 'row', role: 'search', onsubmit: (event) => {
-    event.preventDefault();
-    app.go(`/app/sites/${site.id}/visitors${search.value ? `?q=${encodeURIComponent(search.value)}` : ''}`);
-  } }, h('label', { for: 'visitor-search' }, 'Search visitors'), search, h('button', { type: 'submit' }, 'Search'));
-  const rows = page.items.map((visitor) => h('tr', {},
-    h('td', {}, h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(visitor.visitorId)}` }, visitorName(visitor))),
+  const path = `/app/sites/${site.id}/visitors`;
+  const form = filterForm(app, { id: 'visitor-filters', label: 'Search and filter visitors', path, submit: 'Search', controls: [
+    field('q', 'Search visitors', query.get('q'), { type: 'search', placeholder: 'Name, e-mail or visitor id', maxlength: 200 }),
+    field('country', 'Country code', query.get('country'), { placeholder: 'DE', maxlength: 2, pattern: '[A-Za-z]{2}' }),
+    choice('device', 'Device', DEVICES, query.get('device')),
+    yesNo('loggedIn', 'Logged in', query.get('loggedIn')),
+    yesNo('hasLead', 'Left a lead', query.get('hasLead')),
+    yesNo('hasError', 'Met an error', query.get('hasError')),
+    field('firstSeenFrom', 'First seen from', query.get('firstSeenFrom'), { type: 'date' }),
+    field('firstSeenTo', 'First seen to', query.get('firstSeenTo'), { type: 'date' }),
+    field('lastSeenFrom', 'Last seen from', query.get('lastSeenFrom'), { type: 'date' }),
+    field('lastSeenTo', 'Last seen to', query.get('lastSeenTo'), { type: 'date' })] });
+  const rows = page.items.map((visitor) => h('tr', { dataset: { visitorId: visitor.visitorId } },
+    h('td', {}, h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(visitor.visitorId)}` }, visitorName(visitor)),
+      visitor.counts?.leads ? [' ', h('span', { class: 'badge lead' }, 'lead')] : null,
+      visitor.hasError ? [' ', h('span', { class: 'badge error' }, 'error')] : null,
+      visitor.wpUserId ? [' ', h('span', { class: 'badge' }, 'logged in')] : null),
     h('td', { class: 'optional' }, (visitor.emails || []).join(', ') || '—'),
-    h('td', { class: 'optional' }, visitor.country || '—'),
-    h('td', {}, String(visitor.counts?.pageviews || 0)),
+    h('td', {}, visitor.country || '—'),
+    h('td', { class: 'optional' }, visitor.device?.type || '—'),
+    h('td', { class: 'optional' }, String(visitor.counts?.pageviews || 0)),
     h('td', {}, when(visitor.lastSeen))));
-  const next = page.nextCursor ? h('a', { class: 'button secondary', id: 'next-page',
-    href: `/app/sites/${site.id}/visitors?${new URLSearchParams({ ...(q ? { q } : {}), cursor: page.nextCursor })}` }, 'Next page') : null;
-  const first = cursor ? h('a', { class: 'button secondary', href: `/app/sites/${site.id}/visitors${q ? `?q=${encodeURIComponent(q)}` : ''}` }, 'First page') : null;
-  return h('div', {}, h('h1', {}, 'Visitors'), h('div', { class: 'panel' }, form),
+  return h('div', {}, h('h1', {}, 'Visitors'), form,
     h('div', { class: 'panel' }, rows.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'visitors' },
       h('thead', {}, h('tr', {}, h('th', {}, 'Visitor'), h('th', { class: 'optional' }, 'E-mail'),
-        h('th', { class: 'optional' }, 'Country'), h('th', {}, 'Pageviews'), h('th', {}, 'Last seen'))),
+        h('th', {}, 'Country'), h('th', { class: 'optional' }, 'Device'), h('th', { class: 'optional' }, 'Pageviews'), h('th', {}, 'Last seen'))),
       h('tbody', {}, rows)))
-      : empty(q ? `No visitor matches “${q}”` : 'No visitors yet',
-        q ? 'Try part of a name or e-mail, or the start of a visitor id.' : 'Visitors appear once the loader or the plugin sends their first pageview.'),
-    h('div', { class: 'row' }, first, next)));
+      : empty(filters.size ? `No visitor matches${query.get('q') ? ` “${query.get('q')}”` : ''}` : 'No visitors yet',
+        filters.size ? 'Try part of a name or e-mail, the start of a visitor id, or fewer filters.' : 'Visitors appear once the loader or the plugin sends their first pageview.'),
+    searchedNote(page),
+    pager(path, filters, cursor, page.nextCursor)));
+}
+
+/** Where a filtered page stopped searching, when it stopped early. */
+function searchedNote(page) {
+  return page.searchedTo ? h('p', { class: 'hint', id: 'searched-to' },
+    `Searched back to ${when(page.searchedTo)}; use Next page to search further back.`) : null;
 }
 
 function facts(pairs) {
@@ -351,29 +362,52 @@ function exportPanel(app, site, kind, contents) {
   return tools ? h('div', { class: 'panel row toolbar' }, tools) : null;
 }
 
+/** The recordings list's filters, each a query parameter of the page and of the API. */
+const RECORDING_FILTERS = ['from', 'to', 'minDuration', 'maxDuration', 'page', 'country', 'device', 'has'];
+const MARKS = { error: 'An error', rage_click: 'A rage click', dead_click: 'A dead click', lead: 'A lead' };
+const MARK_WORDS = { error: ['error', 'errors'], rage_click: ['rage click', 'rage clicks'],
+  dead_click: ['dead click', 'dead clicks'], lead: ['lead', 'leads'] };
+
+function marks(recording) {
+  const found = Object.entries(recording.marks || {}).filter(([, count]) => count > 0);
+  return found.map(([mark, count]) => h('span', { class: `badge ${mark}` }, `${count} ${MARK_WORDS[mark][count === 1 ? 0 : 1]}`));
+}
+
 async function recordingsPage(app, site, item, query) {
+  if (item) return replayPage(app, site, item, query);
+  const filters = picked(query, RECORDING_FILTERS);
   const cursor = query.get('cursor');
-  const params = new URLSearchParams({ limit: '25' });
+  const params = new URLSearchParams(filters);
+  params.set('limit', '25');
   if (cursor) params.set('cursor', cursor);
   const page = await app.session.json(`${api(site)}/recordings?${params}`);
-  const items = page.items.map((recording) => {
-    const { play, holder } = recording.legacy ? { play: h('span', { class: 'hint' }, 'Footage on your own server'), holder: null }
-      : replayControl(app, site, recording.id);
-    return h('li', { class: 'recording', dataset: { recordingId: recording.id } },
-      h('div', { class: 'row' }, h('strong', {}, when(recording.startedAt)),
-        recording.visitorId ? h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(recording.visitorId)}` }, 'Visitor') : null,
-        h('span', {}, recording.pageUrl || 'unknown page'),
-        h('span', { class: 'hint' }, `${seconds(recording.duration)} · ${recording.pageCount} ${recording.pageCount === 1 ? 'page' : 'pages'}`),
-        play),
-      holder);
-  });
-  return h('div', {}, h('h1', {}, 'Recordings'),
-    exportPanel(app, site, 'recordings', 'What was recorded, when and for how long, newest first; never the footage, and nothing of restricted visitors.'),
+  const path = `/app/sites/${site.id}/recordings`;
+  const form = filterForm(app, { id: 'recording-filters', label: 'Filter recordings', path, controls: [
+    field('from', 'From', query.get('from'), { type: 'date' }),
+    field('to', 'To', query.get('to'), { type: 'date' }),
+    field('minDuration', 'At least (seconds)', query.get('minDuration'), { type: 'number', min: 0, max: 86400, inputmode: 'numeric' }),
+    field('maxDuration', 'At most (seconds)', query.get('maxDuration'), { type: 'number', min: 0, max: 86400, inputmode: 'numeric' }),
+    field('page', 'Page address contains', query.get('page'), { placeholder: '/checkout', maxlength: 512 }),
+    field('country', 'Country code', query.get('country'), { placeholder: 'DE', maxlength: 2, pattern: '[A-Za-z]{2}' }),
+    choice('device', 'Device', DEVICES, query.get('device')),
+    checks('has', 'With at least', MARKS, query.get('has'))] });
+  const items = page.items.map((recording) => h('li', { class: 'recording', dataset: { recordingId: recording.id } },
+    h('div', { class: 'row' }, h('strong', {}, when(recording.startedAt)),
+      recording.visitorId ? h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(recording.visitorId)}` },
+        recording.visitorName || 'Visitor') : null,
+      h('span', {}, recording.pageUrl || 'unknown page'),
+      h('span', { class: 'hint' }, `${seconds(recording.duration)} · ${recording.pageCount} ${recording.pageCount === 1 ? 'page' : 'pages'}`
+        + `${recording.country ? ` · ${recording.country}` : ''}${recording.device ? ` · ${recording.device}` : ''}`),
+      ...marks(recording),
+      recording.legacy ? h('span', { class: 'hint' }, 'Footage on your own server')
+        : h('a', { class: 'button secondary watch', href: `${path}/${recording.id}`, 'aria-label': `Watch the recording of ${when(recording.startedAt)}` }, 'Watch'))));
+  return h('div', {}, h('h1', {}, 'Recordings'), form,
+    exportPanel(app, site, 'recordings', 'What was recorded, when and for how long, newest first; never the footage, and nothing of restricted visitors. The file ignores the filters here.'),
     h('div', { class: 'panel' }, items.length ? h('ul', { class: 'recordings', id: 'recordings' }, items)
-      : empty('No recordings yet', 'Recordings appear when they are switched on in Settings and visitors consented.'),
-    h('div', { class: 'row' },
-      cursor ? h('a', { class: 'button secondary', href: `/app/sites/${site.id}/recordings` }, 'First page') : null,
-      page.nextCursor ? h('a', { class: 'button secondary', href: `/app/sites/${site.id}/recordings?cursor=${encodeURIComponent(page.nextCursor)}` }, 'Next page') : null)));
+      : empty(filters.size ? 'No recording matches' : 'No recordings yet',
+        filters.size ? 'Try a wider date range or fewer filters.' : 'Recordings appear when they are switched on in Settings and visitors consented.'),
+    searchedNote(page),
+    pager(path, filters, cursor, page.nextCursor)));
 }
 
 export { exportTools, facts, leadsPage, overview, pagePath, recordingsPage, visitorsPage };

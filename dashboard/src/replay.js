@@ -1,7 +1,23 @@
 // Replay: download a recording's segments (gzip files), inflate them in the browser with
 // DecompressionStream, concatenate the rrweb event arrays and hand them to rrweb-player.
+// The replay page adds what happened during the recording (errors, rage and dead clicks, page
+// changes, leads) as markers on the player's timeline and as a list beside it that seeks.
 import rrwebPlayer from 'rrweb-player';
 import 'rrweb-player/dist/style.css';
+import { describeError } from './api.js';
+import { alertBox, empty, h, progress, seconds, when } from './dom.js';
+
+/** How long before an event the player starts, so the moment is seen as it happens. */
+const LEAD_IN_MS = 3000;
+/** rrweb's custom event type: the player draws each as a marker on its progress bar. */
+const CUSTOM_EVENT = 5;
+const KINDS = {
+  error: { label: 'Error', color: '#b42318' },
+  rage_click: { label: 'Rage click', color: '#c2410c' },
+  dead_click: { label: 'Dead click', color: '#6b4a00' },
+  page: { label: 'Page', color: '#2454d6' },
+  lead: { label: 'Lead', color: '#13795b' },
+};
 
 async function inflate(response) {
   const stream = response.body.pipeThrough(new DecompressionStream('gzip'));
@@ -24,10 +40,99 @@ export async function loadEvents(session, siteId, recordingId, onProgress) {
   return events;
 }
 
-export function mountPlayer(target, events) {
+/**
+ * The player, skipping inactivity. `markers` ({kind, at, label}) become custom events on its
+ * timeline; `startAt` (ms into the recording) is where it begins playing.
+ */
+export function mountPlayer(target, events, { markers = [], startAt = 0 } = {}) {
   const width = Math.min(720, Math.max(280, target.clientWidth || 720));
-  return new rrwebPlayer({
+  const first = events[0].timestamp;
+  const last = events.at(-1).timestamp;
+  const tagged = markers.map((marker) => ({
+    type: CUSTOM_EVENT, timestamp: Math.min(last, Math.max(first, Date.parse(marker.at))),
+    data: { tag: KINDS[marker.kind]?.label || marker.kind, payload: { label: marker.label } },
+  }));
+  const all = [...events, ...tagged].sort((a, b) => a.timestamp - b.timestamp);
+  const tags = Object.fromEntries(Object.values(KINDS).map((kind) => [kind.label, kind.color]));
+  const player = new rrwebPlayer({
     target,
-    props: { events, width, height: Math.round(width * 0.56), autoPlay: true, showController: true },
+    props: { events: all, width, height: Math.round(width * 0.56), autoPlay: !startAt, showController: true,
+      skipInactive: true, tags },
   });
+  if (startAt) player.goto(startAt, true);
+  nameControls(target);
+  player.addEventListener('ui-update-player-state', () => nameControls(target));
+  return player;
+}
+
+/** rrweb-player's icon buttons, switch and frame carry no names; screen readers need them. */
+function nameControls(target) {
+  const buttons = target.querySelectorAll('.rr-controller__btns > button');
+  const playing = target.querySelector('.rr-controller__btns > button:first-child path[d^="M682"]');
+  buttons[0]?.setAttribute('aria-label', playing ? 'Pause' : 'Play');
+  const last = buttons[buttons.length - 1];
+  if (last && !last.textContent.trim()) last.setAttribute('aria-label', 'Full screen');
+  target.querySelector('.rr-controller input[type="checkbox"]')?.setAttribute('aria-label', 'Skip inactivity');
+  target.querySelector('iframe')?.setAttribute('title', 'The recorded page');
+}
+
+const clock = (ms) => {
+  const total = Math.max(0, Math.round(ms / 1000));
+  return `${Math.floor(total / 60)}:${String(total % 60).padStart(2, '0')}`;
+};
+
+/** The replay page: /app/sites/{site}/recordings/{id}?at=<ISO time to open at>. */
+export async function replayPage(app, site, recordingId, query) {
+  const base = `/api/v1/sites/${site.id}`;
+  const timeline = await app.session.json(`${base}/recordings/${recordingId}/timeline`);
+  const { recording } = timeline;
+  const holder = h('div', { class: 'player', id: 'replay-player' }, progress('Downloading the recording…'));
+  const list = h('ol', { class: 'replay-events', id: 'replay-events', 'aria-label': 'What happened' });
+  const heading = h('h1', {}, `Recording of ${when(recording.startedAt)}`);
+  const length = h('span', {}, seconds(recording.duration));
+  const summary = h('p', { class: 'hint' }, length, ` · ${recording.pageCount} ${recording.pageCount === 1 ? 'page' : 'pages'}`,
+    recording.visitorId ? [' · ', h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(recording.visitorId)}` }, 'the visitor’s profile')] : null);
+  const page = h('div', {},
+    h('p', {}, h('a', { href: `/app/sites/${site.id}/recordings` }, '← All recordings')), heading, summary,
+    h('div', { class: 'replay' },
+      h('section', { class: 'panel replay-stage', 'aria-label': 'Player' }, holder),
+      h('section', { class: 'panel replay-side', 'aria-labelledby': 'events-title' },
+        h('h2', { id: 'events-title' }, `What happened (${timeline.events.length})`),
+        timeline.events.length ? list : empty('Nothing marked', 'No errors, clicks in frustration, page changes or leads during this recording.'))));
+  // The player is built once the page is in the document, so it can measure its width.
+  queueMicrotask(async () => {
+    try {
+      const events = await loadEvents(app.session, site.id, recordingId, (done, total) => {
+        holder.replaceChildren(progress(`Downloading segment ${done} of ${total}…`));
+      });
+      holder.replaceChildren();
+      if (events.length < 2) {
+        holder.append(empty('Nothing to replay', 'This recording has no replayable page yet.'));
+        return;
+      }
+      const first = events[0].timestamp;
+      length.textContent = `${seconds((events.at(-1).timestamp - first) / 1000)} of replay`;
+      const offset = (at) => Math.max(0, Date.parse(at) - first);
+      const at = query.get('at');
+      const startAt = at ? Math.max(1, offset(at) - LEAD_IN_MS) : 0;
+      const player = mountPlayer(holder, events, { markers: timeline.events, startAt });
+      holder.dataset.ready = 'true';
+      if (at) holder.dataset.startedAt = String(startAt);
+      list.replaceChildren(...timeline.events.map((event) => {
+        const ms = offset(event.at);
+        const target = Math.max(0, ms - LEAD_IN_MS);
+        return h('li', { class: `marker ${event.kind}`, dataset: { kind: event.kind } },
+          h('button', { type: 'button', class: 'link', onclick: () => {
+            player.goto(target, true);
+            holder.dataset.seekedTo = String(target);
+          } }, h('span', { class: 'time' }, clock(ms)), ' ',
+          h('span', { class: `badge ${event.kind}` }, KINDS[event.kind]?.label || event.kind), ' ', event.label));
+      }));
+    } catch (failure) {
+      holder.replaceChildren(alertBox(describeError(failure)));
+    }
+  });
+  list.replaceChildren(...timeline.events.map((event) => h('li', { class: `marker ${event.kind}` },
+    h('span', { class: `badge ${event.kind}` }, KINDS[event.kind]?.label || event.kind), ' ', event.label)));
+  return page;
 }

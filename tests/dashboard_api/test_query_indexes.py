@@ -21,6 +21,21 @@ SHAPES = [
     (error_records.OCCURRENCES, {"siteId", "errorId"}, "occurredAt"),
     # pageviews_arriving: the newest visitor with a pageview.
     ("visitors", {"siteId"}, "lastSeen"),
+    # recordings searched (insights.search_recordings), all or one visitor's, newest first;
+    # and the recording running at an error's moment (insights.recording_at).
+    ("recordings", {"siteId"}, "startedAt"),
+    ("recordings", {"siteId", "visitorId"}, "startedAt"),
+    # a recording's timeline and marks: the visitors' errors, clicks and leads in its window.
+    (error_records.OCCURRENCES, {"siteId", "visitorId"}, "occurredAt"),
+    ("interaction_buckets", {"siteId", "visitorId"}, "firstAt"),
+    ("leads", {"siteId", "visitorId"}, "createdAt"),
+    # visitors searched, all or of one country or device, by last seen.
+    ("visitors", {"siteId", "location.country"}, "lastSeen"),
+    ("visitors", {"siteId", "device.type"}, "lastSeen"),
+    # the overview: pageviews, leads, errors and rage/dead clicks over a date range.
+    ("pageview_buckets", {"siteId"}, "lastAt"),
+    ("leads", {"siteId"}, "createdAt"),
+    ("interaction_buckets", {"siteId"}, "lastAt"),
     # requests: a subject's requests (erasure forgets the id; a new request checks for one).
     ("dsr_requests", {"siteId", "subjectDigest"}, None),
     # the request log, newest first.

@@ -1,0 +1,84 @@
+// Filter forms whose every value lives in the page's URL, so a filtered view can be bookmarked
+// and shared: the form reads its values from the query and submitting it navigates.
+import { h } from './dom.js';
+
+/** A labelled <select> of {value: text} options. */
+export function choice(name, label, options, value) {
+  const id = `filter-${name}`;
+  // The control sits beside its label, not inside it: a label holding a list would be named by
+  // every option's text as well.
+  return h('div', { class: 'field' }, h('label', { for: id }, label),
+    h('select', { id, name }, Object.entries(options).map(([key, text]) => h('option', { value: key, selected: key === (value || '') }, text))));
+}
+
+/** A labelled <input>. */
+export function field(name, label, value, attrs = {}) {
+  const id = `filter-${name}`;
+  return h('div', { class: 'field' }, h('label', { for: id }, label), h('input', { id, name, value: value || '', ...attrs }));
+}
+
+/** Check boxes of one name, in a fieldset; their values join with commas in the URL. */
+export function checks(name, legend, options, value) {
+  const chosen = new Set((value || '').split(',').filter(Boolean));
+  return h('fieldset', { class: 'checks' }, h('legend', {}, legend),
+    Object.entries(options).map(([key, text]) => h('label', { class: 'check' },
+      h('input', { type: 'checkbox', name, value: key, checked: chosen.has(key) }), text)));
+}
+
+/** Any / yes / no for a true-false filter. */
+export function yesNo(name, label, value) {
+  return choice(name, label, { '': 'Any', true: 'Yes', false: 'No' }, value);
+}
+
+/**
+ * A search form over `names`: filled from `query`, and on submit navigating to `path` with the
+ * values that are set (check boxes of one name joined by commas). A choice from a list or a
+ * box applies at once; typed values apply with the button or Enter.
+ */
+export function filterForm(app, { id, label, path, controls, submit = 'Apply' }) {
+  const form = h('form', { class: 'panel filters', id, role: 'search', 'aria-label': label, onsubmit: (event) => {
+    event.preventDefault();
+    app.go(`${path}${queryString(form)}`);
+  },
+  onchange: (event) => {
+    if (event.target.tagName === 'SELECT' || event.target.type === 'checkbox') form.requestSubmit();
+  } },
+  controls,
+  h('div', { class: 'row' }, h('button', { type: 'submit' }, submit),
+    h('a', { class: 'button secondary', href: path }, 'Clear')));
+  return form;
+}
+
+/** The form's set values as `?a=1&b=x,y`, or '' when none is set. */
+export function queryString(form) {
+  const values = new Map();
+  for (const [name, value] of new FormData(form)) {
+    if (!value) continue;
+    values.set(name, values.has(name) ? `${values.get(name)},${value}` : value);
+  }
+  const params = new URLSearchParams([...values]);
+  return params.size ? `?${params}` : '';
+}
+
+/** The query's values of these names that are set, for the API call. */
+export function picked(query, names) {
+  const params = new URLSearchParams();
+  for (const name of names) if (query.get(name)) params.set(name, query.get(name));
+  return params;
+}
+
+/** The links of a list's pages, keeping the filters: first page and next page. */
+export function pager(path, filters, cursor, nextCursor) {
+  const withCursor = (value) => {
+    const params = new URLSearchParams(filters);
+    if (value) params.set('cursor', value);
+    return params.size ? `${path}?${params}` : path;
+  };
+  return h('div', { class: 'row' },
+    cursor ? h('a', { class: 'button secondary', href: withCursor(null) }, 'First page') : null,
+    nextCursor ? h('a', { class: 'button secondary', id: 'next-page', href: withCursor(nextCursor) }, 'Next page') : null);
+}
+
+export function isoDay(offset) {
+  return new Date(Date.now() + offset * 86400000).toISOString().slice(0, 10);
+}

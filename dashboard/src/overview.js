@@ -1,0 +1,105 @@
+// The overview: a date range (today, 7 days, 30 days or custom, kept in the URL) with visitors,
+// pageviews, errors, leads and leads per visitor against the previous period; top pages, top
+// errors, the pages with the most rage and dead clicks, countries and devices; the daily chart
+// and the live feed.
+import { dailyChart } from './chart.js';
+import { empty, h, when } from './dom.js';
+import { isoDay } from './filters.js';
+
+const api = (site) => `/api/v1/sites/${site.id}`;
+const FIGURES = [
+  ['visitors', 'Visitors'], ['pageviews', 'Pageviews'], ['errors', 'Errors'], ['leads', 'Leads'],
+  ['leadsPerVisitor', 'Leads per visitor'],
+];
+/** More of these is bad news, so their rise is shown in the warning colour. */
+const WORSE_WHEN_UP = new Set(['errors']);
+const PRESETS = [['Today', 0], ['7 days', -6], ['30 days', -29]];
+
+function number(value, name) {
+  return name === 'leadsPerVisitor' ? value.toFixed(2) : value.toLocaleString();
+}
+
+function change(figure, name, days) {
+  const period = days === 1 ? 'the day before' : `the ${days} days before`;
+  if (figure.change === null) return h('span', { class: 'change' }, figure.previous ? '' : `none in ${period}`);
+  const percent = Math.round(figure.change * 100);
+  const up = percent > 0;
+  const tone = percent === 0 ? '' : up === WORSE_WHEN_UP.has(name) ? 'worse' : 'better';
+  return h('span', { class: `change ${tone}` },
+    `${percent === 0 ? '±' : up ? '▲ +' : '▼ '}${percent}% vs ${period} (${number(figure.previous, name)})`);
+}
+
+function ranking(id, rows, caption, [nameHead, countHead], nameOf) {
+  if (!rows.length) return empty('Nothing in this period');
+  return h('div', { class: 'table-wrap' }, h('table', { id },
+    h('caption', { class: 'hint' }, caption),
+    h('thead', {}, h('tr', {}, h('th', {}, nameHead), h('th', { class: 'num' }, countHead))),
+    h('tbody', {}, rows.map((row) => h('tr', {}, h('td', {}, nameOf(row)), h('td', { class: 'num' }, row.countText ?? String(row.count)))))));
+}
+
+function shares(id, rows) {
+  if (!rows.length) return empty('Nothing in this period');
+  return h('ul', { class: 'shares', id }, rows.map((row) => {
+    const percent = Math.round(row.share * 100);
+    return h('li', {}, h('span', { class: 'share-name' }, row.name),
+      h('span', { class: 'share-bar', 'aria-hidden': 'true' }, h('span', { style: `width: ${percent}%` })),
+      h('span', { class: 'share-value' }, `${percent}% (${row.count})`));
+  }));
+}
+
+function rangeControls(app, site, data, query) {
+  const here = `/app/sites/${site.id}`;
+  const chosen = `${data.from}/${data.to}`;
+  const presets = PRESETS.map(([label, offset]) => {
+    const href = `${here}?from=${isoDay(offset)}&to=${isoDay(0)}`;
+    return h('a', { class: 'button secondary', href, 'aria-current': chosen === `${isoDay(offset)}/${isoDay(0)}` ? 'true' : null }, label);
+  });
+  const form = h('form', { class: 'row', id: 'overview-range', 'aria-label': 'Custom date range', onsubmit: (event) => {
+    event.preventDefault();
+    const params = new URLSearchParams();
+    for (const [name, value] of new FormData(form)) if (value) params.set(name, value);
+    app.go(`${here}${params.size ? `?${params}` : ''}`);
+  } },
+  h('label', { for: 'range-from' }, 'From'), h('input', { id: 'range-from', name: 'from', type: 'date', value: query.get('from') || data.from }),
+  h('label', { for: 'range-to' }, 'To'), h('input', { id: 'range-to', name: 'to', type: 'date', value: query.get('to') || data.to }),
+  h('button', { type: 'submit', class: 'secondary' }, 'Show'));
+  return h('div', { class: 'panel row range' }, h('span', { class: 'row presets' }, presets), form);
+}
+
+/** The overview page; `feed` draws the live feed section. */
+export async function overviewPage(app, site, query, feed) {
+  // The last 7 days unless the address names a range.
+  const range = new URLSearchParams({ from: query.get('from') || isoDay(-6), to: query.get('to') || isoDay(0) });
+  const data = await app.session.json(`${api(site)}/overview?${range}`);
+  const days = await app.session.json(`${api(site)}/stats/daily?from=${data.from}&to=${data.to}`);
+  const length = Math.round((Date.parse(data.to) - Date.parse(data.from)) / 86400000) + 1;
+  const period = data.from === data.to ? data.from : `${data.from} to ${data.to}`;
+  const cards = h('ul', { class: 'figures', id: 'overview-figures', 'aria-label': `Figures for ${period}` },
+    FIGURES.map(([name, label]) => {
+      const figure = data.figures[name];
+      return h('li', { class: 'figure', dataset: { figure: name } },
+        h('span', { class: 'figure-label' }, label), h('strong', { class: 'figure-value' }, number(figure.value, name)),
+        change(figure, name, length));
+    }));
+  const errorName = (row) => h('a', { href: `/app/sites/${site.id}/errors/${row.id}` }, `${row.type || 'Error'}: ${row.message || ''}`);
+  return h('div', {},
+    h('h1', {}, `${site.name}: overview`),
+    rangeControls(app, site, data, query),
+    h('section', { class: 'panel', 'aria-labelledby': 'figures-title' },
+      h('h2', { id: 'figures-title' }, `From ${period}`), cards),
+    h('div', { class: 'grid' },
+      h('section', { class: 'panel' }, h('h2', {}, 'Top pages'),
+        ranking('top-pages', data.topPages, 'Pages by pageviews', ['Page', 'Pageviews'], (row) => h('code', {}, row.name))),
+      h('section', { class: 'panel' }, h('h2', {}, 'Top errors'),
+        ranking('top-errors', data.topErrors, 'Errors by occurrences', ['Error', 'Count'], errorName)),
+      h('section', { class: 'panel' }, h('h2', {}, 'Rage and dead clicks'),
+        ranking('frustration', data.frustration.map((row) => ({ ...row, count: row.rageClicks + row.deadClicks,
+          countText: `${row.rageClicks} rage, ${row.deadClicks} dead` })),
+        'Pages where visitors clicked in frustration or on nothing that responded', ['Page', 'Clicks'], (row) => h('code', {}, row.page))),
+      h('section', { class: 'panel' }, h('h2', {}, 'Countries'), shares('countries', data.countries)),
+      h('section', { class: 'panel' }, h('h2', {}, 'Devices'), shares('devices', data.devices))),
+    h('div', { class: 'grid' },
+      h('section', { class: 'panel' }, h('h2', {}, 'Pageviews and errors per day'), dailyChart(days)),
+      feed),
+    h('p', { class: 'hint' }, `Compared with ${data.previous.from} to ${data.previous.to}. Updated ${when(new Date().toISOString())}.`));
+}

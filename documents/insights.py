@@ -1,0 +1,548 @@
+"""Dashboard reads of issue 21: a recording's timeline, the recording of an error's moment,
+recordings and visitors searched by what happened, and the overview over a date range.
+
+Facts a recording does not hold itself (the visitor's country and device, the errors, rage and
+dead clicks and leads during it) are looked up per batch of recordings on the indexes of the
+collections that hold them, never by scanning a collection. A list filtered by such a fact
+reads the date range's recordings in (startedAt, `_id`) order, a batch at a time, and stops
+after SEARCH_SCAN of them: a page can then come back short, with a cursor to search further
+(decision "Issue 21" in docs/decisions.md). Restricted visitors are left out everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from documents import activity, error_records, interactions, queries, visitors
+from documents.store import ASCENDING, DESCENDING, Store
+from errors import InvalidInput
+
+# The indexes these reads need are declared in documents/queries.py, with the dashboard API's.
+
+#: Slack around a recording's start and end when events are matched to it: the client's clock
+#: stamps errors, clicks and leads, the server's stamps the recording.
+WINDOW_SLACK = timedelta(seconds=5)
+#: Events of one kind a timeline lists at most.
+TIMELINE_ITEMS = 500
+#: Recordings read per batch, and at most per request, when a list is filtered by facts the
+#: recordings do not hold.
+SEARCH_BATCH = 200
+SEARCH_SCAN = 2000
+#: How many of an error's latest occurrences are looked at for a recording of their moment.
+REPLAY_CANDIDATES = 50
+#: Rows of each overview ranking, and visitors looked up per query for countries and devices.
+TOP_ITEMS = 10
+PROFILE_CHUNK = 1000
+#: The marks a recording can carry, as the recordings filter names them.
+RECORDING_MARKS = ("error", "rage_click", "dead_click", "lead")
+CLICK_KINDS = ("rage_click", "dead_click")
+
+
+def _window(recording: dict[str, Any]) -> tuple[datetime, datetime]:
+    until = recording.get("endedAt") or recording.get("lastActivityAt") or recording["startedAt"]
+    return recording["startedAt"] - WINDOW_SLACK, until + WINDOW_SLACK
+
+
+def _same_session(recording: dict[str, Any], item: dict[str, Any]) -> bool:
+    """False only when both name a session and the sessions differ."""
+    ours, theirs = recording.get("sessionId"), item.get("sessionId")
+    return not ours or not theirs or ours == theirs
+
+
+def page_path(url: Any) -> str | None:
+    """The URL's path, which is what pages are grouped and shown by."""
+    if not url or not isinstance(url, str):
+        return None
+    try:
+        return urlsplit(url).path or "/"
+    except ValueError:
+        return None
+
+
+# A recording's timeline ----------------------------------------------------------------------
+
+
+async def recording_timeline(store: Store, site_id: str, recording_id: str) -> dict[str, Any]:
+    """The recording and what happened during it, oldest first: errors, rage and dead clicks,
+    page changes and leads, each with its time. NotFound as for replay."""
+    recording = await queries.replayable_recording(store, site_id, recording_id)
+    low, high = _window(recording)
+    visitor_id = recording.get("visitorId")
+    events: list[dict[str, Any]] = [
+        {"kind": "page", "at": page["at"], "label": page_path(page.get("url")) or "a page",
+         "url": page.get("url")} for page in recording.get("pages") or []
+        if isinstance(page, dict) and isinstance(page.get("at"), datetime)]
+    if visitor_id:
+        occurrences = store.collection(error_records.OCCURRENCES).find(
+            {"siteId": site_id, "visitorId": visitor_id,
+             "occurredAt": {"$gte": low, "$lte": high}},
+            {"errorId": 1, "type": 1, "message": 1, "occurredAt": 1, "url": 1, "sessionId": 1},
+        ).sort("occurredAt", ASCENDING).limit(TIMELINE_ITEMS)
+        events.extend([{"kind": "error", "at": o["occurredAt"], "errorId": o["errorId"],
+                        "label": f"{o.get('type') or 'Error'}: {o.get('message') or ''}",
+                        "url": o.get("url")}
+                       async for o in occurrences if _same_session(recording, o)])
+        clicks = 0
+        async for bucket in _interaction_buckets(store, site_id, [visitor_id], low, high):
+            for event in bucket["events"]:
+                if clicks >= TIMELINE_ITEMS * 2:
+                    break
+                if event.get("kind") in CLICK_KINDS and low <= event["at"] <= high \
+                        and _same_session(recording, event):
+                    clicks += 1
+                    events.append({
+                        "kind": event["kind"], "at": event["at"], "url": event.get("url"),
+                        "label": _click_label(event)})
+        leads = store.collection("leads").find(
+            {"siteId": site_id, "visitorId": visitor_id, "createdAt": {"$gte": low, "$lte": high}},
+            {"createdAt": 1, "kind": 1, "url": 1, "formId": 1},
+        ).sort("createdAt", ASCENDING).limit(TIMELINE_ITEMS)
+        events.extend([{"kind": "lead", "at": lead["createdAt"], "leadId": lead["_id"],
+                        "label": f"Lead ({lead.get('kind') or 'form'})",
+                        "url": lead.get("url")} async for lead in leads])
+    events.sort(key=lambda event: event["at"])
+    return {"recording": queries.recording_summary(recording), "events": events}
+
+
+def _click_label(event: dict[str, Any]) -> str:
+    what = "Rage click" if event["kind"] == "rage_click" else "Dead click"
+    if event.get("count") and event["kind"] == "rage_click":
+        what += f" ({event['count']}×)"
+    return f"{what} on {event['selector']}" if event.get("selector") else what
+
+
+def _interaction_buckets(store: Store, site_id: str, visitor_ids: list[str], low: datetime,
+                         high: datetime) -> Any:
+    """The visitors' interaction buckets that overlap [low, high], on (siteId, visitorId,
+    firstAt); only what the marks need is read back."""
+    return store.collection(interactions.COLLECTION).find(
+        {"siteId": site_id, "visitorId": {"$in": visitor_ids}, "firstAt": {"$lte": high},
+         "lastAt": {"$gte": low}},
+        {"visitorId": 1, "events.kind": 1, "events.at": 1, "events.sessionId": 1,
+         "events.selector": 1, "events.count": 1, "events.url": 1})
+
+
+# The recording of an error's moment ----------------------------------------------------------
+
+
+async def recording_at(store: Store, site_id: str, visitor_id: str | None,
+                       session_id: str | None, at: datetime) -> dict[str, Any] | None:
+    """The visitor's replayable recording running at `at`, or None."""
+    if not visitor_id:
+        return None
+    found = await store.collection("recordings").find(
+        {"siteId": site_id, "visitorId": visitor_id, "startedAt": {"$lte": at + WINDOW_SLACK}},
+    ).sort("startedAt", DESCENDING).limit(3).to_list(None)
+    for recording, (low, high) in queries.readable(
+            found, lambda r: (r, _window(r)), "recording"):
+        if low <= at <= high and "legacyFootage" not in recording \
+                and _same_session(recording, {"sessionId": session_id}):
+            return recording
+    return None
+
+
+async def error_replays(store: Store, site_id: str, error_id: str, *, first: date,
+                        last: date) -> dict[str, Any]:
+    """The error's latest occurrences in the range that a recording shows, newest first, each
+    with the recording and the moment to open it at."""
+    await queries.find_error(store, site_id, error_id)
+    start, end = queries._day_bounds(first, last)
+    restricted = await queries.restricted_visitor_ids(store, site_id)
+    match: dict[str, Any] = {"siteId": site_id, "errorId": error_id,
+                             "occurredAt": {"$gte": start, "$lt": end}}
+    if restricted:
+        match["visitorId"] = {"$nin": restricted}
+    latest = store.collection(error_records.OCCURRENCES).find(
+        match, {"occurredAt": 1, "visitorId": 1, "sessionId": 1, "url": 1},
+    ).sort("occurredAt", DESCENDING).limit(REPLAY_CANDIDATES)
+    items = []
+    async for occurrence in latest:
+        recording = await recording_at(store, site_id, occurrence.get("visitorId"),
+                                       occurrence.get("sessionId"), occurrence["occurredAt"])
+        if recording is not None:
+            items.append({"occurrenceId": occurrence["_id"], "at": occurrence["occurredAt"],
+                          "visitorId": occurrence.get("visitorId"), "url": occurrence.get("url"),
+                          "recordingId": recording["_id"]})
+    return {"from": first.isoformat(), "to": last.isoformat(), "items": items}
+
+
+# Searching by facts --------------------------------------------------------------------------
+
+Keep = Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]]]]
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    """One page of a filtered list; `searchedTo` is where a short page stopped searching."""
+
+    items: list[dict[str, Any]]
+    next_cursor: str | None
+    searched_to: datetime | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON answer."""
+        return {"items": self.items, "nextCursor": self.next_cursor,
+                "searchedTo": self.searched_to}
+
+
+async def _search(store: Store, collection: str, filter_: dict[str, Any], sort_field: str,
+                  cursor: str | None, limit: int, keep: Keep) -> SearchPage:
+    """Items of `filter_` after `cursor`, newest first, that `keep` keeps, read a batch at a
+    time; at most SEARCH_SCAN are read, then the page ends early with a cursor."""
+    kept: list[dict[str, Any]] = []
+    scanned = 0
+    position = cursor
+    while scanned < SEARCH_SCAN:
+        batch, after = await queries.keyset_page(store, collection, filter_, sort_field,
+                                                 position, SEARCH_BATCH)
+        scanned += len(batch)
+        for item in await keep(batch):
+            kept.append(item)
+            if len(kept) > limit:
+                last = kept[limit - 1]
+                if not isinstance(last.get(sort_field), datetime):
+                    # Rows without a date sort after every dated one; no cursor points past.
+                    return SearchPage(kept[:limit], None)
+                return SearchPage(kept[:limit],
+                                  queries.encode_cursor(last[sort_field], last["_id"]))
+        if after is None:
+            return SearchPage(kept, None)
+        position = after
+    # Searched as far as one request may: hand back what was found and where to go on.
+    return SearchPage(kept, position, queries.decode_cursor(position)[0])
+
+
+@dataclass(frozen=True)
+class RecordingFilters:
+    """What the recordings list is filtered by; None or empty means any."""
+
+    first: date | None = None
+    last: date | None = None
+    min_seconds: float | None = None
+    max_seconds: float | None = None
+    page: str | None = None
+    country: str | None = None
+    device: str | None = None
+    marks: tuple[str, ...] = ()
+    visitor_id: str | None = None
+
+
+def _bounds(first: date | None, last: date | None) -> dict[str, Any]:
+    bound: dict[str, Any] = {}
+    if first is not None:
+        bound["$gte"] = datetime(first.year, first.month, first.day, tzinfo=UTC)
+    if last is not None:
+        bound["$lt"] = datetime(last.year, last.month, last.day, tzinfo=UTC) + timedelta(days=1)
+    return bound
+
+
+async def search_recordings(store: Store, site_id: str, filters: RecordingFilters, *,
+                            cursor: str | None, limit: int) -> SearchPage:
+    """The site's recordings, newest first, filtered; each row with the visitor's country and
+    device and how many errors, rage clicks, dead clicks and leads happened during it."""
+    for mark in filters.marks:
+        if mark not in RECORDING_MARKS:
+            raise InvalidInput(f"has must name some of {', '.join(RECORDING_MARKS)}",
+                               field="has")
+    filter_: dict[str, Any] = {"siteId": site_id}
+    restricted = await queries.restricted_visitor_ids(store, site_id)
+    if filters.visitor_id is not None:
+        if filters.visitor_id in restricted:
+            return SearchPage([], None)
+        filter_["visitorId"] = filters.visitor_id
+    elif restricted:
+        filter_["visitorId"] = {"$nin": restricted}
+    if bound := _bounds(filters.first, filters.last):
+        filter_["startedAt"] = bound
+    if filters.page:
+        filter_["pages.url"] = {"$regex": re.escape(filters.page), "$options": "i"}
+
+    async def keep(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [row for row in await recording_rows(store, site_id, batch)
+                if _matches(row, filters)]
+
+    found = await _search(store, "recordings", filter_, "startedAt", cursor, limit,
+                          _keeping_sort_fields(keep, "startedAt"))
+    return SearchPage([_without_sort(row) for row in found.items], found.next_cursor,
+                      found.searched_to)
+
+
+def _keeping_sort_fields(keep: Keep, sort_field: str) -> Keep:
+    """`keep`, with each kept row carrying the (sort value, `_id`) its cursor is made of."""
+
+    async def wrapped(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        rows = await keep(batch)
+        return [{**row, sort_field: row[sort_field], "_id": row["id"]} for row in rows]
+
+    return wrapped
+
+
+def _without_sort(row: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in row.items() if key != "_id"}
+
+
+def _matches(row: dict[str, Any], filters: RecordingFilters) -> bool:
+    if filters.min_seconds is not None and row["duration"] < filters.min_seconds:
+        return False
+    if filters.max_seconds is not None and row["duration"] > filters.max_seconds:
+        return False
+    if filters.country and str(row["country"] or "").upper() != filters.country.upper():
+        return False
+    if filters.device and row["device"] != filters.device:
+        return False
+    counts = row["marks"]
+    return all(counts[mark] > 0 for mark in filters.marks)
+
+
+async def recording_rows(store: Store, site_id: str, batch: list[dict[str, Any]]
+                         ) -> list[dict[str, Any]]:
+    """The recordings as list rows with their visitor's country and device and their marks; a
+    recording that cannot be read is left out (logged by `queries.readable`)."""
+    readable = queries.readable(
+        batch, lambda r: (r, _window(r), queries.recording_summary(r)), "recording")
+    if not readable:
+        return []
+    visitor_ids = sorted({r["visitorId"] for r, _, _ in readable
+                          if isinstance(r.get("visitorId"), str)})
+    windows = [window for _, window, _ in readable]
+    low = min(w[0] for w in windows)
+    high = max(w[1] for w in windows)
+    profiles = {doc["visitorId"]: doc async for doc in store.collection("visitors").find(
+        {"_id": {"$in": [visitors.profile_id(site_id, v) for v in visitor_ids]}},
+        {"visitorId": 1, "location.country": 1, "device.type": 1, "displayName": 1})}
+    # What happened to each visitor in the batch's span, then placed in each recording's window.
+    happened: dict[str, list[tuple[str, datetime, str | None]]] = defaultdict(list)
+    if visitor_ids:
+        async for o in store.collection(error_records.OCCURRENCES).find(
+                {"siteId": site_id, "visitorId": {"$in": visitor_ids},
+                 "occurredAt": {"$gte": low, "$lte": high}},
+                {"visitorId": 1, "occurredAt": 1, "sessionId": 1}):
+            happened[o["visitorId"]].append(("error", o["occurredAt"], o.get("sessionId")))
+        async for bucket in _interaction_buckets(store, site_id, visitor_ids, low, high):
+            for event in bucket["events"]:
+                if event.get("kind") in CLICK_KINDS:
+                    happened[bucket["visitorId"]].append(
+                        (event["kind"], event["at"], event.get("sessionId")))
+        async for lead in store.collection("leads").find(
+                {"siteId": site_id, "visitorId": {"$in": visitor_ids},
+                 "createdAt": {"$gte": low, "$lte": high}},
+                {"visitorId": 1, "createdAt": 1, "sessionId": 1}):
+            happened[lead["visitorId"]].append(("lead", lead["createdAt"], lead.get("sessionId")))
+    rows = []
+    for recording, (start, end), summary in readable:
+        marks = dict.fromkeys(RECORDING_MARKS, 0)
+        for kind, at, session_id in happened.get(recording.get("visitorId") or "", []):
+            if start <= at <= end and _same_session(recording, {"sessionId": session_id}):
+                marks[kind] += 1
+        profile = profiles.get(recording.get("visitorId") or "") or {}
+        rows.append({**summary, "country": _part(profile, "location", "country"),
+                     "device": _part(profile, "device", "type"),
+                     "visitorName": profile.get("displayName"), "marks": marks})
+    return rows
+
+
+def _part(profile: dict[str, Any], section: str, key: str) -> Any:
+    """`profile[section][key]`, or None when either is missing or not what it should be."""
+    value = profile.get(section)
+    return value.get(key) if isinstance(value, dict) else None
+
+
+# Visitors ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VisitorFilters:
+    """What the visitors list is searched and filtered by; None means any."""
+
+    q: str | None = None
+    country: str | None = None
+    device: str | None = None
+    logged_in: bool | None = None
+    has_lead: bool | None = None
+    has_error: bool | None = None
+    first_seen_from: date | None = None
+    first_seen_to: date | None = None
+    last_seen_from: date | None = None
+    last_seen_to: date | None = None
+
+
+async def search_visitors(store: Store, site_id: str, filters: VisitorFilters, *,
+                          cursor: str | None, limit: int) -> SearchPage:
+    """Visitors by last seen, newest first, searched and filtered. Whether a visitor met an
+    error is looked up per batch in the occurrences; everything else is on the profile."""
+    filter_: dict[str, Any] = {"siteId": site_id, "restricted": {"$ne": True}}
+    if filters.q:
+        filter_.update(queries._visitor_search(filters.q))
+    if filters.country:
+        filter_["location.country"] = filters.country.upper()
+    if filters.device:
+        filter_["device.type"] = filters.device
+    if filters.logged_in is not None:
+        filter_["wpUserId"] = {"$nin": [None, ""]} if filters.logged_in else {"$in": [None, ""]}
+    if filters.has_lead is not None:
+        filter_["counts.leads"] = {"$gt": 0} if filters.has_lead else {"$not": {"$gt": 0}}
+    if bound := _bounds(filters.first_seen_from, filters.first_seen_to):
+        filter_["firstSeen"] = bound
+    if bound := _bounds(filters.last_seen_from, filters.last_seen_to):
+        filter_["lastSeen"] = bound
+
+    async def keep(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        shaped = queries.readable(batch, lambda p: {**p, "row": queries.visitor_summary(p)},
+                                  "visitor")
+        hit = await _visitors_with_errors(store, site_id, [p["visitorId"] for p in shaped])
+        if filters.has_error is not None:
+            shaped = [p for p in shaped if (p["visitorId"] in hit) == filters.has_error]
+        return [{**p, "hadError": p["visitorId"] in hit} for p in shaped]
+
+    found = await _search(store, "visitors", filter_, "lastSeen", cursor, limit, keep)
+    return SearchPage([{**p["row"], "hasError": p["hadError"]} for p in found.items],
+                      found.next_cursor, found.searched_to)
+
+
+async def _visitors_with_errors(store: Store, site_id: str, visitor_ids: list[str]) -> set[str]:
+    if not visitor_ids:
+        return set()
+    return set(await store.collection(error_records.OCCURRENCES).distinct(
+        "visitorId", {"siteId": site_id, "visitorId": {"$in": visitor_ids}}))
+
+
+# The overview --------------------------------------------------------------------------------
+
+
+def previous_period(first: date, last: date) -> tuple[date, date]:
+    """The period of the same length that ends the day before `first`."""
+    length = (last - first).days + 1
+    return first - timedelta(days=length), first - timedelta(days=1)
+
+
+async def _pageviews(store: Store, site_id: str, start: datetime, end: datetime,
+                     hidden: dict[str, Any]) -> tuple[Counter[str], set[str]]:
+    """Pageviews per URL and the visitors who viewed a page between start and end, in one
+    pass over the period's buckets."""
+    faceted = await store.collection(activity.COLLECTION).aggregate([
+        {"$match": {"siteId": site_id, "firstAt": {"$lt": end}, "lastAt": {"$gte": start},
+                    **hidden}},
+        {"$unwind": "$events"},
+        {"$match": {"events.at": {"$gte": start, "$lt": end}}},
+        # A retried pageview can sit in two buckets; grouping by id first counts it once.
+        {"$group": {"_id": "$events.id", "url": {"$first": "$events.url"},
+                    "visitor": {"$first": "$visitorId"}}},
+        {"$facet": {"pages": [{"$group": {"_id": "$url", "count": {"$sum": 1}}}],
+                    "visitors": [{"$group": {"_id": "$visitor"}}]}},
+    ]).to_list(None)
+    found = faceted[0] if faceted else {"pages": [], "visitors": []}
+    return (Counter({row["_id"]: row["count"] for row in found["pages"]}),
+            {row["_id"] for row in found["visitors"]})
+
+
+async def _count(store: Store, collection: str, match: dict[str, Any]) -> int:
+    return await store.collection(collection).count_documents(match)
+
+
+def _change(now: float, before: float) -> float | None:
+    """The relative change against the previous period; None when there was nothing before."""
+    return round((now - before) / before, 4) if before else None
+
+
+def _ranked(counts: Counter[Any], total: int | None = None) -> list[dict[str, Any]]:
+    whole = total if total is not None else sum(counts.values())
+    return [{"name": name, "count": count, "share": round(count / whole, 4) if whole else 0}
+            for name, count in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
+            [:TOP_ITEMS]]
+
+
+def _by_path(per_url: Iterable[tuple[str | None, int]]) -> Counter[str]:
+    paths: Counter[str] = Counter()
+    for url, count in per_url:
+        paths[page_path(url) or "unknown"] += count
+    return paths
+
+
+async def overview(store: Store, site_id: str, first: date, last: date) -> dict[str, Any]:
+    """Visitors, pageviews, errors, leads and leads per visitor between `first` and `last`, each
+    with the previous period's figure and the change; top pages, top errors, the pages with
+    the most rage and dead clicks, and the visitors' countries and devices."""
+    restricted = await queries.restricted_visitor_ids(store, site_id)
+    hidden: dict[str, Any] = {"visitorId": {"$nin": restricted}} if restricted else {}
+    before_first, before_last = previous_period(first, last)
+
+    async def figures(start: datetime, end: datetime) -> tuple[dict[str, Any], Counter[str],
+                                                                 set[str]]:
+        per_url, seen = await _pageviews(store, site_id, start, end, hidden)
+        errors = await _count(store, error_records.OCCURRENCES, {
+            "siteId": site_id, "occurredAt": {"$gte": start, "$lt": end}, **hidden})
+        leads = await _count(store, "leads", {
+            "siteId": site_id, "createdAt": {"$gte": start, "$lt": end}, **hidden})
+        numbers = {"visitors": len(seen), "pageviews": sum(per_url.values()), "errors": errors,
+                   "leads": leads,
+                   "leadsPerVisitor": round(leads / len(seen), 4) if seen else 0}
+        return numbers, per_url, seen
+
+    start, end = queries._day_bounds(first, last)
+    now, per_url, seen = await figures(start, end)
+    before, _, _ = await figures(*queries._day_bounds(before_first, before_last))
+    top_errors = await store.collection(error_records.OCCURRENCES).aggregate([
+        {"$match": {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end}, **hidden}},
+        {"$group": {"_id": "$errorId", "count": {"$sum": 1}, "last": {"$max": "$occurredAt"}}},
+        {"$sort": {"count": DESCENDING, "last": DESCENDING, "_id": ASCENDING}},
+        {"$limit": TOP_ITEMS},
+    ]).to_list(None)
+    aggregates = {e["_id"]: e async for e in store.collection(error_records.ERRORS).find(
+        {"_id": {"$in": [row["_id"] for row in top_errors]}, "siteId": site_id},
+        {"type": 1, "message": 1, "status": 1, "source": 1})}
+    return {
+        "from": first.isoformat(), "to": last.isoformat(),
+        "previous": {"from": before_first.isoformat(), "to": before_last.isoformat()},
+        "figures": {name: {"value": value, "previous": before[name],
+                           "change": _change(value, before[name])}
+                    for name, value in now.items()},
+        "topPages": _ranked(_by_path(per_url.items()), now["pageviews"]),
+        "topErrors": [{"id": row["_id"], "count": row["count"], "lastSeen": row["last"],
+                       "type": aggregates.get(row["_id"], {}).get("type"),
+                       "message": aggregates.get(row["_id"], {}).get("message"),
+                       "status": aggregates.get(row["_id"], {}).get("status")}
+                      for row in top_errors],
+        "frustration": await _frustrated_pages(store, site_id, start, end, hidden),
+        **await _countries_and_devices(store, site_id, sorted(seen)),
+    }
+
+
+async def _frustrated_pages(store: Store, site_id: str, start: datetime, end: datetime,
+                            hidden: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pages with the most rage and dead clicks in the period, most first."""
+    rows = store.collection(interactions.COLLECTION).aggregate([
+        {"$match": {"siteId": site_id, "lastAt": {"$gte": start}, "firstAt": {"$lt": end},
+                    **hidden}},
+        {"$unwind": "$events"},
+        {"$match": {"events.kind": {"$in": list(CLICK_KINDS)},
+                    "events.at": {"$gte": start, "$lt": end}}},
+        {"$group": {"_id": {"url": "$events.url", "kind": "$events.kind"}, "count": {"$sum": 1}}},
+    ])
+    pages: dict[str, Counter[str]] = defaultdict(Counter)
+    async for row in rows:
+        pages[page_path(row["_id"].get("url")) or "unknown"][row["_id"]["kind"]] += row["count"]
+    ranked = sorted(pages.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))[:TOP_ITEMS]
+    return [{"page": page, "rageClicks": kinds["rage_click"], "deadClicks": kinds["dead_click"]}
+            for page, kinds in ranked]
+
+
+async def _countries_and_devices(store: Store, site_id: str, visitor_ids: list[str]
+                                 ) -> dict[str, Any]:
+    """The shares of countries and devices among these visitors, read by profile `_id`."""
+    countries: Counter[str] = Counter()
+    devices: Counter[str] = Counter()
+    for offset in range(0, len(visitor_ids), PROFILE_CHUNK):
+        chunk = visitor_ids[offset:offset + PROFILE_CHUNK]
+        async for profile in store.collection("visitors").find(
+                {"_id": {"$in": [visitors.profile_id(site_id, v) for v in chunk]}},
+                {"location.country": 1, "device.type": 1}):
+            countries[str(_part(profile, "location", "country") or "unknown")] += 1
+            devices[str(_part(profile, "device", "type") or "unknown")] += 1
+    return {"countries": _ranked(countries, len(visitor_ids)),
+            "devices": _ranked(devices, len(visitor_ids))}
