@@ -117,6 +117,22 @@ ROWS_FOR: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
 }
 
 
+def _dashboard_rows(f: dict[str, Any]) -> list[Row]:
+    rows = []
+    for name, one in f["single"]["calls"].items():
+        two = f["double"]["calls"][name]
+        rows.append(row("dashboard", f"{name}: p50 ms at 2x data (baseline: 1x)",
+                        two["p50_ms"], one["p50_ms"]))
+        rows.append(row("dashboard", f"{name}: p95 ms at 2x data (baseline: 1x)",
+                        two["p95_ms"], one["p95_ms"]))
+    return rows
+
+
+# The dashboard API's latency at 1x and 2x data (issue 21).
+BENCHMARKS.append("bench.dashboard")
+ROWS_FOR["bench.dashboard"] = _dashboard_rows
+
+
 def summary_table(rows: list[Row]) -> str:
     """The rows as a fixed-width text table."""
     def cell(value: Any) -> str:
