@@ -71,6 +71,7 @@ from privacy.statements import derive_statement_key
 from privacy.useragent import UserAgentParser
 from realtime.bus import EventBus, InProcessBus, RedisBus
 from realtime.hub import LiveHub
+from tasks.heatmaps import HEATMAP_CHROMIUM, HeatmapRenderer
 from tasks.notifications import Notifier
 from tasks.worker import open_error_queue, run_worker
 
@@ -264,6 +265,10 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     # Segments are served only once checked, so every serving process also checks them;
     # leases keep several processes (and workers) from checking the same one.
     deps.segment_sweeper.start()
+    # Heatmap backgrounds are rendered off the request path, where Debian's Chromium is.
+    renderer = HeatmapRenderer(deps.store, chromium_path=HEATMAP_CHROMIUM)
+    if renderer.start():
+        deps.closers.append(renderer.close)
     app = make_app(settings, deps)
     server = make_http_server(settings, app)
     # Everything built so far (modules, schemas, routes, the demo data) lives as long as the

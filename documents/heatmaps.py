@@ -7,7 +7,7 @@ images rendered from a visitor's recordings (spec §4.3 effect 6).
 from __future__ import annotations
 
 import uuid
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from documents import interactions
@@ -257,3 +257,45 @@ def summarise_pages(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                "rageClicks": c["rage_click"], "deadClicks": c["dead_click"]}
               for page, c in pages.items()]
     return sorted(listed, key=lambda p: (-(p["views"] + p["clicks"]), p["page"]))
+
+
+# --- Render requests -----------------------------------------------------------------------------
+#
+# A heatmap looked at without a current image asks for one: a request document per (site, page,
+# width class), created by an upsert on its derived `_id` (asked twice, it exists once), leased
+# by one renderer at a time and deleted when done.
+
+RENDERS = "heatmap_renders"
+_RENDER_NAMESPACE = uuid.UUID("5f1d0c7e-2a44-4c1b-9a53-7f0e6b2d8c11")
+
+INDEXES += [
+    # The renderer claims the oldest request whose lease has run out.
+    Index(RENDERS, (("leaseUntil", ASCENDING), ("requestedAt", ASCENDING))),
+]
+
+
+async def request_render(store: Store, site_id: str, page: str, width: str,
+                         now: datetime) -> None:
+    """Ask for the page's image at the width class (once, however often asked)."""
+    request_id = str(uuid.uuid5(_RENDER_NAMESPACE, f"{site_id}\n{page}\n{width}"))
+    try:
+        await store.collection(RENDERS).update_one(
+            {"_id": request_id},
+            {"$setOnInsert": {"siteId": site_id, "page": page, "width": width,
+                              "requestedAt": now, "leaseUntil": now}},
+            upsert=True)
+    except DuplicateKeyError:
+        return  # asked at the same moment by another request: it exists, which is all we need
+
+
+async def claim_render(store: Store, now: datetime, lease: timedelta
+                       ) -> dict[str, Any] | None:
+    """Lease the oldest waiting request (or one whose renderer died), if any."""
+    return await store.collection(RENDERS).find_one_and_update(
+        {"leaseUntil": {"$lte": now}}, {"$set": {"leaseUntil": now + lease}},
+        sort=[("leaseUntil", ASCENDING), ("requestedAt", ASCENDING)])
+
+
+async def finish_render(store: Store, request_id: str) -> None:
+    """The request is done (rendered, or nothing to render from)."""
+    await store.collection(RENDERS).delete_one({"_id": request_id})

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from config.background import stop_task
 from documents import heatmaps, recordings
 from documents.store import Store
 from privacy.exclusion import exclusion_for, site_exclusion_rules
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 RERENDER_AFTER = timedelta(days=7)
 #: Recordings looked at, newest first, for one of the page at the width class.
 RECENT_RECORDINGS = 30
+#: Debian's Chromium (`make system-deps`); a process without it renders nothing.
+HEATMAP_CHROMIUM = "/usr/bin/chromium"
 #: The replayer bundle (built by `make sdk`); rrweb rebuilds the snapshot in a sandboxed frame.
 REPLAYER = Path(__file__).resolve().parent.parent / "sdk" / "dist" / "replayer.js"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -78,6 +81,10 @@ async def heatmap_view(store: Store, site: dict[str, Any], page: str, width: str
                             "image": None, "noImage": no_image_reason(site, page)}
     if view["noImage"] is None:
         image = await heatmaps.latest_image(store, site["_id"], page, width)
+        now = datetime.now(UTC)
+        if render_due(image, now):
+            # Rendered off the request path by a HeatmapRenderer; shown on a later visit.
+            await heatmaps.request_render(store, site["_id"], page, width, now)
         if image is None:
             view["noImage"] = "no_recording_rendered"
         else:
@@ -255,3 +262,61 @@ async def render_heatmap(store: Store, site: dict[str, Any], page: str, width: s
         store, site["_id"], page, png, [recording["_id"]],
         details={"width": width, "viewportWidth": int(snapshot[0]["data"].get("width") or 0),
                  "height": height, "boxes": boxes, "renderedAt": now or datetime.now(UTC)})
+
+
+class HeatmapRenderer:
+    """Works through the render requests the dashboard makes, in the background or on demand.
+
+    Each request is leased, so several processes may run renderers side by side; one whose
+    renderer died is taken up again when its lease runs out.
+    """
+
+    def __init__(self, store: Store, *, chromium_path: str, interval_seconds: float = 5.0,
+                 lease_seconds: float = 120.0, limits: RenderLimits | None = None) -> None:
+        self.store = store
+        self.chromium_path = chromium_path
+        self.interval = interval_seconds
+        self.lease = timedelta(seconds=lease_seconds)
+        self.limits = limits or RenderLimits()
+        self._task: asyncio.Task[None] | None = None
+
+    async def render_waiting(self, limit: int = 10) -> int:
+        """Handle up to `limit` waiting requests now; returns how many were handled."""
+        handled = 0
+        while handled < limit:
+            request = await heatmaps.claim_render(self.store, datetime.now(UTC), self.lease)
+            if request is None:
+                break
+            site = await self.store.collection("sites").find_one({"_id": request["siteId"]})
+            if site is not None:
+                try:
+                    await render_heatmap(self.store, site, request["page"], request["width"],
+                                         chromium_path=self.chromium_path, limits=self.limits)
+                except Exception:  # noqa: BLE001 - one broken page must not stop the others
+                    log.exception("heatmap render failed", extra={"siteId": site["_id"]})
+            await heatmaps.finish_render(self.store, request["_id"])
+            handled += 1
+        return handled
+
+    def start(self) -> bool:
+        """Render in the background until `close`; False where there is no Chromium."""
+        if not Path(self.chromium_path).exists():
+            log.warning("no chromium: heatmap backgrounds are not rendered in this process")
+            return False
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(),
+                                                                name="heatmap-renderer")
+        return True
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.render_waiting()
+            except Exception:  # noqa: BLE001 - a store outage must not end the loop
+                log.exception("heatmap renderer pass failed")
+            await asyncio.sleep(self.interval)
+
+    async def close(self) -> None:
+        """Stop the background loop."""
+        await stop_task(self._task)
+        self._task = None

@@ -58,6 +58,8 @@ SHAPES = [
      "uploadDate"),
     # the render job: a site's recent recordings by status.
     ("recordings", {"siteId", "status"}, "lastActivityAt"),
+    # the heatmap renderer claims the oldest request whose lease ran out.
+    (heatmaps.RENDERS, set(), "leaseUntil"),
 ]
 
 

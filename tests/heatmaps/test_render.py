@@ -15,7 +15,7 @@ import tornado.netutil
 import tornado.web
 
 from documents import heatmaps, recordings
-from tasks.heatmaps import RenderLimits, render_due, render_heatmap
+from tasks.heatmaps import HeatmapRenderer, RenderLimits, render_due, render_heatmap
 from tests.support.app import Tenant
 from tests.support.browser import artifacts, chromium_path  # noqa: F401
 
@@ -169,3 +169,25 @@ async def test_a_page_taller_than_the_limit_is_cut_at_the_limit(
 
 async def _site(deps, tenant: Tenant) -> dict:
     return await deps.store.collection("sites").find_one({"_id": tenant.site_id})
+
+
+async def test_a_heatmap_looked_at_without_an_image_is_rendered_in_the_background_once(
+        fetch, deps, tenant: Tenant, origins, chromium_path):  # noqa: F811
+    page_url = f"{origins['shop']}/cart"
+    recording_id = await recorded_page(deps.store, tenant.site_id, page_url, _snapshot_events(
+        page_url, f"{origins['shop']}/style.css", f"{origins['foreign']}/p.png", 1280))
+    path = f"/api/v1/sites/{tenant.site_id}/heatmaps/page?page=/cart&width=desktop"
+
+    for _ in range(2):
+        before = (await fetch(path, token=tenant.token)).json()
+        assert before["image"] is None and before["noImage"] == "no_recording_rendered"
+    assert await deps.store.collection(heatmaps.RENDERS).count_documents({}) == 1
+    renderer = HeatmapRenderer(deps.store, chromium_path=chromium_path)
+    assert await renderer.render_waiting() == 1
+
+    after = (await fetch(path, token=tenant.token)).json()
+    assert after["image"]["recordings"] == 1 and after["noImage"] is None
+    image = await heatmaps.latest_image(deps.store, tenant.site_id, "/cart", "desktop")
+    assert image["metadata"]["sourceRecordingIds"] == [recording_id]
+    # A current image asks for nothing more.
+    assert await deps.store.collection(heatmaps.RENDERS).count_documents({}) == 0
