@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from documents import surveys
 from documents.sites import normalise_origin
+from documents.store import Store
 from errors import (
     Forbidden,
     InvalidInput,
@@ -264,10 +265,10 @@ class SdkSurveyHandler(SdkHandler):
                                                       self.payload()))
 
 
-async def loader_config(deps: Any, site: dict[str, Any]) -> dict[str, Any]:
+async def loader_config(store: Store, site: dict[str, Any]) -> dict[str, Any]:
     """The site's collection settings and its active surveys, as the loader acts on them."""
     return {**browser.loader_config(site),
-            "surveys": await surveys.widget_surveys(deps.store, site["_id"])}
+            "surveys": await surveys.widget_surveys(store, site["_id"])}
 
 
 class SdkConfigHandler(SdkHandler):
@@ -278,7 +279,7 @@ class SdkConfigHandler(SdkHandler):
 
     async def get(self, _: str) -> None:
         self.set_header("Cache-Control", "private, max-age=60")
-        self.write_json(await loader_config(self.deps, self.site))
+        self.write_json(await loader_config(self.deps.store, self.site))
 
 
 class SdkAssetHandler(BaseHandler):
@@ -304,7 +305,7 @@ class SdkAssetHandler(BaseHandler):
             site = await self.deps.keyring.site_for_public_key(self.get_query_argument("key", ""))
             if site is None:
                 raise NotFound("no site has this public key")
-            config = json.dumps(json.dumps(await loader_config(self.deps, site)))
+            config = json.dumps(json.dumps(await loader_config(self.deps.store, site)))
             script = script.replace(SITE_CONFIG_SLOT, config.encode("utf-8"), 1)
         self.set_header("Content-Type", "text/javascript; charset=utf-8")
         # Settings changes reach pages within five minutes.
