@@ -165,7 +165,7 @@ async function errorDetail(app, site, errorId, query) {
   const watchHref = (item) => `/app/sites/${site.id}/recordings/${item.recordingId}?at=${encodeURIComponent(item.at)}`;
   const watch = replays.items.length
     ? h('p', { class: 'row' }, h('a', { class: 'button', id: 'watch-error', href: watchHref(replays.items[0]) }, 'Watch it happen'),
-      h('span', { class: 'hint' }, `The latest recorded occurrence, ${when(replays.items[0].at)}; ${replays.items.length} of the latest occurrences were recorded.`))
+      h('span', { class: 'hint' }, `The latest recorded occurrence, ${when(replays.items[0].at)}; ${replays.items.length} of the latest occurrences ${replays.items.length === 1 ? 'was' : 'were'} recorded.`))
     : h('p', { class: 'hint', id: 'no-recording' }, 'No recording shows this error in this range: recordings need the visitor’s consent and recordings switched on.');
   const here = `/app/sites/${site.id}/errors/${errorId}`;
   const actions = app.isAdmin(site) ? h('div', { class: 'row' }, [
