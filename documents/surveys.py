@@ -201,6 +201,11 @@ async def survey_results(store: Store, site_id: str, survey_id: str) -> dict[str
     """Counts per score or choice, NPS for 0–10, and the newest free-text answers."""
     survey = await find_survey(store, site_id, survey_id)
     filter_ = await _answers_filter(store, site_id, survey_id)
+    if survey["questionType"] == "choice":
+        buckets: list[Any] = list(survey.get("choices") or [])
+    else:
+        low, high = (0, 10) if survey["questionType"] == "score" else (1, 5)
+        buckets = list(range(low, high + 1))
     counts: Counter[Any] = Counter()
     total = 0
     texts: list[dict[str, Any]] = []
@@ -210,8 +215,9 @@ async def survey_results(store: Store, site_id: str, survey_id: str) -> dict[str
         total += 1
         main = _main_answer(response)
         key = main.get("score") if survey["questionType"] != "choice" else main.get("text")
-        if key is not None:
-            counts[int(key) if survey["questionType"] != "choice" else key] += 1
+        # A value off the scale, or a choice since renamed, counts as a response only.
+        if key in buckets:
+            counts[key] += 1
         text = _free_text(response) if survey["questionType"] != "choice" else None
         if text and len(texts) < TEXT_ANSWERS_SHOWN:
             texts.append({"responseId": response["_id"], "text": text,
@@ -220,16 +226,10 @@ async def survey_results(store: Store, site_id: str, survey_id: str) -> dict[str
                           "answeredAt": response.get("answeredAt"),
                           "visitorId": response.get("visitorId"),
                           "recordingId": await _recording_around(store, site_id, response)})
-    if survey["questionType"] == "choice":
-        buckets: list[Any] = list(survey.get("choices") or [])
-        buckets += sorted(k for k in counts if k not in buckets)
-    else:
-        low, high = (0, 10) if survey["questionType"] == "score" else (1, 5)
-        buckets = list(range(low, high + 1))
     distribution = [{"value": value, "count": counts.get(value, 0)} for value in buckets]
     nps = None
     if survey["questionType"] == "score":
-        nps = net_promoter_score({int(k): n for k, n in counts.items()})
+        nps = net_promoter_score(dict(counts))
     return {"survey": view(survey), "responses": total, "distribution": distribution,
             "nps": nps, "textAnswers": texts}
 

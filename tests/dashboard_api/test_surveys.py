@@ -153,13 +153,14 @@ async def test_results_count_every_score_compute_nps_and_list_free_text_newest_f
     await _answer(ingest, survey["id"], "v-2", 9, at="2026-03-02T10:00:00Z")
     await _answer(ingest, survey["id"], "v-3", 3, "Shipping was slow", at="2026-03-03T10:00:00Z")
     await _answer(ingest, survey["id"], "v-4", 7, at="2026-03-04T10:00:00Z")
+    await _answer(ingest, survey["id"], "v-5", 42, at="2026-02-01T10:00:00Z")  # off the scale
     results = (await fetch(f"/api/v1/sites/{tenant.site_id}/surveys/{survey['id']}/results",
                            token=tenant.token)).json()
-    assert results["responses"] == 4
+    assert results["responses"] == 5
     counts = {row["value"]: row["count"] for row in results["distribution"]}
     assert list(counts) == list(range(11))
     assert (counts[10], counts[9], counts[7], counts[3], counts[0]) == (1, 1, 1, 1, 0)
-    assert results["nps"] == 25  # two promoters, one detractor, of four
+    assert results["nps"] == 25  # two promoters, one detractor, of four on the scale
     texts = results["textAnswers"]
     assert [t["text"] for t in texts] == ["Shipping was slow", "Great mugs"]
     assert texts[0]["page"] == "/product/mug" and texts[0]["visitorId"] == "v-3"
