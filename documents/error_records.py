@@ -255,12 +255,13 @@ async def store_failed_job(store: Store, job: dict[str, Any], *, queue: str, rea
 
 
 async def change_status(store: Store, site_id: str, error_id: str, status: str, *,
-                        now: datetime, actor_user_id: str) -> tuple[str, dict[str, Any]] | None:
+                        now: datetime, actor_user_id: str, session: Any = None
+                        ) -> tuple[str, dict[str, Any]] | None:
     """Set the status (open, resolved, ignored); (status before, aggregate after), or None."""
     before = await store.collection(ERRORS).find_one_and_update(
         {"_id": error_id, "siteId": site_id},
         {"$set": {"status": status, "statusChangedAt": now, "statusChangedBy": actor_user_id}},
-        return_document=ReturnDocument.BEFORE,
+        return_document=ReturnDocument.BEFORE, session=session,
     )
     if before is None:
         return None

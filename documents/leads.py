@@ -76,18 +76,19 @@ def changed_field_names(lead: dict[str, Any], values: dict[str, Any]) -> list[st
 
 
 async def rectify_lead(store: Store, lead: dict[str, Any], values: dict[str, Any], *,
-                       now: datetime) -> dict[str, Any]:
+                       now: datetime, session: Any = None) -> dict[str, Any]:
     """Write the corrected values; keep the visitor's e-mails and, for the latest lead, name."""
     updated = {**lead, **values, "rectifiedAt": now}
     await store.collection("leads").update_one(
         {"_id": lead["_id"], "siteId": lead["siteId"]},
-        {"$set": {**values, "rectifiedAt": now}})
+        {"$set": {**values, "rectifiedAt": now}}, session=session)
     profile_update: dict[str, Any] = {}
     if "email" in values:
-        profile_update["emails"] = await lead_emails(store, lead["siteId"], lead["visitorId"])
+        profile_update["emails"] = await lead_emails(store, lead["siteId"], lead["visitorId"],
+                                                     session=session)
     latest = await store.collection("leads").find_one(
         {"siteId": lead["siteId"], "visitorId": lead["visitorId"]},
-        sort=[("createdAt", DESCENDING), ("_id", DESCENDING)])
+        sort=[("createdAt", DESCENDING), ("_id", DESCENDING)], session=session)
     if latest is not None and latest["_id"] == lead["_id"] and ({"name", "email"} & set(values)):
         # The profile is named after the latest lead, the same way ingest names it.
         profile_update["displayName"] = (updated.get("name") or "").strip() or updated["email"]
@@ -95,7 +96,7 @@ async def rectify_lead(store: Store, lead: dict[str, Any], values: dict[str, Any
     if profile_update:
         await store.collection("visitors").update_one(
             {"_id": profile_id(lead["siteId"], lead["visitorId"])},
-            {"$set": profile_update})
+            {"$set": profile_update}, session=session)
     return updated
 
 

@@ -97,9 +97,10 @@ def secret_purpose(site_id: str, channel: str) -> str:
     return f"notifications/{site_id}/{channel}/{SECRET_FIELDS[channel][0]}"
 
 
-async def channels_for_site(store: Store, site_id: str) -> dict[str, Any] | None:
+async def channels_for_site(store: Store, site_id: str, *, session: Any = None
+                            ) -> dict[str, Any] | None:
     """The stored channel document of a site (secrets sealed), or None."""
-    return await store.collection(CHANNELS).find_one({"_id": site_id})
+    return await store.collection(CHANNELS).find_one({"_id": site_id}, session=session)
 
 
 async def site_name(store: Store, site_id: str) -> str:
@@ -123,14 +124,14 @@ def public_view(doc: dict[str, Any] | None) -> dict[str, Any]:
 
 
 async def save_channels(store: Store, sealer: Sealer, site: dict[str, Any],
-                        body: dict[str, Any], *, allow_private_webhooks: bool
-                        ) -> tuple[dict[str, Any], list[str]]:
+                        body: dict[str, Any], *, allow_private_webhooks: bool,
+                        session: Any = None) -> tuple[dict[str, Any], list[str]]:
     """Replace the site's channels; a secret left out is kept, null clears it."""
     site_id = site["_id"]
     given_webhook = body.get("webhook")
     if given_webhook and given_webhook.get("url"):
         await check_webhook_url(given_webhook["url"], allow_private=allow_private_webhooks)
-    current = await channels_for_site(store, site_id) or {}
+    current = await channels_for_site(store, site_id, session=session) or {}
     update: dict[str, Any] = {"organizationId": site["organizationId"],
                               "updatedAt": datetime.now(UTC)}
     changed: list[str] = []
@@ -159,6 +160,7 @@ async def save_channels(store: Store, sealer: Sealer, site: dict[str, Any],
         raise InvalidInput("an enabled webhook needs a secret", field="webhook.secret")
     saved = await store.collection(CHANNELS).find_one_and_update(
         {"_id": site_id}, {"$set": update}, upsert=True, return_document=ReturnDocument.AFTER,
+        session=session,
     )
     return saved, changed
 

@@ -10,10 +10,14 @@ that id from every request with the same digest, in the erasure's own transactio
 from __future__ import annotations
 
 import calendar
+import contextlib
 import hashlib
 import hmac
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any, Literal
+
+from pymongo.errors import PyMongoError
 
 from documents.accounts import new_id
 from documents.store import ASCENDING, DESCENDING, Index, Store
@@ -97,6 +101,26 @@ async def fail_request(store: Store, request_id: str, reason: str) -> None:
     """Mark the request failed, with a reason that holds no personal data."""
     await store.collection("dsr_requests").update_one(
         {"_id": request_id}, {"$set": {"status": "failed", "failureReason": reason}})
+
+
+#: The failure reason of a request whose change the store could not make (nothing was changed).
+STORE_UNAVAILABLE = "the database was unavailable; nothing was changed, the request may be repeated"
+
+
+@contextlib.asynccontextmanager
+async def failed_if_the_store_fails(store: Store, request_id: str) -> AsyncIterator[None]:
+    """Log the request failed when the store fails while carrying it out, then re-raise.
+
+    The request was received, so its entry stays (the log is the record of what was asked);
+    the change itself runs in one transaction with its completion and audit entry, so nothing
+    of it is left. Marking the failure is itself best effort: the store may still be down.
+    """
+    try:
+        yield
+    except PyMongoError:
+        with contextlib.suppress(PyMongoError):
+            await fail_request(store, request_id, STORE_UNAVAILABLE)
+        raise
 
 
 async def requests_for_organizations(store: Store, organization_ids: list[str], *,

@@ -156,8 +156,8 @@ class SiteKeyring:
         }
 
     async def create_site(self, user: AuthenticatedUser, organization_id: str, name: str,
-                          allowed_origins: list[str], settings: dict[str, Any]
-                          ) -> tuple[dict[str, Any], SiteKeys]:
+                          allowed_origins: list[str], settings: dict[str, Any], *,
+                          session: Any = None) -> tuple[dict[str, Any], SiteKeys]:
         """A new site in the organization; the keys are returned once, here."""
         require_admin(user, organization_id)
         site_id = new_id()
@@ -176,11 +176,11 @@ class SiteKeyring:
             "revision": 1,
             **self._key_fields(site_id, api_key),
         }
-        await self._store.collection("sites").insert_one(site)
+        await self._store.collection("sites").insert_one(site, session=session)
         return site, SiteKeys(api_key, public_key)
 
-    async def rotate_api_key(self, site: dict[str, Any], grace_seconds: int
-                             ) -> tuple[dict[str, Any], str]:
+    async def rotate_api_key(self, site: dict[str, Any], grace_seconds: int, *,
+                             session: Any = None) -> tuple[dict[str, Any], str]:
         """Replace the API key; the old one stops at once, its statements after the grace."""
         api_key = new_api_key()
         now = datetime.now(UTC)
@@ -193,7 +193,7 @@ class SiteKeyring:
                 "apiKeyRotatedAt": now,
                 "updatedAt": now,
             }, "$inc": {"revision": 1}},
-            return_document=ReturnDocument.AFTER,
+            return_document=ReturnDocument.AFTER, session=session,
         )
         if updated is None:
             raise NotFound("site not found")
@@ -251,7 +251,8 @@ async def sites_for_user(store: Store, user: AuthenticatedUser) -> list[dict[str
 
 
 async def update_site(store: Store, user: AuthenticatedUser, site: dict[str, Any],
-                      changes: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+                      changes: dict[str, Any], *, session: Any = None
+                      ) -> tuple[dict[str, Any], list[str]]:
     """Apply name/origin/settings changes; returns the site and the changed field names."""
     require_admin(user, site["organizationId"])
     update: dict[str, Any] = {}
@@ -270,7 +271,7 @@ async def update_site(store: Store, user: AuthenticatedUser, site: dict[str, Any
     update["updatedAt"] = datetime.now(UTC)
     updated = await store.collection("sites").find_one_and_update(
         {"_id": site["_id"]}, {"$set": update, "$inc": {"revision": 1}},
-        return_document=ReturnDocument.AFTER
+        return_document=ReturnDocument.AFTER, session=session
     )
     if updated is None:
         raise NotFound("site not found")

@@ -113,7 +113,7 @@ async def privacy_flags(store: Store, site_id: str, visitor_id: str | None) -> P
 
 
 async def set_privacy_flag(store: Store, site_id: str, visitor_id: str, flag: str, on: bool,
-                           *, now: datetime) -> bool:
+                           *, now: datetime, session: Any = None) -> bool:
     """Switch `restricted` or `objected` on or off; False when there is no profile.
 
     Switching on keeps the time of the first switch while the flag stays on (`$min`), so
@@ -126,7 +126,7 @@ async def set_privacy_flag(store: Store, site_id: str, visitor_id: str, flag: st
         {"$set": {flag: True}, "$min": {f"{flag}At": now}} if on
         else {"$set": {flag: False}, "$unset": {f"{flag}At": ""}})
     result = await store.collection("visitors").update_one(
-        {"_id": profile_id(site_id, visitor_id)}, update)
+        {"_id": profile_id(site_id, visitor_id)}, update, session=session)
     return bool(result.matched_count)
 
 

@@ -77,12 +77,13 @@ class SiteDataHandler(BaseHandler):
         raw = self.get_query_argument(name, None)
         return None if not raw else float(raw)
 
-    async def audit(self, action: str, site: dict[str, Any], details: dict[str, Any]) -> None:
-        """Append to the audit trail."""
+    async def audit(self, action: str, site: dict[str, Any], details: dict[str, Any], *,
+                    session: Any = None) -> None:
+        """Append to the audit trail (in the caller's transaction when `session` is given)."""
         await audit.record(self.deps.store, action=action, actor_user_id=self.user.id,
                            account_id=self.user.account_id,
                            organization_id=site["organizationId"], site_id=site["_id"],
-                           details=details)
+                           details=details, session=session)
 
 
 class VisitorsHandler(SiteDataHandler):
@@ -181,15 +182,22 @@ class ErrorHandler(SiteDataHandler):
     async def patch(self, site_id: str, error_id: str) -> None:
         site = await self.admin_site(site_id)  # before the body: strangers learn nothing
         body = self.validated_body("ErrorStatusChange")
-        changed = await error_records.change_status(
-            self.deps.store, site["_id"], error_id, body["status"], now=datetime.now(UTC),
-            actor_user_id=self.user.id)
-        if changed is None:
-            raise NotFound("error not found")
-        before, after = changed
-        if before != body["status"]:
-            await self.audit("error.status_changed", site,
-                             {"errorId": error_id, "from": before, "to": body["status"]})
+
+        async def change(session: Any) -> dict[str, Any]:
+            # The status and its audit entry land together, or neither does.
+            changed = await error_records.change_status(
+                self.deps.store, site["_id"], error_id, body["status"], now=datetime.now(UTC),
+                actor_user_id=self.user.id, session=session)
+            if changed is None:
+                raise NotFound("error not found")
+            before, after = changed
+            if before != body["status"]:
+                await self.audit("error.status_changed", site,
+                                 {"errorId": error_id, "from": before, "to": body["status"]},
+                                 session=session)
+            return after
+
+        after = await self.deps.store.transaction(change)
         self.write_json(json_ready(queries.error_detail(after)))
 
 
@@ -223,14 +231,22 @@ class LeadHandler(SiteDataHandler):
             visitor_id=lead["visitorId"])
         values = leads.rectified_values(lead, body)
         fields = leads.changed_field_names(lead, values)
-        updated = lead
-        if values:
-            updated = await leads.rectify_lead(self.deps.store, lead, values,
-                                               now=datetime.now(UTC))
-        await request_log.complete_request(self.deps.store, request["_id"],
-                                           outcome={"fields": fields})
-        await self.audit("lead.rectified", site, {"leadId": lead_id, "requestId": request["_id"],
-                                                  "fields": fields})
+
+        async def rectify(session: Any) -> dict[str, Any]:
+            # The lead, the profile, the request's completion and the audit entry together.
+            updated = lead
+            if values:
+                updated = await leads.rectify_lead(self.deps.store, lead, values,
+                                                   now=datetime.now(UTC), session=session)
+            await request_log.complete_request(self.deps.store, request["_id"],
+                                               outcome={"fields": fields}, session=session)
+            await self.audit("lead.rectified", site, {
+                "leadId": lead_id, "requestId": request["_id"], "fields": fields},
+                session=session)
+            return updated
+
+        async with request_log.failed_if_the_store_fails(self.deps.store, request["_id"]):
+            updated = await self.deps.store.transaction(rectify)
         self.write_json(json_ready({**queries.lead_view(updated), "changedFields": fields,
                                     "requestId": request["_id"]}))
 

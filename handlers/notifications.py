@@ -5,6 +5,8 @@ Secrets are write-only: a PUT may set or clear them, no answer ever contains the
 
 from __future__ import annotations
 
+from typing import Any
+
 from documents import audit, notifications, sites
 from errors import InvalidInput
 from handlers.base import BaseHandler
@@ -24,15 +26,21 @@ class NotificationChannelsHandler(BaseHandler):
         site = await sites.site_for_user(self.deps.store, self.user, site_id)
         sites.require_admin(self.user, site["organizationId"])
         body = self.validated_body("NotificationChannelsUpdate")
-        saved, changed = await notifications.save_channels(
-            self.deps.store, self.deps.sealer, site, body,
-            allow_private_webhooks=self.deps.settings.webhook_allow_private_addresses)
-        await audit.record(
-            self.deps.store, action="site.notifications_changed", actor_user_id=self.user.id,
-            account_id=self.user.account_id, organization_id=site["organizationId"],
-            site_id=site_id, details={"fields": changed},
-        )
-        self.write_json(notifications.public_view(saved))
+
+        async def save(session: Any) -> dict[str, Any]:
+            # The change and its audit entry land together, or neither does.
+            saved, changed = await notifications.save_channels(
+                self.deps.store, self.deps.sealer, site, body,
+                allow_private_webhooks=self.deps.settings.webhook_allow_private_addresses,
+                session=session)
+            await audit.record(
+                self.deps.store, action="site.notifications_changed", actor_user_id=self.user.id,
+                account_id=self.user.account_id, organization_id=site["organizationId"],
+                site_id=site_id, details={"fields": changed}, session=session,
+            )
+            return saved
+
+        self.write_json(notifications.public_view(await self.deps.store.transaction(save)))
 
 
 class NotificationDeliveriesHandler(BaseHandler):

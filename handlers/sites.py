@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from documents import audit, sites
+from documents.sites import SiteKeys
 from errors import InvalidInput
 from handlers.base import BaseHandler
 from privacy.exclusion import checked_settings
@@ -19,15 +22,21 @@ class SitesHandler(BaseHandler):
     async def post(self) -> None:
         body = self.validated_body("SiteCreate")
         organization_id = body.get("organizationId") or _only_admin_organization(self.user)
-        site, keys = await self.deps.keyring.create_site(
-            self.user, organization_id, body["name"], body.get("allowedOrigins", []),
-            checked_page_groups(checked_settings(body.get("settings", {}))),
-        )
-        await audit.record(
-            self.deps.store, action="site.created", actor_user_id=self.user.id,
-            account_id=self.user.account_id, organization_id=organization_id,
-            site_id=site["_id"],
-        )
+        settings = checked_page_groups(checked_settings(body.get("settings", {})))
+
+        async def create(session: Any) -> tuple[dict[str, Any], SiteKeys]:
+            # The site and its audit entry land together, or neither does.
+            site, keys = await self.deps.keyring.create_site(
+                self.user, organization_id, body["name"], body.get("allowedOrigins", []),
+                settings, session=session)
+            await audit.record(
+                self.deps.store, action="site.created", actor_user_id=self.user.id,
+                account_id=self.user.account_id, organization_id=organization_id,
+                site_id=site["_id"], session=session,
+            )
+            return site, keys
+
+        site, keys = await self.deps.store.transaction(create)
         self.write_json({"id": site["_id"], "apiKey": keys.api_key, "publicKey": keys.public_key,
                          "site": sites.public_view(site)}, status=201)
 
@@ -44,14 +53,19 @@ class SiteHandler(BaseHandler):
         if "settings" in body:
             body["settings"] = checked_page_groups(checked_settings(body["settings"]))
         site = await sites.site_for_user(self.deps.store, self.user, site_id)
-        updated, changed = await sites.update_site(self.deps.store, self.user, site, body)
-        if changed:
-            await audit.record(
-                self.deps.store, action="site.settings_changed", actor_user_id=self.user.id,
-                account_id=self.user.account_id, organization_id=site["organizationId"],
-                site_id=site_id, details={"fields": changed},
-            )
-        self.write_json(sites.public_view(updated))
+
+        async def change(session: Any) -> dict[str, Any]:
+            updated, changed = await sites.update_site(self.deps.store, self.user, site, body,
+                                                       session=session)
+            if changed:
+                await audit.record(
+                    self.deps.store, action="site.settings_changed", actor_user_id=self.user.id,
+                    account_id=self.user.account_id, organization_id=site["organizationId"],
+                    site_id=site_id, details={"fields": changed}, session=session,
+                )
+            return updated
+
+        self.write_json(sites.public_view(await self.deps.store.transaction(change)))
 
 
 class RotateApiKeyHandler(BaseHandler):
@@ -60,14 +74,18 @@ class RotateApiKeyHandler(BaseHandler):
     async def post(self, site_id: str) -> None:
         site = await sites.site_for_user(self.deps.store, self.user, site_id)
         sites.require_admin(self.user, site["organizationId"])
-        updated, api_key = await self.deps.keyring.rotate_api_key(
-            site, self.deps.settings.key_rotation_grace_seconds
-        )
-        await audit.record(
-            self.deps.store, action="site.api_key_rotated", actor_user_id=self.user.id,
-            account_id=self.user.account_id, organization_id=site["organizationId"],
-            site_id=site_id,
-        )
+
+        async def rotate(session: Any) -> tuple[dict[str, Any], str]:
+            rotated = await self.deps.keyring.rotate_api_key(
+                site, self.deps.settings.key_rotation_grace_seconds, session=session)
+            await audit.record(
+                self.deps.store, action="site.api_key_rotated", actor_user_id=self.user.id,
+                account_id=self.user.account_id, organization_id=site["organizationId"],
+                site_id=site_id, session=session,
+            )
+            return rotated
+
+        updated, api_key = await self.deps.store.transaction(rotate)
         self.write_json({"id": site_id, "apiKey": api_key, "site": sites.public_view(updated)})
 
 

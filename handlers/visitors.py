@@ -62,12 +62,13 @@ class SubjectHandler(BaseHandler):
             actor_user_id=self.user.id, details=details, visitor_id=visitor_id)
         return request
 
-    async def audit(self, action: str, site: dict[str, Any], details: dict[str, Any]) -> None:
-        """Append to the audit trail."""
+    async def audit(self, action: str, site: dict[str, Any], details: dict[str, Any], *,
+                    session: Any = None) -> None:
+        """Append to the audit trail (in the caller's transaction when `session` is given)."""
         await audit.record(self.deps.store, action=action, actor_user_id=self.user.id,
                            account_id=self.user.account_id,
                            organization_id=site["organizationId"], site_id=site["_id"],
-                           details=details)
+                           details=details, session=session)
 
 
 class VisitorExportHandler(SubjectHandler):
@@ -85,10 +86,17 @@ class VisitorExportHandler(SubjectHandler):
         self.set_header("Content-Disposition",
                         f'attachment; filename="visitor-export-{request["_id"]}.json"')
         await write_export(self, export, profile, keys)
-        await request_log.complete_request(self.deps.store, request["_id"],
-                                           outcome={"manifest": export.manifest})
-        await self.audit("visitor.exported", site, {"requestId": request["_id"],
-                                                    "manifest": export.manifest})
+
+        async def complete(session: Any) -> None:
+            await request_log.complete_request(self.deps.store, request["_id"],
+                                               outcome={"manifest": export.manifest},
+                                               session=session)
+            await self.audit("visitor.exported", site, {"requestId": request["_id"],
+                                                        "manifest": export.manifest},
+                             session=session)
+
+        async with request_log.failed_if_the_store_fails(self.deps.store, request["_id"]):
+            await self.deps.store.transaction(complete)
         self.finish()
 
 
@@ -96,9 +104,10 @@ async def _erase(handler: SubjectHandler, site_id: str, visitor_id: str) -> None
     site = await handler.admin_site(site_id)
     request = await handler.open_request("erasure", site, visitor_id)
     try:
-        receipt = await erase_visitor(handler.deps.store, site, visitor_id, request=request,
-                                      actor_user_id=handler.user.id,
-                                      account_id=handler.user.account_id)
+        async with request_log.failed_if_the_store_fails(handler.deps.store, request["_id"]):
+            receipt = await erase_visitor(handler.deps.store, site, visitor_id, request=request,
+                                          actor_user_id=handler.user.id,
+                                          account_id=handler.user.account_id)
     except NotFound:
         await request_log.fail_request(handler.deps.store, request["_id"], "no data held")
         raise
@@ -141,15 +150,24 @@ class PrivacySwitchHandler(SubjectHandler):
         kind: request_log.RequestType = "restriction" if switch == "restriction" else "objection"
         request = await self.open_request(kind, site, visitor_id, {"on": body["on"]})
         field = "restricted" if kind == "restriction" else "objected"
-        changed = await visitors.set_privacy_flag(self.deps.store, site["_id"], visitor_id,
-                                                  field, body["on"], now=datetime.now(UTC))
-        if not changed:
+
+        async def switch(session: Any) -> bool:
+            # The flag, the request's completion and the audit entry land together.
+            if not await visitors.set_privacy_flag(self.deps.store, site["_id"], visitor_id,
+                                                   field, body["on"], now=datetime.now(UTC),
+                                                   session=session):
+                return False
+            await request_log.complete_request(self.deps.store, request["_id"],
+                                               outcome={field: body["on"]}, session=session)
+            await self.audit(f"visitor.{kind}_{'set' if body['on'] else 'lifted'}", site,
+                             {"requestId": request["_id"]}, session=session)
+            return True
+
+        async with request_log.failed_if_the_store_fails(self.deps.store, request["_id"]):
+            switched = await self.deps.store.transaction(switch)
+        if not switched:
             await request_log.fail_request(self.deps.store, request["_id"], "no data held")
             raise NotFound("visitor not found")
-        await request_log.complete_request(self.deps.store, request["_id"],
-                                           outcome={field: body["on"]})
-        await self.audit(f"visitor.{kind}_{'set' if body['on'] else 'lifted'}", site,
-                         {"requestId": request["_id"]})
         self.write_json({"visitorId": visitor_id, field: body["on"],
                          "requestId": request["_id"]})
 
