@@ -378,7 +378,7 @@ async def search_visitors(store: Store, site_id: str, filters: VisitorFilters, *
     error is looked up per batch in the occurrences; everything else is on the profile."""
     filter_: dict[str, Any] = {"siteId": site_id, "restricted": {"$ne": True}}
     if filters.q:
-        filter_.update(queries._visitor_search(filters.q))
+        filter_.update(queries.visitor_search(filters.q))
     if filters.country:
         filter_["location.country"] = filters.country.upper()
     if filters.device:

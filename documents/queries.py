@@ -165,7 +165,8 @@ async def _not_restricted(store: Store, site_id: str) -> dict[str, Any]:
 # Visitors ------------------------------------------------------------------------------------
 
 
-def _visitor_search(q: str) -> dict[str, Any]:
+def visitor_search(q: str) -> dict[str, Any]:
+    """The filter of a visitors search: an id prefix, or part of a name or e-mail (any case)."""
     escaped = re.escape(q)
     return {"$or": [
         {"visitorId": {"$regex": "^" + escaped}},
@@ -188,17 +189,6 @@ def visitor_summary(profile: dict[str, Any]) -> dict[str, Any]:
         "firstSeen": profile.get("firstSeen"),
         "lastSeen": profile.get("lastSeen"),
     }
-
-
-async def list_visitors(store: Store, site_id: str, *, q: str | None, cursor: str | None,
-                        limit: int) -> Page:
-    """Visitors by last seen, newest first; `q` matches an id prefix, a name or an e-mail."""
-    filter_: dict[str, Any] = {"siteId": site_id, "restricted": {"$ne": True}}
-    if q:
-        filter_.update(_visitor_search(q))
-    found, next_cursor = await keyset_page(store, "visitors", filter_, "lastSeen", cursor,
-                                           limit)
-    return Page(readable(found, visitor_summary, "visitor"), next_cursor)
 
 
 async def visitor_profile(store: Store, site_id: str, visitor_id: str) -> dict[str, Any]:
@@ -475,20 +465,6 @@ def recording_summary(recording: dict[str, Any]) -> dict[str, Any]:
         "pageCount": len(pages),
         "legacy": "legacyFootage" in recording,
     }
-
-
-async def list_site_recordings(store: Store, site_id: str, *, visitor_id: str | None,
-                               cursor: str | None, limit: int) -> Page:
-    """The site's recordings, newest first, optionally of one visitor."""
-    filter_: dict[str, Any] = {"siteId": site_id, **await _not_restricted(store, site_id)}
-    if visitor_id is not None:
-        flags = await visitors.privacy_flags(store, site_id, visitor_id)
-        if flags.restricted:
-            return Page([], None)
-        filter_["visitorId"] = visitor_id
-    found, next_cursor = await keyset_page(store, "recordings", filter_, "startedAt", cursor,
-                                           limit)
-    return Page(readable(found, recording_summary, "recording"), next_cursor)
 
 
 async def replayable_recording(store: Store, site_id: str, recording_id: str
