@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 BENCHMARKS = ["bench.ingest", "bench.wire", "bench.live", "bench.dsr", "bench.soak",
-              "bench.wordpress_ttfb"]
+              "bench.wordpress_ttfb", "bench.heatmaps"]
 RESULTS = Path(__file__).resolve().parent / "results"
 
 Row = dict[str, Any]
@@ -109,11 +109,25 @@ def _wordpress_rows(f: dict[str, Any]) -> list[Row]:
     ]
 
 
+def _heatmap_rows(f: dict[str, Any]) -> list[Row]:
+    return [
+        row("heatmaps", "API ms, 1M clicks (baseline: one indexed read)", f["api_ms_1m_clicks"],
+            f["one_indexed_read_ms"]),
+        row("heatmaps", "API ms, 1M clicks (baseline: 1k clicks)", f["api_ms_1m_clicks"],
+            f["api_ms_1k_clicks"]),
+        row("heatmaps", "render ms (baseline: browser, blank page)", f["render_ms"],
+            f["blank_browser_ms"]),
+        row("heatmaps", "render: browser peak RSS MB", f["browser_peak_rss_mb"]),
+        row("heatmaps", "render: service RSS growth MB", f["service_rss_growth_mb"]),
+    ]
+
+
 #: How each benchmark's figures become rows.
 ROWS_FOR: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "bench.ingest": _ingest_rows, "bench.wire": _wire_rows, "bench.live": _live_rows,
     "bench.dsr": _dsr_rows,
     "bench.soak": _soak_rows, "bench.wordpress_ttfb": _wordpress_rows,
+    "bench.heatmaps": _heatmap_rows,
 }
 
 
