@@ -24,6 +24,7 @@ from tornado.httputil import HTTPHeaders
 from tornado.web import HTTPError, RequestHandler, stream_request_body
 
 from config.logging import loggable_uri
+from documents import audit
 from documents.accounts import AuthenticatedUser
 from documents.store import is_temporary_store_error
 from errors import (
@@ -268,6 +269,15 @@ class BaseHandler(RequestHandler):
         if self.current_user is None:
             raise Unauthenticated("an access token is required", code="missing_token")
         return self.current_user
+
+    async def audit(self, action: str, site: dict[str, Any], details: dict[str, Any] | None = None,
+                    *, session: Any = None) -> None:
+        """Append what the signed-in user did to a site to the audit trail; pass `session` to
+        make the entry part of the change's transaction."""
+        await audit.record(self.deps.store, action=action, actor_user_id=self.user.id,
+                           account_id=self.user.account_id,
+                           organization_id=site["organizationId"], site_id=site["_id"],
+                           details=details, session=session)
 
     def _check_header_sizes(self) -> None:
         check_header_sizes(self.request.headers)

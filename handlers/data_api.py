@@ -11,7 +11,7 @@ from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from documents import audit, error_records, insights, leads, queries, recordings, sites
+from documents import error_records, insights, leads, queries, recordings, sites
 from documents import requests as request_log
 from errors import InvalidInput, NotFound
 from handlers import ui
@@ -76,14 +76,6 @@ class SiteDataHandler(BaseHandler):
         """A number query argument (checked against the API document), or None."""
         raw = self.get_query_argument(name, None)
         return None if not raw else float(raw)
-
-    async def audit(self, action: str, site: dict[str, Any], details: dict[str, Any], *,
-                    session: Any = None) -> None:
-        """Append to the audit trail (in the caller's transaction when `session` is given)."""
-        await audit.record(self.deps.store, action=action, actor_user_id=self.user.id,
-                           account_id=self.user.account_id,
-                           organization_id=site["organizationId"], site_id=site["_id"],
-                           details=details, session=session)
 
 
 class VisitorsHandler(SiteDataHandler):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from documents import audit, notifications, sites
+from documents import notifications, sites
 from errors import InvalidInput
 from handlers.base import BaseHandler
 
@@ -33,11 +33,8 @@ class NotificationChannelsHandler(BaseHandler):
                 self.deps.store, self.deps.sealer, site, body,
                 allow_private_webhooks=self.deps.settings.webhook_allow_private_addresses,
                 session=session)
-            await audit.record(
-                self.deps.store, action="site.notifications_changed", actor_user_id=self.user.id,
-                account_id=self.user.account_id, organization_id=site["organizationId"],
-                site_id=site_id, details={"fields": changed}, session=session,
-            )
+            await self.audit("site.notifications_changed", site, {"fields": changed},
+                             session=session)
             return saved
 
         self.write_json(notifications.public_view(await self.deps.store.transaction(save)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from documents import audit, sites
+from documents import sites
 from documents.sites import SiteKeys
 from errors import InvalidInput
 from handlers.base import BaseHandler
@@ -29,11 +29,7 @@ class SitesHandler(BaseHandler):
             site, keys = await self.deps.keyring.create_site(
                 self.user, organization_id, body["name"], body.get("allowedOrigins", []),
                 settings, session=session)
-            await audit.record(
-                self.deps.store, action="site.created", actor_user_id=self.user.id,
-                account_id=self.user.account_id, organization_id=organization_id,
-                site_id=site["_id"], session=session,
-            )
+            await self.audit("site.created", site, session=session)
             return site, keys
 
         site, keys = await self.deps.store.transaction(create)
@@ -58,11 +54,8 @@ class SiteHandler(BaseHandler):
             updated, changed = await sites.update_site(self.deps.store, self.user, site, body,
                                                        session=session)
             if changed:
-                await audit.record(
-                    self.deps.store, action="site.settings_changed", actor_user_id=self.user.id,
-                    account_id=self.user.account_id, organization_id=site["organizationId"],
-                    site_id=site_id, details={"fields": changed}, session=session,
-                )
+                await self.audit("site.settings_changed", site, {"fields": changed},
+                                 session=session)
             return updated
 
         self.write_json(sites.public_view(await self.deps.store.transaction(change)))
@@ -78,11 +71,7 @@ class RotateApiKeyHandler(BaseHandler):
         async def rotate(session: Any) -> tuple[dict[str, Any], str]:
             rotated = await self.deps.keyring.rotate_api_key(
                 site, self.deps.settings.key_rotation_grace_seconds, session=session)
-            await audit.record(
-                self.deps.store, action="site.api_key_rotated", actor_user_id=self.user.id,
-                account_id=self.user.account_id, organization_id=site["organizationId"],
-                site_id=site_id, session=session,
-            )
+            await self.audit("site.api_key_rotated", site, session=session)
             return rotated
 
         updated, api_key = await self.deps.store.transaction(rotate)

@@ -12,7 +12,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import audit, recordings, sites, visitors
+from documents import recordings, sites, visitors
 from documents import requests as request_log
 from errors import NotFound
 from handlers.base import BaseHandler
@@ -55,20 +55,11 @@ class SubjectHandler(BaseHandler):
     async def open_request(self, kind: request_log.RequestType, site: dict[str, Any],
                            visitor_id: str, details: dict[str, Any] | None = None
                            ) -> dict[str, Any]:
-        """Log the request as received and audit it."""
-        request = await request_log.open_request(
+        """Log the request as received (its completion is audited with the change)."""
+        return await request_log.open_request(
             self.deps.store, kind=kind, site=site,
             subject_digest=self.deps.subject_digester.digest(site["_id"], visitor_id),
             actor_user_id=self.user.id, details=details, visitor_id=visitor_id)
-        return request
-
-    async def audit(self, action: str, site: dict[str, Any], details: dict[str, Any], *,
-                    session: Any = None) -> None:
-        """Append to the audit trail (in the caller's transaction when `session` is given)."""
-        await audit.record(self.deps.store, action=action, actor_user_id=self.user.id,
-                           account_id=self.user.account_id,
-                           organization_id=site["organizationId"], site_id=site["_id"],
-                           details=details, session=session)
 
 
 class VisitorExportHandler(SubjectHandler):

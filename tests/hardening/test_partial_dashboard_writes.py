@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.hardening.test_partial_writes import PAGE, WritePath, assert_all_or_nothing
+from tests.hardening.test_partial_writes import PAGE, WritePath, _ingest, assert_all_or_nothing
 from tests.support.app import Answer, Fetch, Tenant
 
 
@@ -23,14 +23,6 @@ def _dashboard(method: str, path: Callable[[Tenant, int], str],
     async def send(fetch: Fetch, tenant: Tenant, n: int) -> Answer:
         kwargs: dict[str, Any] = {"json_body": body(n)} if body is not None else {}
         return await fetch(path(tenant, n), method, token=tenant.token, **kwargs)
-    return send
-
-
-def _ingest(kind: str, body: Callable[[int], dict[str, Any]]
-            ) -> Callable[[Fetch, Tenant, int], Awaitable[Answer]]:
-    async def send(fetch: Fetch, tenant: Tenant, n: int) -> Answer:
-        return await fetch(f"/ingest/{kind}", "POST", json_body=body(n),
-                           headers={"X-Service-Key": tenant.api_key})
     return send
 
 
