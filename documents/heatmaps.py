@@ -154,9 +154,13 @@ async def _apply_shares(store: Store, site_id: str, shares: list[dict[str, Any]]
             await collection.update_one(match, {"$inc": totals}, upsert=sign > 0,
                                         session=session)
         except DuplicateKeyError:
+            if session is not None:
+                # In a transaction the race is a write conflict the driver retries; a duplicate
+                # key has aborted the transaction, and nothing more may run in it.
+                raise
             # Two first increments of one cell raced; the unique index let one insert, and
             # this retry finds its document and increments it.
-            await collection.update_one(match, {"$inc": totals}, session=session)
+            await collection.update_one(match, {"$inc": totals})
     return len(grouped)
 
 

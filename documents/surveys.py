@@ -85,32 +85,36 @@ async def list_surveys(store: Store, site_id: str) -> list[dict[str, Any]]:
     return [view(survey) async for survey in found]
 
 
-async def find_survey(store: Store, site_id: str, survey_id: str) -> dict[str, Any]:
+async def find_survey(store: Store, site_id: str, survey_id: str, *, session: Any = None
+                      ) -> dict[str, Any]:
     """One of the site's surveys; NotFound otherwise."""
-    survey = await store.collection(COLLECTION).find_one({"_id": survey_id, "siteId": site_id})
+    survey = await store.collection(COLLECTION).find_one({"_id": survey_id, "siteId": site_id},
+                                                         session=session)
     if survey is None:
         raise NotFound("survey not found")
     return survey
 
 
 async def create_survey(store: Store, site_id: str, body: dict[str, Any],
-                        check_pattern: PatternCheck) -> dict[str, Any]:
+                        check_pattern: PatternCheck, *, session: Any = None) -> dict[str, Any]:
     """Store a new definition; at most MAX_SURVEYS_PER_SITE per site."""
     if await store.collection(COLLECTION).count_documents(
-            {"siteId": site_id}, limit=MAX_SURVEYS_PER_SITE) >= MAX_SURVEYS_PER_SITE:
+            {"siteId": site_id}, limit=MAX_SURVEYS_PER_SITE,
+            session=session) >= MAX_SURVEYS_PER_SITE:
         raise InvalidInput(f"a site has at most {MAX_SURVEYS_PER_SITE} surveys; delete one first",
                            code="too_many_surveys")
     now = datetime.now(UTC)
     survey = {"_id": new_id(), "siteId": site_id, **DEFAULTS,
               **_checked({**DEFAULTS, **body}, check_pattern), "createdAt": now, "updatedAt": now}
-    await store.collection(COLLECTION).insert_one(survey)
+    await store.collection(COLLECTION).insert_one(survey, session=session)
     return survey
 
 
 async def update_survey(store: Store, site_id: str, survey_id: str, changes: dict[str, Any],
-                        check_pattern: PatternCheck) -> tuple[dict[str, Any], list[str]]:
+                        check_pattern: PatternCheck, *, session: Any = None
+                        ) -> tuple[dict[str, Any], list[str]]:
     """Apply changes to a definition: the new survey and the names of the changed fields."""
-    survey = await find_survey(store, site_id, survey_id)
+    survey = await find_survey(store, site_id, survey_id, session=session)
     merged = _checked({**DEFAULTS, **survey, **changes}, check_pattern)
     changed = sorted(name for name in changes if survey.get(name) != merged[name])
     if changed:
@@ -118,13 +122,15 @@ async def update_survey(store: Store, site_id: str, survey_id: str, changes: dic
         await store.collection(COLLECTION).update_one(
             {"_id": survey_id, "siteId": site_id},
             {"$set": {**{name: merged[name] for name in changed},
-                      "updatedAt": merged["updatedAt"]}})
+                      "updatedAt": merged["updatedAt"]}}, session=session)
     return merged, changed
 
 
-async def delete_survey(store: Store, site_id: str, survey_id: str) -> None:
+async def delete_survey(store: Store, site_id: str, survey_id: str, *,
+                        session: Any = None) -> None:
     """Delete a definition; its answers stay (they are the visitors' data, erased with them)."""
-    result = await store.collection(COLLECTION).delete_one({"_id": survey_id, "siteId": site_id})
+    result = await store.collection(COLLECTION).delete_one({"_id": survey_id, "siteId": site_id},
+                                                           session=session)
     if not result.deleted_count:
         raise NotFound("survey not found")
 

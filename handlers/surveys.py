@@ -4,6 +4,8 @@ the active surveys with its site settings (handlers/sdk.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from documents import surveys
 from handlers.csv_exports import CsvStreamHandler
 from handlers.data_api import SITE_ID, UUID, SiteDataHandler, json_ready
@@ -20,8 +22,16 @@ class SurveysHandler(SiteDataHandler):
     async def post(self, site_id: str) -> None:
         site = await self.admin_site(site_id)
         body = self.validated_body("SurveyCreate")
-        survey = await surveys.create_survey(self.deps.store, site["_id"], body, validate_pattern)
-        await self.audit("survey.created", site, {"surveyId": survey["_id"]})
+
+        async def create(session: Any) -> dict[str, Any]:
+            # The definition and its audit entry land together, or neither does.
+            survey = await surveys.create_survey(self.deps.store, site["_id"], body,
+                                                 validate_pattern, session=session)
+            await self.audit("survey.created", site, {"surveyId": survey["_id"]},
+                             session=session)
+            return survey
+
+        survey = await self.deps.store.transaction(create)
         self.write_json(json_ready(surveys.view(survey)), status=201)
 
 
@@ -36,16 +46,26 @@ class SurveyHandler(SiteDataHandler):
     async def patch(self, site_id: str, survey_id: str) -> None:
         site = await self.admin_site(site_id)
         body = self.validated_body("SurveyUpdate")
-        survey, changed = await surveys.update_survey(self.deps.store, site["_id"], survey_id,
-                                                      body, validate_pattern)
-        if changed:
-            await self.audit("survey.changed", site, {"surveyId": survey_id, "fields": changed})
+
+        async def change(session: Any) -> dict[str, Any]:
+            survey, changed = await surveys.update_survey(
+                self.deps.store, site["_id"], survey_id, body, validate_pattern, session=session)
+            if changed:
+                await self.audit("survey.changed", site,
+                                 {"surveyId": survey_id, "fields": changed}, session=session)
+            return survey
+
+        survey = await self.deps.store.transaction(change)
         self.write_json(json_ready(surveys.view(survey)))
 
     async def delete(self, site_id: str, survey_id: str) -> None:
         site = await self.admin_site(site_id)
-        await surveys.delete_survey(self.deps.store, site["_id"], survey_id)
-        await self.audit("survey.deleted", site, {"surveyId": survey_id})
+
+        async def delete(session: Any) -> None:
+            await surveys.delete_survey(self.deps.store, site["_id"], survey_id, session=session)
+            await self.audit("survey.deleted", site, {"surveyId": survey_id}, session=session)
+
+        await self.deps.store.transaction(delete)
         self.set_status(204)
         self.finish()
 

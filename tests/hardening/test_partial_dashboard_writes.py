@@ -70,6 +70,50 @@ async def test_a_store_failure_at_any_dashboard_write_leaves_all_of_it_or_none(
     await assert_all_or_nothing(fetch, tenant, deps, path)
 
 
+SURVEY = {"name": "Recommend us", "questionType": "score",
+          "question": "How likely are you to recommend us?", "pages": ["/product/*"]}
+
+
+async def _survey_id(fetch: Fetch, tenant: Tenant, n: int) -> str:
+    """The id of survey n, created on first use."""
+    listed = (await fetch(_site(tenant, "/surveys"), token=tenant.token)).json()
+    named = {survey["name"]: survey["id"] for survey in listed}
+    if f"Survey {n}" not in named:
+        created = await fetch(_site(tenant, "/surveys"), "POST", token=tenant.token,
+                              json_body={**SURVEY, "name": f"Survey {n}"})
+        return created.json()["id"]
+    return named[f"Survey {n}"]
+
+
+def _on_survey(method: str, body: dict[str, Any] | None = None
+               ) -> Callable[[Fetch, Tenant, int], Awaitable[Answer]]:
+    async def send(fetch: Fetch, tenant: Tenant, n: int) -> Answer:
+        path = _site(tenant, f"/surveys/{await _survey_id(fetch, tenant, n)}")
+        kwargs: dict[str, Any] = {"json_body": body} if body is not None else {}
+        return await fetch(path, method, token=tenant.token, **kwargs)
+    return send
+
+
+async def _make_survey(fetch: Fetch, tenant: Tenant, n: int) -> Answer:
+    await _survey_id(fetch, tenant, n)
+    return await fetch(_site(tenant, "/surveys"), token=tenant.token)
+
+
+SURVEY_PATHS = [
+    WritePath("create a survey", _dashboard("POST", lambda t, n: _site(t, "/surveys"),
+                                            lambda n: {**SURVEY, "name": f"New survey {n}"})),
+    WritePath("change a survey", _on_survey("PATCH", {"question": "Would you recommend us?"}),
+              prepare=_make_survey),
+    WritePath("delete a survey", _on_survey("DELETE"), prepare=_make_survey),
+]
+
+
+@pytest.mark.parametrize("path", SURVEY_PATHS, ids=[path.name for path in SURVEY_PATHS])
+async def test_a_survey_definition_and_its_audit_entry_land_together_or_not_at_all(
+        fetch: Fetch, tenant: Tenant, deps: Any, path: WritePath):
+    await assert_all_or_nothing(fetch, tenant, deps, path)
+
+
 async def test_an_error_status_change_and_its_audit_entry_land_together_or_not_at_all(
         fetch: Fetch, tenant: Tenant, deps: Any):
     # An error record as the worker stores it, written here so no background job runs during
