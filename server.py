@@ -146,6 +146,9 @@ async def build_deps(settings: Settings, *, store: Store | None = None) -> Deps:
     if isinstance(deps.bus, RedisBus):
         deps.readiness_checks["live_bus"] = deps.bus.ping
     deps.closers.append(store.close)
+    # Closers run newest first, so this runs just before the store closes: requests still being
+    # served when the server stopped finish their transactions first.
+    deps.closers.append(store.settle)
     deps.closers.append(countries.close)
     deps.closers.append(deps.bus.close)
     deps.closers.append(deps.rate_limiter.close)

@@ -481,6 +481,8 @@ class Store:
         self.faults = FaultPlan()
         self._collections: dict[str, Collection] = {}
         self._buckets: dict[str, Bucket] = {}
+        #: Transactions running now; shutdown waits for them (`settle`).
+        self._running_transactions = 0
 
     def collection(self, name: str) -> Collection:
         """The session-checked proxy for collection `name`."""
@@ -506,6 +508,24 @@ class Store:
         """
         if _active_transaction.get() is not None:
             raise RuntimeError("transactions do not nest")
+        self._running_transactions += 1
+        try:
+            return await self._transaction(work)
+        finally:
+            self._running_transactions -= 1
+
+    async def settle(self) -> None:
+        """Wait, up to ten seconds, until no transaction of this store is running.
+
+        A request still being served when the server stops keeps its transaction open; closing
+        the client or dropping data under it would leave that transaction holding its locks.
+        """
+        for _ in range(1000):
+            if not self._running_transactions:
+                return
+            await asyncio.sleep(0.01)
+
+    async def _transaction(self, work: Callable[[Any], Awaitable[T]]) -> T:
         if self.embedded:
             session = EmbeddedSession()
             token = _active_transaction.set((self, session))
