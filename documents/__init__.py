@@ -16,6 +16,7 @@ from documents import (
     queries,
     recordings,
     requests,
+    rollups,
     sites,
     statement_nonces,
     surveys,
@@ -30,14 +31,15 @@ def declared_indexes() -> list[Index]:
         *accounts.INDEXES, *activity.INDEXES, *audit.INDEXES, *engagement.INDEXES,
         *error_outbox.INDEXES, *error_records.INDEXES, *heatmaps.INDEXES, *interactions.INDEXES,
         *leads.INDEXES, *notifications.INDEXES, *queries.INDEXES, *recordings.INDEXES,
-        *requests.INDEXES, *sites.INDEXES, *statement_nonces.INDEXES, *surveys.INDEXES,
-        *visitors.INDEXES,
+        *requests.INDEXES, *rollups.INDEXES, *sites.INDEXES, *statement_nonces.INDEXES,
+        *surveys.INDEXES, *visitors.INDEXES,
     ]
 
 
 def declared_collections() -> list[str]:
     """Every collection start-up creates: those with indexes, and those declared bare."""
-    named = {index.collection for index in declared_indexes()} | set(accounts.COLLECTIONS)
+    named = {index.collection for index in declared_indexes()} | set(accounts.COLLECTIONS) | set(
+        rollups.COLLECTIONS)
     return sorted(named)
 
 

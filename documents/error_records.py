@@ -113,11 +113,13 @@ class Counted:
     applied: bool
 
 
-async def record_occurrence(store: Store, occurrence: Occurrence) -> None:
-    """Keep what this visitor hit and when; idempotent on the job id."""
+async def record_occurrence(store: Store, occurrence: Occurrence, *,
+                            session: Any = None) -> bool:
+    """Keep what this visitor hit and when; idempotent on the job id. True when this call
+    stored it (False for a repeated job, and for an error that names no visitor or session)."""
     if not occurrence.visitor_id and not occurrence.session_id:
-        return
-    await store.collection(OCCURRENCES).update_one(
+        return False
+    result = await store.collection(OCCURRENCES).update_one(
         {"_id": occurrence.job_id},
         {"$setOnInsert": {
             "siteId": occurrence.site_id,
@@ -137,8 +139,9 @@ async def record_occurrence(store: Store, occurrence: Occurrence) -> None:
             "deviceType": occurrence.device.get("deviceType"),
             "context": occurrence.context,
         }},
-        upsert=True,
+        upsert=True, session=session,
     )
+    return result.upserted_id is not None
 
 
 def session_link_id(occurrence: Occurrence) -> str:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
-from documents import activity, error_records, interactions, queries, visitors
+from documents import error_records, interactions, queries, rollups, visitors
+from documents.rollups import page_path
 from documents.store import ASCENDING, DESCENDING, Store
 from errors import InvalidInput
 
@@ -36,9 +36,8 @@ SEARCH_BATCH = 200
 SEARCH_SCAN = 2000
 #: How many of an error's latest occurrences are looked at for a recording of their moment.
 REPLAY_CANDIDATES = 50
-#: Rows of each overview ranking, and visitors looked up per query for countries and devices.
+#: Rows of each overview ranking.
 TOP_ITEMS = 10
-PROFILE_CHUNK = 1000
 #: The marks a recording can carry, as the recordings filter names them.
 RECORDING_MARKS = ("error", "rage_click", "dead_click", "lead")
 CLICK_KINDS = ("rage_click", "dead_click")
@@ -53,16 +52,6 @@ def _same_session(recording: dict[str, Any], item: dict[str, Any]) -> bool:
     """False only when both name a session and the sessions differ."""
     ours, theirs = recording.get("sessionId"), item.get("sessionId")
     return not ours or not theirs or ours == theirs
-
-
-def page_path(url: Any) -> str | None:
-    """The URL's path, which is what pages are grouped and shown by."""
-    if not url or not isinstance(url, str):
-        return None
-    try:
-        return urlsplit(url).path or "/"
-    except ValueError:
-        return None
 
 
 # A recording's timeline ----------------------------------------------------------------------
@@ -421,30 +410,6 @@ def previous_period(first: date, last: date) -> tuple[date, date]:
     return first - timedelta(days=length), first - timedelta(days=1)
 
 
-async def _pageviews(store: Store, site_id: str, start: datetime, end: datetime,
-                     hidden: dict[str, Any]) -> tuple[Counter[str], set[str]]:
-    """Pageviews per URL and the visitors who viewed a page between start and end, in one
-    pass over the period's buckets."""
-    faceted = await store.collection(activity.COLLECTION).aggregate([
-        {"$match": {"siteId": site_id, "firstAt": {"$lt": end}, "lastAt": {"$gte": start},
-                    **hidden}},
-        {"$unwind": "$events"},
-        {"$match": {"events.at": {"$gte": start, "$lt": end}}},
-        # A retried pageview can sit in two buckets; grouping by id first counts it once.
-        {"$group": {"_id": "$events.id", "url": {"$first": "$events.url"},
-                    "visitor": {"$first": "$visitorId"}}},
-        {"$facet": {"pages": [{"$group": {"_id": "$url", "count": {"$sum": 1}}}],
-                    "visitors": [{"$group": {"_id": "$visitor"}}]}},
-    ]).to_list(None)
-    found = faceted[0] if faceted else {"pages": [], "visitors": []}
-    return (Counter({row["_id"]: row["count"] for row in found["pages"]}),
-            {row["_id"] for row in found["visitors"]})
-
-
-async def _count(store: Store, collection: str, match: dict[str, Any]) -> int:
-    return await store.collection(collection).count_documents(match)
-
-
 def _change(now: float, before: float) -> float | None:
     """The relative change against the previous period; None when there was nothing before."""
     return round((now - before) / before, 4) if before else None
@@ -457,36 +422,21 @@ def _ranked(counts: Counter[Any], total: int | None = None) -> list[dict[str, An
             [:TOP_ITEMS]]
 
 
-def _by_path(per_url: Iterable[tuple[str | None, int]]) -> Counter[str]:
-    paths: Counter[str] = Counter()
-    for url, count in per_url:
-        paths[page_path(url) or "unknown"] += count
-    return paths
-
-
 async def overview(store: Store, site_id: str, first: date, last: date) -> dict[str, Any]:
     """Visitors, pageviews, errors, leads and leads per visitor between `first` and `last`, each
     with the previous period's figure and the change; top pages, top errors, the pages with
-    the most rage and dead clicks, and the visitors' countries and devices."""
+    the most rage and dead clicks, and the visitors' countries and devices.
+
+    Everything but the top errors comes from the daily figures (documents/rollups.py), which
+    leave restricted visitors out as every other read does."""
     restricted = await queries.restricted_visitor_ids(store, site_id)
     hidden: dict[str, Any] = {"visitorId": {"$nin": restricted}} if restricted else {}
     before_first, before_last = previous_period(first, last)
-
-    async def figures(start: datetime, end: datetime) -> tuple[dict[str, Any], Counter[str],
-                                                                 set[str]]:
-        per_url, seen = await _pageviews(store, site_id, start, end, hidden)
-        errors = await _count(store, error_records.OCCURRENCES, {
-            "siteId": site_id, "occurredAt": {"$gte": start, "$lt": end}, **hidden})
-        leads = await _count(store, "leads", {
-            "siteId": site_id, "createdAt": {"$gte": start, "$lt": end}, **hidden})
-        numbers = {"visitors": len(seen), "pageviews": sum(per_url.values()), "errors": errors,
-                   "leads": leads,
-                   "leadsPerVisitor": round(leads / len(seen), 4) if seen else 0}
-        return numbers, per_url, seen
-
+    days = await rollups.site_days(store, site_id, before_first, last)
+    now, before = rollups.period(days, first, last), rollups.period(days, before_first,
+                                                                   before_last)
+    pages = await rollups.page_figures(store, site_id, first, last)
     start, end = queries._day_bounds(first, last)
-    now, per_url, seen = await figures(start, end)
-    before, _, _ = await figures(*queries._day_bounds(before_first, before_last))
     top_errors = await store.collection(error_records.OCCURRENCES).aggregate([
         {"$match": {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end}, **hidden}},
         {"$group": {"_id": "$errorId", "count": {"$sum": 1}, "last": {"$max": "$occurredAt"}}},
@@ -496,53 +446,31 @@ async def overview(store: Store, site_id: str, first: date, last: date) -> dict[
     aggregates = {e["_id"]: e async for e in store.collection(error_records.ERRORS).find(
         {"_id": {"$in": [row["_id"] for row in top_errors]}, "siteId": site_id},
         {"type": 1, "message": 1, "status": 1, "source": 1})}
+    frustrated = sorted((row for row in pages if row["rageClicks"] or row["deadClicks"]),
+                        key=lambda row: (-(row["rageClicks"] + row["deadClicks"]), row["_id"]))
+    previously = _figures(before)
     return {
         "from": first.isoformat(), "to": last.isoformat(),
         "previous": {"from": before_first.isoformat(), "to": before_last.isoformat()},
-        "figures": {name: {"value": value, "previous": before[name],
-                           "change": _change(value, before[name])}
-                    for name, value in now.items()},
-        "topPages": _ranked(_by_path(per_url.items()), now["pageviews"]),
+        "figures": {name: {"value": value, "previous": previously[name],
+                           "change": _change(value, previously[name])}
+                    for name, value in _figures(now).items()},
+        "topPages": _ranked(Counter({row["_id"]: row["pageviews"] for row in pages
+                                     if row["pageviews"]}), now.pageviews),
         "topErrors": [{"id": row["_id"], "count": row["count"], "lastSeen": row["last"],
                        "type": aggregates.get(row["_id"], {}).get("type"),
                        "message": aggregates.get(row["_id"], {}).get("message"),
                        "status": aggregates.get(row["_id"], {}).get("status")}
                       for row in top_errors],
-        "frustration": await _frustrated_pages(store, site_id, start, end, hidden),
-        **await _countries_and_devices(store, site_id, sorted(seen)),
+        "frustration": [{"page": row["_id"], "rageClicks": row["rageClicks"],
+                         "deadClicks": row["deadClicks"]} for row in frustrated[:TOP_ITEMS]],
+        "countries": _ranked(now.countries, now.visitors),
+        "devices": _ranked(now.devices, now.visitors),
     }
 
 
-async def _frustrated_pages(store: Store, site_id: str, start: datetime, end: datetime,
-                            hidden: dict[str, Any]) -> list[dict[str, Any]]:
-    """The pages with the most rage and dead clicks in the period, most first."""
-    rows = store.collection(interactions.COLLECTION).aggregate([
-        {"$match": {"siteId": site_id, "lastAt": {"$gte": start}, "firstAt": {"$lt": end},
-                    **hidden}},
-        {"$unwind": "$events"},
-        {"$match": {"events.kind": {"$in": list(CLICK_KINDS)},
-                    "events.at": {"$gte": start, "$lt": end}}},
-        {"$group": {"_id": {"url": "$events.url", "kind": "$events.kind"}, "count": {"$sum": 1}}},
-    ])
-    pages: dict[str, Counter[str]] = defaultdict(Counter)
-    async for row in rows:
-        pages[page_path(row["_id"].get("url")) or "unknown"][row["_id"]["kind"]] += row["count"]
-    ranked = sorted(pages.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))[:TOP_ITEMS]
-    return [{"page": page, "rageClicks": kinds["rage_click"], "deadClicks": kinds["dead_click"]}
-            for page, kinds in ranked]
-
-
-async def _countries_and_devices(store: Store, site_id: str, visitor_ids: list[str]
-                                 ) -> dict[str, Any]:
-    """The shares of countries and devices among these visitors, read by profile `_id`."""
-    countries: Counter[str] = Counter()
-    devices: Counter[str] = Counter()
-    for offset in range(0, len(visitor_ids), PROFILE_CHUNK):
-        chunk = visitor_ids[offset:offset + PROFILE_CHUNK]
-        async for profile in store.collection("visitors").find(
-                {"_id": {"$in": [visitors.profile_id(site_id, v) for v in chunk]}},
-                {"location.country": 1, "device.type": 1}):
-            countries[str(_part(profile, "location", "country") or "unknown")] += 1
-            devices[str(_part(profile, "device", "type") or "unknown")] += 1
-    return {"countries": _ranked(countries, len(visitor_ids)),
-            "devices": _ranked(devices, len(visitor_ids))}
+def _figures(period: rollups.Period) -> dict[str, float]:
+    return {"visitors": period.visitors, "pageviews": period.pageviews,
+            "errors": period.errors, "leads": period.leads,
+            "leadsPerVisitor": round(period.leads / period.visitors, 4) if period.visitors
+            else 0}

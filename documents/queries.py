@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeVar
 
-from documents import error_records, recordings, visitors
+from documents import error_records, recordings, rollups, visitors
 from documents.store import ASCENDING, DESCENDING, Index, Store
 from errors import InvalidInput, NotFound
 
@@ -534,28 +534,11 @@ def _day_key(field: str) -> dict[str, Any]:
 
 async def daily_counts(store: Store, site_id: str, first: date, last: date
                        ) -> list[dict[str, Any]]:
-    """Pageviews (distinct ids) and error occurrences per UTC day, every day of the range."""
-    start = datetime(first.year, first.month, first.day, tzinfo=UTC)
-    end = datetime(last.year, last.month, last.day, tzinfo=UTC) + timedelta(days=1)
-    hidden = await _not_restricted(store, site_id)
-    pageviews = store.collection("pageview_buckets").aggregate([
-        {"$match": {"siteId": site_id, "firstAt": {"$lt": end}, "lastAt": {"$gte": start},
-                    **hidden}},
-        {"$unwind": "$events"},
-        {"$match": {"events.at": {"$gte": start, "$lt": end}}},
-        # A retried pageview can sit in two buckets; grouping by id first counts it once.
-        {"$group": {"_id": {"day": _day_key("$events.at"), "id": "$events.id"}}},
-        {"$group": {"_id": "$_id.day", "count": {"$sum": 1}}},
-    ])
-    errors = store.collection(error_records.OCCURRENCES).aggregate([
-        {"$match": {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end}, **hidden}},
-        {"$group": {"_id": _day_key("$occurredAt"), "count": {"$sum": 1}}},
-    ])
-    per_day_pageviews = {row["_id"]: row["count"] async for row in pageviews}
-    per_day_errors = {row["_id"]: row["count"] async for row in errors}
-    days = [first + timedelta(days=n) for n in range((last - first).days + 1)]
-    return [{"day": day.isoformat(), "pageviews": per_day_pageviews.get(day.isoformat(), 0),
-             "errors": per_day_errors.get(day.isoformat(), 0)} for day in days]
+    """Pageviews and error occurrences per UTC day, every day of the range, from the daily
+    figures kept at ingest (documents/rollups.py; restricted visitors are not in them)."""
+    days = await rollups.site_days(store, site_id, first, last)
+    return [{"day": day, "pageviews": figures["pageviews"], "errors": figures["errors"]}
+            for day, figures in rollups.period(days, first, last).per_day.items()]
 
 
 # CSV exports ---------------------------------------------------------------------------------

@@ -100,21 +100,23 @@ def default_display_name(visitor_id: str) -> str:
     return f"Visitor #{visitor_id}"
 
 
-async def privacy_flags(store: Store, site_id: str, visitor_id: str | None) -> PrivacyFlags:
+async def privacy_flags(store: Store, site_id: str, visitor_id: str | None, *,
+                        session: Any = None) -> PrivacyFlags:
     """The visitor's restriction and objection flags (none for unknown visitors)."""
     if not visitor_id:
         return PrivacyFlags()
     doc = await store.collection("visitors").find_one(
-        {"_id": profile_id(site_id, visitor_id)}, {"restricted": 1, "objected": 1}
-    )
+        {"_id": profile_id(site_id, visitor_id)}, {"restricted": 1, "objected": 1},
+        session=session)
     if doc is None:
         return PrivacyFlags()
     return PrivacyFlags(bool(doc.get("restricted")), bool(doc.get("objected")))
 
 
 async def set_privacy_flag(store: Store, site_id: str, visitor_id: str, flag: str, on: bool,
-                           *, now: datetime, session: Any = None) -> bool:
-    """Switch `restricted` or `objected` on or off; False when there is no profile.
+                           *, now: datetime, session: Any = None) -> bool | None:
+    """Switch `restricted` or `objected` on or off; returns the flag as it was before, None
+    when there is no profile.
 
     Switching on keeps the time of the first switch while the flag stays on (`$min`), so
     pressing the button twice does not make a restriction look newer than it is; switching off
@@ -125,9 +127,10 @@ async def set_privacy_flag(store: Store, site_id: str, visitor_id: str, flag: st
     update: dict[str, Any] = (
         {"$set": {flag: True}, "$min": {f"{flag}At": now}} if on
         else {"$set": {flag: False}, "$unset": {f"{flag}At": ""}})
-    result = await store.collection("visitors").update_one(
-        {"_id": profile_id(site_id, visitor_id)}, update, session=session)
-    return bool(result.matched_count)
+    before = await store.collection("visitors").find_one_and_update(
+        {"_id": profile_id(site_id, visitor_id)}, update, projection={flag: 1},
+        session=session)
+    return None if before is None else bool(before.get(flag))
 
 
 async def privacy_holds(store: Store, site_id: str) -> list[PrivacyHold]:

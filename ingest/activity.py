@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import activity, engagement, leads, visitors
+from documents import activity, engagement, leads, rollups, visitors
 from documents.accounts import new_id
 from ingest.intake import Outcome, VisitorIntake, parse_time
 from ingest.recordings import RecordingLifecycle
@@ -60,6 +60,8 @@ async def record_pageview(intake: VisitorIntake, site: dict[str, Any], payload: 
         await activity.append_pageview(intake.store, site["_id"], payload["visitorId"], event,
                                        ordinal=int(counts.get("pageviews", 1)),
                                        may_repeat="pageviewId" in payload, session=session)
+        await rollups.count_pageview(intake.store, site["_id"], payload["visitorId"], at=at,
+                                     url=payload["url"], facts=facts, session=session)
 
     stored = await intake.store.write_once(write)
     intake.count("pageview", "stored" if stored else "duplicate")
@@ -120,6 +122,7 @@ async def record_lead(intake: VisitorIntake, bus: EventBus, recordings: Recordin
             activity={"kind": "lead", "at": at, "leadId": lead_id},
             counts={"leads": 1}, display_name=display_name, email=email, session=session,
         )
+        await rollups.count_lead(intake.store, site["_id"], at, session=session)
 
     stored = await intake.store.write_once(write)
     intake.count("lead", "stored" if stored else "duplicate")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import heatmaps, interactions, visitors
+from documents import heatmaps, interactions, rollups, visitors
 from documents.accounts import new_id
 from documents.store import Store
 from ingest.intake import VisitorIntake, parse_time
@@ -82,6 +82,7 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
                              counts={"interactions": len(admitted)}, session=session)
         await heatmaps.add_to_aggregates(store, site_id, [
             event["heatmap"] for event in admitted if "heatmap" in event], session=session)
+        await rollups.count_clicks(store, site_id, admitted, session=session)
 
     if not await store.write_once(write):
         intake.count("interaction", "duplicate", amount=len(admitted))

@@ -174,6 +174,7 @@ class VisitorExport:
             "failedErrorJobs": lambda query: self._error_reports("failed_jobs", query,
                                                                  "failedAt"),
             "errorRecordsAnonymised": lambda query: self._error_records(query, keys),
+            "activeDays": self._active_days,
         }
 
     def _find(self, collection: str, query: dict[str, Any], sort: str,
@@ -232,6 +233,10 @@ class VisitorExport:
     async def _error_sessions(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         async for link in self._find("error_sessions", query, "sessionId"):
             yield {"sessionId": link.get("sessionId"), "errorId": link.get("errorId")}
+
+    async def _active_days(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        async for day in self._find("visitor_days", query, "day"):
+            yield {key: day.get(key) for key in ("day", "pageviews", "country", "device")}
 
     async def _chats(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         async for transcript in self._find("chat_transcripts", query, "startedAt"):

@@ -110,6 +110,9 @@ VISITOR_DATA: tuple[VisitorDataSource, ...] = (
     # what of it points at the visitor (spec §2 rule 2).
     VisitorDataSource("errors", "errorRecordsAnonymised", "anonymise", _by_visitor_or_session,
                       "errorRecords"),
+    # The days the visitor was active, with country and device: the chain the overview's
+    # distinct-visitor figures are kept on (documents/rollups.py).
+    VisitorDataSource("visitor_days", "activeDays", "delete", _by_visitor, "activeDays"),
     VisitorDataSource("visitors", "visitorProfile", "delete", _profile, "visitor"),
 )
 

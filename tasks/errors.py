@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from config.metrics import Metrics
-from documents import error_records
+from documents import error_records, rollups
 from documents.accounts import new_id
 from documents.store import Store
 from errors import InvalidInput
@@ -186,6 +186,19 @@ def occurrence_from_job(job: dict[str, Any]) -> error_records.Occurrence:
     )
 
 
+async def keep_occurrence(store: Store, occurrence: error_records.Occurrence) -> bool:
+    """Store what the visitor hit, and count it on its day, together and once per job."""
+
+    async def keep(session: Any) -> bool:
+        if not await error_records.record_occurrence(store, occurrence, session=session):
+            return False
+        await rollups.count_error(store, occurrence.site_id, occurrence.occurred_at,
+                                  session=session)
+        return True
+
+    return bool(await store.transaction(keep))
+
+
 async def process_error(store: Store, job: dict[str, Any], *, notifier: Notifier, bus: EventBus,
                         metrics: Metrics, now: datetime | None = None) -> Processed:
     """Count one job's error once, link it, and announce it when it is new or re-opened."""
@@ -193,7 +206,7 @@ async def process_error(store: Store, job: dict[str, Any], *, notifier: Notifier
     occurrence = occurrence_from_job(job)
     # The aggregate's upsert goes last: once it has counted this job, nothing left can fail
     # and make a retry skip the announcement.
-    await error_records.record_occurrence(store, occurrence)
+    await keep_occurrence(store, occurrence)
     await error_records.link_session(store, occurrence)
     counted = await error_records.count_occurrence(store, occurrence, now)
     error = counted.error

@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from documents import error_records
+from tasks.errors import keep_occurrence
 from tests.support.app import Fetch, Tenant
 
 
 async def _occurrence(store, site_id: str, job: str, at: datetime, visitor_id: str) -> None:
-    await error_records.record_occurrence(store, error_records.Occurrence(
+    await keep_occurrence(store, error_records.Occurrence(
         job_id=job, site_id=site_id, fingerprint="fp", type="TypeError", message="m",
         source="javascript", occurred_at=at, visitor_id=visitor_id, session_id=None,
         wp_user_id=None, ip_address=None, context={}, stack=None))

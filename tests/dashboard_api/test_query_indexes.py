@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import documents
-from documents import error_records, heatmaps
+from documents import error_records, heatmaps, rollups
 
 DECLARED = documents.declared_indexes()
 
@@ -32,10 +32,12 @@ SHAPES = [
     # visitors searched, all or of one country or device, by last seen.
     ("visitors", {"siteId", "location.country"}, "lastSeen"),
     ("visitors", {"siteId", "device.type"}, "lastSeen"),
-    # the overview: pageviews, leads, errors and rage/dead clicks over a date range.
-    ("pageview_buckets", {"siteId"}, "lastAt"),
+    # the overview and the daily chart: a site's pages over days (its days are read by
+    # `_id`), and the top errors of a range (the occurrences' shape above); the leads list.
+    (rollups.PAGE_DAYS, {"siteId"}, "day"),
     ("leads", {"siteId"}, "createdAt"),
-    ("interaction_buckets", {"siteId"}, "lastAt"),
+    # a visitor's active days: the day before and after a new one, and their share.
+    (rollups.VISITOR_DAYS, {"siteId", "visitorId"}, "day"),
     # requests: a subject's requests (erasure forgets the id; a new request checks for one).
     ("dsr_requests", {"siteId", "subjectDigest"}, None),
     # the request log, newest first.

@@ -1,0 +1,420 @@
+"""Daily figures kept as data arrives, so the overview and the daily chart read a few documents
+per day of the range instead of every pageview in it.
+
+* `site_days`, one per (site, UTC day): pageviews, errors, leads, and `visitors`, the day's
+  visitors counted by "<gap>|<country>|<device>". The gap is the number of days since the
+  visitor's previous active day ("new" when there was none within MAX_GAP_DAYS). A visitor
+  active in the range [a, b] is counted once, on their first active day d in it, which is the
+  day whose gap is larger than d - a; so the distinct visitors of any range come from its day
+  documents alone, exactly.
+* `page_days`, one per (site, day, page path): pageviews, rage clicks and dead clicks.
+* `visitor_days`, one per (site, visitor, day): the visitor's previous active day, country and
+  device. It is the chain the gaps are kept on, and the visitor's data: erased with them.
+
+Every increment is made in the transaction that stores what it counts, and each document's
+`_id` is its key, so increments are upserts by `_id`. A visitor's share is worked out again
+from their stored data (`visitor_share`): erasure takes it out, restriction takes it out and
+lifting the restriction puts it back. `rebuild_site` recomputes a site from its stored data,
+which is how a store written before these figures existed gets them (decision "Issue 21: daily
+figures" in docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from documents import activity, error_records, interactions
+from documents.store import ASCENDING, DESCENDING, DuplicateKeyError, Index, Store
+from documents.visitors import VisitorFacts
+
+SITE_DAYS = "site_days"
+PAGE_DAYS = "page_days"
+VISITOR_DAYS = "visitor_days"
+#: site_days is read by `_id` only, so no index declares it.
+COLLECTIONS = (SITE_DAYS, PAGE_DAYS, VISITOR_DAYS)
+
+#: Gaps at least this long count as "new": no range is longer (queries.MAX_CHART_DAYS), so a
+#: visitor whose previous day is that far back is first seen in any range that holds the day.
+MAX_GAP_DAYS = 366
+NEW = "new"
+#: Page paths longer than this are cut: a key, not a record of the URL.
+MAX_PAGE_LENGTH = 512
+CLICK_FIELDS = {"rage_click": "rageClicks", "dead_click": "deadClicks"}
+_KEY_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+INDEXES = [
+    Index(PAGE_DAYS, (("siteId", ASCENDING), ("day", ASCENDING), ("page", ASCENDING))),
+    Index(VISITOR_DAYS, (("siteId", ASCENDING), ("visitorId", ASCENDING), ("day", ASCENDING))),
+]
+
+
+def page_path(url: Any) -> str | None:
+    """The URL's path, which is what pages are grouped and shown by."""
+    if not url or not isinstance(url, str):
+        return None
+    try:
+        return urlsplit(url).path or "/"
+    except ValueError:
+        return None
+
+
+def day_of(moment: datetime) -> str:
+    """The UTC day of a moment, as the day documents name it."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.date().isoformat()
+
+
+def site_day_id(site_id: str, day: str) -> str:
+    return f"{site_id}:{day}"
+
+
+def page_day_id(site_id: str, day: str, page: str) -> str:
+    digest = hashlib.sha256(page.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    return f"{site_id}:{day}:{digest}"
+
+
+def visitor_day_id(site_id: str, visitor_id: str, day: str) -> str:
+    return f"{site_id}:{visitor_id}:{day}"
+
+
+def _label(value: Any) -> str:
+    text = _KEY_UNSAFE.sub("_", str(value or ""))[:32]
+    return text or "unknown"
+
+
+def visitor_key(gap: int | None, country: Any, device: Any) -> str:
+    """The `visitors` key a visitor-day is counted under."""
+    when = NEW if gap is None or gap >= MAX_GAP_DAYS else str(gap)
+    return f"{when}|{_label(str(country).upper() if country else None)}|{_label(device)}"
+
+
+def gap_between(day: str, previous_day: str | None) -> int | None:
+    if previous_day is None:
+        return None
+    return (date.fromisoformat(day) - date.fromisoformat(previous_day)).days
+
+
+@dataclass
+class Tally:
+    """Increments to the day documents of one site, gathered first and written together."""
+
+    site_id: str
+    increments: dict[tuple[str, str], Counter[str]] = field(
+        default_factory=lambda: defaultdict(Counter))
+    keys: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+    def _add(self, collection: str, doc_id: str, keys: dict[str, Any], name: str,
+             amount: int) -> None:
+        self.keys[(collection, doc_id)] = keys
+        self.increments[(collection, doc_id)][name] += amount
+
+    def _day(self, day: str, name: str, amount: int = 1) -> None:
+        self._add(SITE_DAYS, site_day_id(self.site_id, day), {"siteId": self.site_id, "day": day},
+                  name, amount)
+
+    def _page(self, day: str, url: Any, name: str) -> None:
+        page = (page_path(url) or "unknown")[:MAX_PAGE_LENGTH]
+        self._add(PAGE_DAYS, page_day_id(self.site_id, day, page),
+                  {"siteId": self.site_id, "day": day, "page": page}, name, 1)
+
+    def pageview(self, at: datetime, url: Any) -> None:
+        day = day_of(at)
+        self._day(day, "pageviews")
+        self._page(day, url, "pageviews")
+
+    def click(self, at: datetime, url: Any, kind: str) -> None:
+        if kind in CLICK_FIELDS:
+            self._page(day_of(at), url, CLICK_FIELDS[kind])
+
+    def lead(self, at: datetime) -> None:
+        self._day(day_of(at), "leads")
+
+    def error(self, at: datetime) -> None:
+        self._day(day_of(at), "errors")
+
+    def visitor_day(self, day: str, previous_day: str | None, country: Any, device: Any,
+                    amount: int = 1) -> None:
+        key = visitor_key(gap_between(day, previous_day), country, device)
+        self._day(day, f"visitors.{key}", amount)
+
+    def documents(self, sign: int = 1) -> Iterable[tuple[str, str, dict[str, Any],
+                                                         dict[str, int]]]:
+        """(collection, `_id`, key fields, increments) of every document touched."""
+        for (collection, doc_id), counts in self.increments.items():
+            amounts = {name: amount * sign for name, amount in counts.items() if amount}
+            if amounts:
+                yield collection, doc_id, self.keys[(collection, doc_id)], amounts
+
+    async def write(self, store: Store, *, sign: int = 1, session: Any = None) -> None:
+        """Add (or with sign -1 take out) the increments, one upsert by `_id` per document."""
+        for collection, doc_id, keys, amounts in self.documents(sign):
+            await store.collection(collection).update_one(
+                {"_id": doc_id}, {"$inc": amounts, "$setOnInsert": keys}, upsert=True,
+                session=session)
+
+
+# At ingest ------------------------------------------------------------------------------------
+
+
+async def count_pageview(store: Store, site_id: str, visitor_id: str, *, at: datetime, url: Any,
+                         facts: VisitorFacts, session: Any) -> None:
+    """Count a stored pageview: its day and page, and the visitor's day when it is their first
+    pageview that day (linking the day into the visitor's chain of days)."""
+    country = facts.country
+    device = facts.device_type if facts.device_type != "unknown" else None
+    tally = Tally(site_id)
+    tally.pageview(at, url)
+    day = day_of(at)
+    days = store.collection(VISITOR_DAYS)
+    doc_id = visitor_day_id(site_id, visitor_id, day)
+    try:
+        before = await days.find_one_and_update(
+            {"_id": doc_id}, {"$inc": {"pageviews": 1}, "$setOnInsert": {
+                "siteId": site_id, "visitorId": visitor_id, "day": day, "previousDay": None,
+                "country": str(country).upper() if country else None, "device": device}},
+            upsert=True, projection={"_id": 1}, session=session)
+    except DuplicateKeyError:
+        if session is not None:
+            raise
+        before = {"_id": doc_id}
+    if before is None:
+        await _link_day(store, tally, site_id, visitor_id, day, country, device, session)
+    await tally.write(store, session=session)
+
+
+async def _link_day(store: Store, tally: Tally, site_id: str, visitor_id: str, day: str,
+                    country: Any, device: Any, session: Any) -> None:
+    """Put a visitor's new day into their chain: its gap from the day before, and the next
+    day's gap now measured from it (a pageview can arrive after later ones)."""
+    days = store.collection(VISITOR_DAYS)
+    mine = {"siteId": site_id, "visitorId": visitor_id}
+    previous = await days.find_one({**mine, "day": {"$lt": day}}, {"day": 1},
+                                   sort=[("day", DESCENDING)], session=session)
+    previous_day = previous["day"] if previous else None
+    if previous_day is not None:
+        await days.update_one({"_id": visitor_day_id(site_id, visitor_id, day)},
+                              {"$set": {"previousDay": previous_day}}, session=session)
+    tally.visitor_day(day, previous_day, country, device)
+    following = await days.find_one({**mine, "day": {"$gt": day}},
+                                    {"day": 1, "previousDay": 1, "country": 1, "device": 1},
+                                    sort=[("day", ASCENDING)], session=session)
+    if following is not None:
+        tally.visitor_day(following["day"], following.get("previousDay"),
+                          following.get("country"), following.get("device"), -1)
+        tally.visitor_day(following["day"], day, following.get("country"),
+                          following.get("device"))
+        await days.update_one({"_id": following["_id"]}, {"$set": {"previousDay": day}},
+                              session=session)
+
+
+async def count_clicks(store: Store, site_id: str, events: Iterable[dict[str, Any]], *,
+                       session: Any) -> None:
+    """Count a stored batch's rage and dead clicks on their pages."""
+    tally = Tally(site_id)
+    for event in events:
+        tally.click(event["at"], event.get("url"), event.get("kind", ""))
+    await tally.write(store, session=session)
+
+
+async def count_lead(store: Store, site_id: str, at: datetime, *, session: Any) -> None:
+    """Count a stored lead on its day."""
+    tally = Tally(site_id)
+    tally.lead(at)
+    await tally.write(store, session=session)
+
+
+async def count_error(store: Store, site_id: str, at: datetime, *, session: Any) -> None:
+    """Count a stored error occurrence on its day."""
+    tally = Tally(site_id)
+    tally.error(at)
+    await tally.write(store, session=session)
+
+
+# A visitor's share ----------------------------------------------------------------------------
+
+
+async def visitor_share(store: Store, site_id: str, visitor_id: str, *,
+                        session: Any = None) -> Tally:
+    """What the visitor's stored data added to the day documents."""
+    tally = Tally(site_id)
+    mine = {"siteId": site_id, "visitorId": visitor_id}
+    async for bucket in store.collection(activity.COLLECTION).find(
+            mine, {"events.at": 1, "events.url": 1}, session=session):
+        for event in bucket.get("events") or []:
+            tally.pageview(event["at"], event.get("url"))
+    async for bucket in store.collection(interactions.COLLECTION).find(
+            mine, {"events.at": 1, "events.url": 1, "events.kind": 1}, session=session):
+        for event in bucket.get("events") or []:
+            tally.click(event["at"], event.get("url"), event.get("kind", ""))
+    async for lead in store.collection("leads").find(mine, {"createdAt": 1}, session=session):
+        tally.lead(lead["createdAt"])
+    async for occurrence in store.collection(error_records.OCCURRENCES).find(
+            mine, {"occurredAt": 1}, session=session):
+        tally.error(occurrence["occurredAt"])
+    async for day in store.collection(VISITOR_DAYS).find(mine, session=session):
+        tally.visitor_day(day["day"], day.get("previousDay"), day.get("country"),
+                          day.get("device"))
+    return tally
+
+
+async def take_out_visitor(store: Store, site_id: str, visitor_id: str, *,
+                           session: Any) -> None:
+    """Take the visitor's share out of the figures (erasure)."""
+    await (await visitor_share(store, site_id, visitor_id, session=session)).write(
+        store, sign=-1, session=session)
+
+
+async def restriction_switched(store: Store, site_id: str, visitor_id: str, *,
+                               restricted: bool, session: Any) -> None:
+    """A restricted visitor's data is not processed (Art. 18): their share leaves the figures
+    while the restriction holds, and comes back when it is lifted."""
+    await (await visitor_share(store, site_id, visitor_id, session=session)).write(
+        store, sign=-1 if restricted else 1, session=session)
+
+
+# Rebuilding a site ---------------------------------------------------------------------------
+
+
+async def rebuild_site(store: Store, site_id: str) -> None:
+    """Recompute the site's day documents from its stored data, restricted visitors left out.
+
+    Countries and devices come from the profiles, since stored pageviews do not carry them.
+    Not for a site taking traffic: run it when the figures are first introduced.
+    """
+    profiles = {doc["visitorId"]: doc async for doc in store.collection("visitors").find(
+        {"siteId": site_id}, {"visitorId": 1, "restricted": 1, "location.country": 1,
+                              "device.type": 1})}
+    held = {visitor for visitor, doc in profiles.items() if doc.get("restricted")}
+    tally = Tally(site_id)
+    active: dict[str, Counter[str]] = defaultdict(Counter)
+    async for bucket in store.collection(activity.COLLECTION).find(
+            {"siteId": site_id}, {"visitorId": 1, "events.at": 1, "events.url": 1}):
+        for event in bucket.get("events") or []:
+            # A restricted visitor's days stay chained, to be counted when it is lifted.
+            active[bucket["visitorId"]][day_of(event["at"])] += 1
+            if bucket["visitorId"] not in held:
+                tally.pageview(event["at"], event.get("url"))
+    async for bucket in store.collection(interactions.COLLECTION).find(
+            {"siteId": site_id}, {"visitorId": 1, "events.at": 1, "events.url": 1,
+                                  "events.kind": 1}):
+        if bucket.get("visitorId") not in held:
+            for event in bucket.get("events") or []:
+                tally.click(event["at"], event.get("url"), event.get("kind", ""))
+    async for lead in store.collection("leads").find({"siteId": site_id},
+                                                     {"visitorId": 1, "createdAt": 1}):
+        if lead.get("visitorId") not in held:
+            tally.lead(lead["createdAt"])
+    async for occurrence in store.collection(error_records.OCCURRENCES).find(
+            {"siteId": site_id, "visitorId": {"$ne": None}}, {"visitorId": 1, "occurredAt": 1}):
+        if occurrence.get("visitorId") not in held:
+            tally.error(occurrence["occurredAt"])
+    chain = []
+    for visitor_id, days in active.items():
+        profile = profiles.get(visitor_id) or {}
+        country = (profile.get("location") or {}).get("country")
+        device = (profile.get("device") or {}).get("type")
+        previous = None
+        for day in sorted(days):
+            if visitor_id not in held:
+                tally.visitor_day(day, previous, country, device)
+            chain.append({"_id": visitor_day_id(site_id, visitor_id, day), "siteId": site_id,
+                          "visitorId": visitor_id, "day": day, "previousDay": previous,
+                          "pageviews": days[day],
+                          "country": str(country).upper() if country else None,
+                          "device": device})
+            previous = day
+    for collection in (SITE_DAYS, PAGE_DAYS, VISITOR_DAYS):
+        await store.collection(collection).delete_many({"siteId": site_id})
+    documents = defaultdict(list)
+    for collection, doc_id, keys, amounts in tally.documents():
+        documents[collection].append({"_id": doc_id, **keys, **_nested(amounts)})
+    documents[VISITOR_DAYS] = chain
+    for collection, docs in documents.items():
+        for offset in range(0, len(docs), 1000):
+            await store.collection(collection).insert_many(docs[offset:offset + 1000])
+
+
+def _nested(amounts: dict[str, int]) -> dict[str, Any]:
+    """Dotted increments ("visitors.k") as the nested fields an insert writes."""
+    nested: dict[str, Any] = {}
+    for name, amount in amounts.items():
+        head, _, tail = name.partition(".")
+        if tail:
+            nested.setdefault(head, {})[tail] = amount
+        else:
+            nested[name] = amount
+    return nested
+
+
+# Reading --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Period:
+    """A period's figures from its day documents."""
+
+    pageviews: int
+    errors: int
+    leads: int
+    visitors: int
+    countries: Counter[str]
+    devices: Counter[str]
+    per_day: dict[str, dict[str, int]]
+
+
+def _days(first: date, last: date) -> list[str]:
+    return [(first + timedelta(days=n)).isoformat() for n in range((last - first).days + 1)]
+
+
+async def site_days(store: Store, site_id: str, first: date, last: date
+                    ) -> dict[str, dict[str, Any]]:
+    """The site's day documents from `first` to `last` (days without data are missing)."""
+    ids = [site_day_id(site_id, day) for day in _days(first, last)]
+    return {doc["day"]: doc async for doc in store.collection(SITE_DAYS).find(
+        {"_id": {"$in": ids}})}
+
+
+def period(documents: dict[str, dict[str, Any]], first: date, last: date) -> Period:
+    """The figures of [first, last] from the day documents (which may hold more days)."""
+    totals: Counter[str] = Counter()
+    countries: Counter[str] = Counter()
+    devices: Counter[str] = Counter()
+    per_day: dict[str, dict[str, int]] = {}
+    visitors = 0
+    for offset, day in enumerate(_days(first, last)):
+        doc = documents.get(day) or {}
+        figures = {name: int(doc.get(name) or 0) for name in ("pageviews", "errors", "leads")}
+        per_day[day] = figures
+        totals.update(figures)
+        for key, count in (doc.get("visitors") or {}).items():
+            when, _, rest = key.partition("|")
+            country, _, device = rest.partition("|")
+            # Counted here when this is the visitor's first active day in the period.
+            if count > 0 and (when == NEW or int(when) > offset):
+                visitors += count
+                countries[country] += count
+                devices[device] += count
+    return Period(totals["pageviews"], totals["errors"], totals["leads"], visitors, countries,
+                  devices, per_day)
+
+
+async def page_figures(store: Store, site_id: str, first: date, last: date
+                       ) -> list[dict[str, Any]]:
+    """Pageviews, rage and dead clicks per page over the days, one indexed query."""
+    rows = store.collection(PAGE_DAYS).aggregate([
+        # Days by $in: one index bound per day (and a store that mishandles equal range
+        # bounds answers it right; see documents/heatmaps.py).
+        {"$match": {"siteId": site_id, "day": {"$in": _days(first, last)}}},
+        {"$group": {"_id": "$page", "pageviews": {"$sum": "$pageviews"},
+                    "rageClicks": {"$sum": "$rageClicks"},
+                    "deadClicks": {"$sum": "$deadClicks"}}},
+    ])
+    return [row async for row in rows]
