@@ -37,6 +37,10 @@ from documents.visitors import VisitorFacts
 SITE_DAYS = "site_days"
 PAGE_DAYS = "page_days"
 VISITOR_DAYS = "visitor_days"
+#: Each day's figures are spread over this many documents, by visitor, so that concurrent
+#: transactions of different visitors seldom write the same document (a write conflict makes
+#: MongoDB retry one of them); a read sums the slots.
+SLOTS = 8
 #: site_days is read by `_id` only, so no index declares it.
 COLLECTIONS = (SITE_DAYS, PAGE_DAYS, VISITOR_DAYS)
 
@@ -72,13 +76,18 @@ def day_of(moment: datetime) -> str:
     return moment.date().isoformat()
 
 
-def site_day_id(site_id: str, day: str) -> str:
-    return f"{site_id}:{day}"
+def slot_of(who: str | None) -> int:
+    """The slot a visitor's increments go to, the same for all of theirs."""
+    return hashlib.sha256((who or "").encode()).digest()[0] % SLOTS
 
 
-def page_day_id(site_id: str, day: str, page: str) -> str:
+def site_day_id(site_id: str, day: str, slot: int) -> str:
+    return f"{site_id}:{day}:{slot}"
+
+
+def page_day_id(site_id: str, day: str, slot: int, page: str) -> str:
     digest = hashlib.sha256(page.encode("utf-8", "surrogatepass")).hexdigest()[:24]
-    return f"{site_id}:{day}:{digest}"
+    return f"{site_id}:{day}:{slot}:{digest}"
 
 
 def visitor_day_id(site_id: str, visitor_id: str, day: str) -> str:
@@ -116,34 +125,36 @@ class Tally:
         self.keys[(collection, doc_id)] = keys
         self.increments[(collection, doc_id)][name] += amount
 
-    def _day(self, day: str, name: str, amount: int = 1) -> None:
-        self._add(SITE_DAYS, site_day_id(self.site_id, day), {"siteId": self.site_id, "day": day},
-                  name, amount)
+    def _day(self, who: str | None, day: str, name: str, amount: int = 1) -> None:
+        slot = slot_of(who)
+        self._add(SITE_DAYS, site_day_id(self.site_id, day, slot),
+                  {"siteId": self.site_id, "day": day, "slot": slot}, name, amount)
 
-    def _page(self, day: str, url: Any, name: str) -> None:
+    def _page(self, who: str | None, day: str, url: Any, name: str) -> None:
         page = (page_path(url) or "unknown")[:MAX_PAGE_LENGTH]
-        self._add(PAGE_DAYS, page_day_id(self.site_id, day, page),
-                  {"siteId": self.site_id, "day": day, "page": page}, name, 1)
+        slot = slot_of(who)
+        self._add(PAGE_DAYS, page_day_id(self.site_id, day, slot, page),
+                  {"siteId": self.site_id, "day": day, "slot": slot, "page": page}, name, 1)
 
-    def pageview(self, at: datetime, url: Any) -> None:
+    def pageview(self, who: str | None, at: datetime, url: Any) -> None:
         day = day_of(at)
-        self._day(day, "pageviews")
-        self._page(day, url, "pageviews")
+        self._day(who, day, "pageviews")
+        self._page(who, day, url, "pageviews")
 
-    def click(self, at: datetime, url: Any, kind: str) -> None:
+    def click(self, who: str | None, at: datetime, url: Any, kind: str) -> None:
         if kind in CLICK_FIELDS:
-            self._page(day_of(at), url, CLICK_FIELDS[kind])
+            self._page(who, day_of(at), url, CLICK_FIELDS[kind])
 
-    def lead(self, at: datetime) -> None:
-        self._day(day_of(at), "leads")
+    def lead(self, who: str | None, at: datetime) -> None:
+        self._day(who, day_of(at), "leads")
 
-    def error(self, at: datetime) -> None:
-        self._day(day_of(at), "errors")
+    def error(self, who: str | None, at: datetime) -> None:
+        self._day(who, day_of(at), "errors")
 
-    def visitor_day(self, day: str, previous_day: str | None, country: Any, device: Any,
-                    amount: int = 1) -> None:
+    def visitor_day(self, who: str, day: str, previous_day: str | None, country: Any,
+                    device: Any, amount: int = 1) -> None:
         key = visitor_key(gap_between(day, previous_day), country, device)
-        self._day(day, f"visitors.{key}", amount)
+        self._day(who, day, f"visitors.{key}", amount)
 
     def documents(self, sign: int = 1) -> Iterable[tuple[str, str, dict[str, Any],
                                                          dict[str, int]]]:
@@ -155,10 +166,18 @@ class Tally:
 
     async def write(self, store: Store, *, sign: int = 1, session: Any = None) -> None:
         """Add (or with sign -1 take out) the increments, one upsert by `_id` per document."""
+        pages = []
         for collection, doc_id, keys, amounts in self.documents(sign):
             await store.collection(collection).update_one(
                 {"_id": doc_id}, {"$inc": amounts, "$setOnInsert": keys}, upsert=True,
                 session=session)
+            if collection == PAGE_DAYS:
+                pages.append(doc_id)
+        if sign < 0 and pages:
+            # A page's day left at nothing is removed, so no trace of the visitor stays.
+            await store.collection(PAGE_DAYS).delete_many(
+                {"_id": {"$in": pages}, **{name: {"$not": {"$gt": 0}} for name in (
+                    "pageviews", *CLICK_FIELDS.values())}}, session=session)
 
 
 # At ingest ------------------------------------------------------------------------------------
@@ -171,7 +190,7 @@ async def count_pageview(store: Store, site_id: str, visitor_id: str, *, at: dat
     country = facts.country
     device = facts.device_type if facts.device_type != "unknown" else None
     tally = Tally(site_id)
-    tally.pageview(at, url)
+    tally.pageview(visitor_id, at, url)
     day = day_of(at)
     days = store.collection(VISITOR_DAYS)
     doc_id = visitor_day_id(site_id, visitor_id, day)
@@ -202,39 +221,41 @@ async def _link_day(store: Store, tally: Tally, site_id: str, visitor_id: str, d
     if previous_day is not None:
         await days.update_one({"_id": visitor_day_id(site_id, visitor_id, day)},
                               {"$set": {"previousDay": previous_day}}, session=session)
-    tally.visitor_day(day, previous_day, country, device)
+    tally.visitor_day(visitor_id, day, previous_day, country, device)
     following = await days.find_one({**mine, "day": {"$gt": day}},
                                     {"day": 1, "previousDay": 1, "country": 1, "device": 1},
                                     sort=[("day", ASCENDING)], session=session)
     if following is not None:
-        tally.visitor_day(following["day"], following.get("previousDay"),
+        tally.visitor_day(visitor_id, following["day"], following.get("previousDay"),
                           following.get("country"), following.get("device"), -1)
-        tally.visitor_day(following["day"], day, following.get("country"),
+        tally.visitor_day(visitor_id, following["day"], day, following.get("country"),
                           following.get("device"))
         await days.update_one({"_id": following["_id"]}, {"$set": {"previousDay": day}},
                               session=session)
 
 
-async def count_clicks(store: Store, site_id: str, events: Iterable[dict[str, Any]], *,
-                       session: Any) -> None:
+async def count_clicks(store: Store, site_id: str, visitor_id: str,
+                       events: Iterable[dict[str, Any]], *, session: Any) -> None:
     """Count a stored batch's rage and dead clicks on their pages."""
     tally = Tally(site_id)
     for event in events:
-        tally.click(event["at"], event.get("url"), event.get("kind", ""))
+        tally.click(visitor_id, event["at"], event.get("url"), event.get("kind", ""))
     await tally.write(store, session=session)
 
 
-async def count_lead(store: Store, site_id: str, at: datetime, *, session: Any) -> None:
+async def count_lead(store: Store, site_id: str, visitor_id: str, at: datetime, *,
+                     session: Any) -> None:
     """Count a stored lead on its day."""
     tally = Tally(site_id)
-    tally.lead(at)
+    tally.lead(visitor_id, at)
     await tally.write(store, session=session)
 
 
-async def count_error(store: Store, site_id: str, at: datetime, *, session: Any) -> None:
+async def count_error(store: Store, site_id: str, visitor_id: str | None, at: datetime, *,
+                      session: Any) -> None:
     """Count a stored error occurrence on its day."""
     tally = Tally(site_id)
-    tally.error(at)
+    tally.error(visitor_id, at)
     await tally.write(store, session=session)
 
 
@@ -249,18 +270,18 @@ async def visitor_share(store: Store, site_id: str, visitor_id: str, *,
     async for bucket in store.collection(activity.COLLECTION).find(
             mine, {"events.at": 1, "events.url": 1}, session=session):
         for event in bucket.get("events") or []:
-            tally.pageview(event["at"], event.get("url"))
+            tally.pageview(visitor_id, event["at"], event.get("url"))
     async for bucket in store.collection(interactions.COLLECTION).find(
             mine, {"events.at": 1, "events.url": 1, "events.kind": 1}, session=session):
         for event in bucket.get("events") or []:
-            tally.click(event["at"], event.get("url"), event.get("kind", ""))
+            tally.click(visitor_id, event["at"], event.get("url"), event.get("kind", ""))
     async for lead in store.collection("leads").find(mine, {"createdAt": 1}, session=session):
-        tally.lead(lead["createdAt"])
+        tally.lead(visitor_id, lead["createdAt"])
     async for occurrence in store.collection(error_records.OCCURRENCES).find(
             mine, {"occurredAt": 1}, session=session):
-        tally.error(occurrence["occurredAt"])
+        tally.error(visitor_id, occurrence["occurredAt"])
     async for day in store.collection(VISITOR_DAYS).find(mine, session=session):
-        tally.visitor_day(day["day"], day.get("previousDay"), day.get("country"),
+        tally.visitor_day(visitor_id, day["day"], day.get("previousDay"), day.get("country"),
                           day.get("device"))
     return tally
 
@@ -301,21 +322,22 @@ async def rebuild_site(store: Store, site_id: str) -> None:
             # A restricted visitor's days stay chained, to be counted when it is lifted.
             active[bucket["visitorId"]][day_of(event["at"])] += 1
             if bucket["visitorId"] not in held:
-                tally.pageview(event["at"], event.get("url"))
+                tally.pageview(bucket["visitorId"], event["at"], event.get("url"))
     async for bucket in store.collection(interactions.COLLECTION).find(
             {"siteId": site_id}, {"visitorId": 1, "events.at": 1, "events.url": 1,
                                   "events.kind": 1}):
         if bucket.get("visitorId") not in held:
             for event in bucket.get("events") or []:
-                tally.click(event["at"], event.get("url"), event.get("kind", ""))
+                tally.click(bucket["visitorId"], event["at"], event.get("url"),
+                            event.get("kind", ""))
     async for lead in store.collection("leads").find({"siteId": site_id},
                                                      {"visitorId": 1, "createdAt": 1}):
         if lead.get("visitorId") not in held:
-            tally.lead(lead["createdAt"])
+            tally.lead(lead["visitorId"], lead["createdAt"])
     async for occurrence in store.collection(error_records.OCCURRENCES).find(
             {"siteId": site_id, "visitorId": {"$ne": None}}, {"visitorId": 1, "occurredAt": 1}):
         if occurrence.get("visitorId") not in held:
-            tally.error(occurrence["occurredAt"])
+            tally.error(occurrence["visitorId"], occurrence["occurredAt"])
     chain = []
     for visitor_id, days in active.items():
         profile = profiles.get(visitor_id) or {}
@@ -324,7 +346,7 @@ async def rebuild_site(store: Store, site_id: str) -> None:
         previous = None
         for day in sorted(days):
             if visitor_id not in held:
-                tally.visitor_day(day, previous, country, device)
+                tally.visitor_day(visitor_id, day, previous, country, device)
             chain.append({"_id": visitor_day_id(site_id, visitor_id, day), "siteId": site_id,
                           "visitorId": visitor_id, "day": day, "previousDay": previous,
                           "pageviews": days[day],
@@ -376,10 +398,16 @@ def _days(first: date, last: date) -> list[str]:
 
 async def site_days(store: Store, site_id: str, first: date, last: date
                     ) -> dict[str, dict[str, Any]]:
-    """The site's day documents from `first` to `last` (days without data are missing)."""
-    ids = [site_day_id(site_id, day) for day in _days(first, last)]
-    return {doc["day"]: doc async for doc in store.collection(SITE_DAYS).find(
-        {"_id": {"$in": ids}})}
+    """The site's figures of each day from `first` to `last`, the slots summed (days without
+    data are missing)."""
+    ids = [site_day_id(site_id, day, slot) for day in _days(first, last) for slot in range(SLOTS)]
+    days: dict[str, dict[str, Any]] = {}
+    async for doc in store.collection(SITE_DAYS).find({"_id": {"$in": ids}}):
+        day = days.setdefault(doc["day"], {"visitors": Counter()})
+        for name in ("pageviews", "errors", "leads"):
+            day[name] = day.get(name, 0) + int(doc.get(name) or 0)
+        day["visitors"].update(doc.get("visitors") or {})
+    return days
 
 
 def period(documents: dict[str, dict[str, Any]], first: date, last: date) -> Period:

@@ -122,7 +122,8 @@ async def record_lead(intake: VisitorIntake, bus: EventBus, recordings: Recordin
             activity={"kind": "lead", "at": at, "leadId": lead_id},
             counts={"leads": 1}, display_name=display_name, email=email, session=session,
         )
-        await rollups.count_lead(intake.store, site["_id"], at, session=session)
+        await rollups.count_lead(intake.store, site["_id"], payload["visitorId"], at,
+                                 session=session)
 
     stored = await intake.store.write_once(write)
     intake.count("lead", "stored" if stored else "duplicate")

@@ -192,7 +192,8 @@ async def keep_occurrence(store: Store, occurrence: error_records.Occurrence) ->
     async def keep(session: Any) -> bool:
         if not await error_records.record_occurrence(store, occurrence, session=session):
             return False
-        await rollups.count_error(store, occurrence.site_id, occurrence.occurred_at,
+        await rollups.count_error(store, occurrence.site_id, occurrence.visitor_id,
+                                  occurrence.occurred_at,
                                   session=session)
         return True
 

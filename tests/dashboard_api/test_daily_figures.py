@@ -47,7 +47,7 @@ async def _figures(store, site_id: str) -> dict[str, dict[str, Any]]:
             fields = {key: value for key, value in doc.items() if value != 0}
             if visitors:
                 fields["visitors"] = visitors
-            if set(fields) - {"_id", "siteId", "day", "page"}:
+            if set(fields) - {"_id", "siteId", "day", "slot", "page"}:
                 kept[f"{collection}/{doc['_id']}"] = fields
     return kept
 
