@@ -12,6 +12,7 @@ from documents import (
     heatmaps,
     interactions,
     leads,
+    migrations,
     notifications,
     queries,
     recordings,
@@ -38,12 +39,13 @@ def declared_indexes() -> list[Index]:
 
 def declared_collections() -> list[str]:
     """Every collection start-up creates: those with indexes, and those declared bare."""
-    named = {index.collection for index in declared_indexes()} | set(accounts.COLLECTIONS) | set(
-        rollups.COLLECTIONS)
-    return sorted(named)
+    named = {index.collection for index in declared_indexes()}
+    return sorted(named | {*accounts.COLLECTIONS, *rollups.COLLECTIONS, migrations.COLLECTION})
 
 
 async def prepare_store(store: Store) -> None:
-    """Create every declared collection and index; idempotent, never drops anything."""
+    """Create every declared collection and index, and run the data migrations not run yet;
+    idempotent, never drops anything."""
     await store.ensure_collections(declared_collections())
     await store.ensure_indexes(declared_indexes())
+    await migrations.run_once(store, "daily-figures-v1", rollups.rebuild_all_sites)

@@ -376,6 +376,12 @@ def _nested(amounts: dict[str, int]) -> dict[str, Any]:
     return nested
 
 
+async def rebuild_all_sites(store: Store) -> None:
+    """Rebuild every site's figures: the migration that introduces them on a store with data."""
+    for site_id in await store.collection("sites").distinct("_id"):
+        await rebuild_site(store, site_id)
+
+
 # Reading --------------------------------------------------------------------------------------
 
 

@@ -9,7 +9,8 @@ import random
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from documents import error_records, rollups
+import documents
+from documents import error_records, migrations, rollups
 from tasks.errors import keep_occurrence
 from tests.dashboard_api.conftest import Ingest
 from tests.support.app import Fetch, Tenant
@@ -166,3 +167,32 @@ async def test_a_restriction_takes_the_share_out_until_it_is_lifted(
         answer = await fetch(switch, "PUT", json_body={"on": False}, token=tenant.token)
         assert answer.code == 200, answer
     assert await _figures(deps.store, tenant.site_id) == before
+
+
+async def test_a_store_from_before_the_figures_gets_them_once_at_start_up(
+        tenant: Tenant, deps, ingest: Ingest):
+    await _mixed_traffic(ingest, deps, tenant)
+    kept = await _figures(deps.store, tenant.site_id)
+    # As a store written by the version before: no figures, the migration never run.
+    for collection in (*rollups.COLLECTIONS, migrations.COLLECTION):
+        await deps.store.collection(collection).delete_many({})
+    await documents.prepare_store(deps.store)
+    assert await _figures(deps.store, tenant.site_id) == kept
+    assert await migrations.run_once(deps.store, "daily-figures-v1",
+                                     rollups.rebuild_all_sites) is False
+
+
+async def test_a_migration_runs_once_and_a_dead_claim_is_taken_over(store):
+    ran = []
+
+    async def migration(_store) -> None:
+        ran.append(1)
+
+    await store.collection(migrations.COLLECTION).insert_one({
+        "_id": "m", "doneAt": None, "leaseUntil": datetime.now(UTC) + timedelta(minutes=5)})
+    assert await migrations.run_once(store, "m", migration) is False  # running elsewhere
+    await store.collection(migrations.COLLECTION).update_one(
+        {"_id": "m"}, {"$set": {"leaseUntil": datetime.now(UTC) - timedelta(seconds=1)}})
+    assert await migrations.run_once(store, "m", migration) is True  # that process died
+    assert await migrations.run_once(store, "m", migration) is False
+    assert ran == [1]
