@@ -37,9 +37,10 @@ from documents.visitors import VisitorFacts
 SITE_DAYS = "site_days"
 PAGE_DAYS = "page_days"
 VISITOR_DAYS = "visitor_days"
-#: Each day's figures are spread over this many documents, by visitor, so that concurrent
+#: Each day's site figures are spread over this many documents, by visitor, so that concurrent
 #: transactions of different visitors seldom write the same document (a write conflict makes
-#: MongoDB retry one of them); a read sums the slots.
+#: MongoDB retry one of them); a read sums the slots. Page figures are not: traffic spreads
+#: over pages by itself, and slots would multiply the documents a range's pages are read from.
 SLOTS = 8
 #: site_days is read by `_id` only, so no index declares it.
 COLLECTIONS = (SITE_DAYS, PAGE_DAYS, VISITOR_DAYS)
@@ -85,9 +86,9 @@ def site_day_id(site_id: str, day: str, slot: int) -> str:
     return f"{site_id}:{day}:{slot}"
 
 
-def page_day_id(site_id: str, day: str, slot: int, page: str) -> str:
+def page_day_id(site_id: str, day: str, page: str) -> str:
     digest = hashlib.sha256(page.encode("utf-8", "surrogatepass")).hexdigest()[:24]
-    return f"{site_id}:{day}:{slot}:{digest}"
+    return f"{site_id}:{day}:{digest}"
 
 
 def visitor_day_id(site_id: str, visitor_id: str, day: str) -> str:
@@ -130,20 +131,19 @@ class Tally:
         self._add(SITE_DAYS, site_day_id(self.site_id, day, slot),
                   {"siteId": self.site_id, "day": day, "slot": slot}, name, amount)
 
-    def _page(self, who: str | None, day: str, url: Any, name: str) -> None:
+    def _page(self, day: str, url: Any, name: str) -> None:
         page = (page_path(url) or "unknown")[:MAX_PAGE_LENGTH]
-        slot = slot_of(who)
-        self._add(PAGE_DAYS, page_day_id(self.site_id, day, slot, page),
-                  {"siteId": self.site_id, "day": day, "slot": slot, "page": page}, name, 1)
+        self._add(PAGE_DAYS, page_day_id(self.site_id, day, page),
+                  {"siteId": self.site_id, "day": day, "page": page}, name, 1)
 
     def pageview(self, who: str | None, at: datetime, url: Any) -> None:
         day = day_of(at)
         self._day(who, day, "pageviews")
-        self._page(who, day, url, "pageviews")
+        self._page(day, url, "pageviews")
 
-    def click(self, who: str | None, at: datetime, url: Any, kind: str) -> None:
+    def click(self, at: datetime, url: Any, kind: str) -> None:
         if kind in CLICK_FIELDS:
-            self._page(who, day_of(at), url, CLICK_FIELDS[kind])
+            self._page(day_of(at), url, CLICK_FIELDS[kind])
 
     def lead(self, who: str | None, at: datetime) -> None:
         self._day(who, day_of(at), "leads")
@@ -234,12 +234,12 @@ async def _link_day(store: Store, tally: Tally, site_id: str, visitor_id: str, d
                               session=session)
 
 
-async def count_clicks(store: Store, site_id: str, visitor_id: str,
-                       events: Iterable[dict[str, Any]], *, session: Any) -> None:
+async def count_clicks(store: Store, site_id: str, events: Iterable[dict[str, Any]], *,
+                       session: Any) -> None:
     """Count a stored batch's rage and dead clicks on their pages."""
     tally = Tally(site_id)
     for event in events:
-        tally.click(visitor_id, event["at"], event.get("url"), event.get("kind", ""))
+        tally.click(event["at"], event.get("url"), event.get("kind", ""))
     await tally.write(store, session=session)
 
 
@@ -274,7 +274,7 @@ async def visitor_share(store: Store, site_id: str, visitor_id: str, *,
     async for bucket in store.collection(interactions.COLLECTION).find(
             mine, {"events.at": 1, "events.url": 1, "events.kind": 1}, session=session):
         for event in bucket.get("events") or []:
-            tally.click(visitor_id, event["at"], event.get("url"), event.get("kind", ""))
+            tally.click(event["at"], event.get("url"), event.get("kind", ""))
     async for lead in store.collection("leads").find(mine, {"createdAt": 1}, session=session):
         tally.lead(visitor_id, lead["createdAt"])
     async for occurrence in store.collection(error_records.OCCURRENCES).find(
@@ -328,8 +328,7 @@ async def rebuild_site(store: Store, site_id: str) -> None:
                                   "events.kind": 1}):
         if bucket.get("visitorId") not in held:
             for event in bucket.get("events") or []:
-                tally.click(bucket["visitorId"], event["at"], event.get("url"),
-                            event.get("kind", ""))
+                tally.click(event["at"], event.get("url"), event.get("kind", ""))
     async for lead in store.collection("leads").find({"siteId": site_id},
                                                      {"visitorId": 1, "createdAt": 1}):
         if lead.get("visitorId") not in held:

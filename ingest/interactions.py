@@ -82,7 +82,7 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
                              counts={"interactions": len(admitted)}, session=session)
         await heatmaps.add_to_aggregates(store, site_id, [
             event["heatmap"] for event in admitted if "heatmap" in event], session=session)
-        await rollups.count_clicks(store, site_id, visitor_id, admitted, session=session)
+        await rollups.count_clicks(store, site_id, admitted, session=session)
 
     if not await store.write_once(write):
         intake.count("interaction", "duplicate", amount=len(admitted))
