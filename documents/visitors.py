@@ -21,6 +21,10 @@ INDEXES = [
     Index("visitors", (("siteId", ASCENDING), ("lastSeen", DESCENDING))),
     Index("visitors", (("siteId", ASCENDING), ("wpUserId", ASCENDING))),
     Index("visitors", (("siteId", ASCENDING), ("emails", ASCENDING))),
+    # The few restricted or objecting visitors of a site: every dashboard list leaves the
+    # restricted out, so without these each list would read all of a site's profiles.
+    Index("visitors", (("siteId", ASCENDING), ("restricted", ASCENDING))),
+    Index("visitors", (("siteId", ASCENDING), ("objected", ASCENDING))),
 ]
 
 #: How many recent activity entries a profile embeds; the rest is in the buckets.

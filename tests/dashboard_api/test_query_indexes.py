@@ -19,6 +19,9 @@ SHAPES = [
     (error_records.OCCURRENCES, {"siteId"}, "page"),
     # error_breakdown: one error's occurrences in a range, latest first.
     (error_records.OCCURRENCES, {"siteId", "errorId"}, "occurredAt"),
+    # restricted visitors, left out of every list; and the privacy holds ($or of the two).
+    ("visitors", {"siteId", "restricted"}, None),
+    ("visitors", {"siteId", "objected"}, None),
     # pageviews_arriving: the newest visitor with a pageview.
     ("visitors", {"siteId"}, "lastSeen"),
     # recordings searched (insights.search_recordings), all or one visitor's, newest first;
