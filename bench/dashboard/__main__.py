@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import os
 import random
 import secrets
@@ -28,21 +27,10 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import tornado.netutil
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
-import server
-from auth.passwords import hash_password
-from config import load_settings
-from documents import (
-    accounts,
-    activity,
-    error_records,
-    interactions,
-    prepare_store,
-    rollups,
-    visitors,
-)
+from bench.tenant import create_tenant
+from documents import activity, error_records, interactions, rollups, visitors
 from documents.store import Store
 
 #: The issue's site at scale 1.
@@ -226,35 +214,21 @@ async def _time_calls(base_url: str, token: str, site_id: str, calls: dict[str, 
 
 async def measure_at(scale: float, samples: int) -> dict[str, Any]:
     """Seed a fresh site at this scale and time every call."""
-    settings = load_settings({
-        "SECRET_KEY": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
-        "MASTER_KEY": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
+    tenant = await create_tenant({
         "MONGODB_URI": os.environ.get("MONGODB_URI", ""),
-        "MONGODB_DATABASE": f"bench_dashboard_{secrets.token_hex(4)}",
-        "LOG_LEVEL": "ERROR"})
-    deps = await server.build_deps(settings)
-    await prepare_store(deps.store)
-    created = await accounts.create_account(
-        deps.store, email="bench@example.com", password_hash=await hash_password("bench pass 1"),
-        display_name="Bench", account_name="Bench", organization_name="Bench")
-    user = await accounts.load_authenticated_user(deps.store, created["userId"], "")
-    assert user is not None
-    site, _ = await deps.keyring.create_site(user, created["organizationId"], "Bench", [], {})
+        "MONGODB_DATABASE": f"bench_dashboard_{secrets.token_hex(4)}"})
+    settings, deps, site = tenant.settings, tenant.deps, tenant.site
     counts = _scaled(scale)
     now = datetime.now(UTC)
     started = time.perf_counter()
     await seed(deps.store, site["_id"], counts, now)
     seed_seconds = round(time.perf_counter() - started, 1)
-    http = server.make_http_server(settings, server.make_app(settings, deps))
-    sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
-    http.add_sockets(sockets)
-    base_url = f"http://127.0.0.1:{sockets[0].getsockname()[1]}"
-    pair = await deps.auth.login("bench@example.com", "bench pass 1", "127.0.0.1")
+    served = await tenant.serve()
     try:
         calls = await _calls(deps.store, site["_id"], now)
-        figures = await _time_calls(base_url, pair.access_token, site["_id"], calls, samples)
+        figures = await _time_calls(served.base_url, served.token, site["_id"], calls, samples)
     finally:
-        http.stop()
+        served.http.stop()
         if not deps.store.embedded:
             await deps.store.client.drop_database(settings.mongodb_database)
         await deps.close()

@@ -9,7 +9,6 @@ small visitor is the baseline measured in the same run; target: export RSS growt
 from __future__ import annotations
 
 import asyncio
-import base64
 import secrets
 import threading
 import time
@@ -18,13 +17,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import tornado.netutil
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
-import server
-from auth.passwords import hash_password
-from config import load_settings
-from documents import accounts
+from bench.tenant import create_tenant
 from documents.activity import BUCKET_CAP, COLLECTION, bucket_id
 from documents.store import Store
 
@@ -133,31 +128,18 @@ async def _measure(base_url: str, token: str, site_id: str, visitor_id: str) -> 
 
 async def measure() -> dict[str, Any]:
     """Seed both visitors, then export and erase each through the API."""
-    settings = load_settings({
-        "SECRET_KEY": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
-        "MASTER_KEY": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
-        "LOG_LEVEL": "ERROR"})
-    deps = await server.build_deps(settings)
-    created = await accounts.create_account(
-        deps.store, email="bench@example.com", password_hash=await hash_password("bench pass 1"),
-        display_name="Bench", account_name="Bench", organization_name="Bench")
-    user = await accounts.load_authenticated_user(deps.store, created["userId"], "")
-    assert user is not None
-    site, _ = await deps.keyring.create_site(user, created["organizationId"], "Bench", [], {})
+    tenant = await create_tenant()
+    deps, site = tenant.deps, tenant.site
     small = {key: max(1, value // 10) for key, value in LARGE.items()}
     small["segments"] = LARGE["segments"]
     await seed(deps.store, site["_id"], "large", LARGE)
     await seed(deps.store, site["_id"], "small", small)
-    http = server.make_http_server(settings, server.make_app(settings, deps))
-    sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
-    http.add_sockets(sockets)
-    base_url = f"http://127.0.0.1:{sockets[0].getsockname()[1]}"
-    pair = await deps.auth.login("bench@example.com", "bench pass 1", "127.0.0.1")
+    served = await tenant.serve()
     try:
-        baseline = await _measure(base_url, pair.access_token, site["_id"], "small")
-        large = await _measure(base_url, pair.access_token, site["_id"], "large")
+        baseline = await _measure(served.base_url, served.token, site["_id"], "small")
+        large = await _measure(served.base_url, served.token, site["_id"], "large")
     finally:
-        http.stop()
+        served.http.stop()
         await deps.close()
     return {"large": {**LARGE, **large}, "small_baseline": {**small, **baseline},
             "export_time_ratio": round(large["export_seconds"] /

@@ -13,27 +13,22 @@ children accounting.
 from __future__ import annotations
 
 import asyncio
-import base64
 import gzip
 import json
 import random
 import resource
-import secrets
 import statistics
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import tornado.netutil
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
-import server
-from auth.passwords import hash_password
 from bench.dsr.__main__ import RssSampler
-from config import load_settings
+from bench.tenant import create_tenant
 from demo import demo_recording_events
-from documents import accounts, heatmaps, recordings
+from documents import heatmaps, recordings
 from tasks.heatmaps import CHROMIUM_FLAGS, render_heatmap
 from tests.support.secantus import running_secantus
 
@@ -139,45 +134,33 @@ async def _render_figures(deps: Any, site: dict[str, Any]) -> dict[str, Any]:
 
 async def measure(mongodb_uri: str) -> dict[str, Any]:
     """Count the clicks, then time the API, one indexed read and the render job."""
-    settings = load_settings({
-        "SECRET_KEY": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
-        "MASTER_KEY": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
-        "MONGODB_URI": mongodb_uri, "MONGODB_DATABASE": "bench_heatmaps",
-        "LOG_LEVEL": "ERROR"})
-    deps = await server.build_deps(settings)
-    created = await accounts.create_account(
-        deps.store, email="bench@example.com", password_hash=await hash_password("bench pass 1"),
-        display_name="Bench", account_name="Bench", organization_name="Bench")
-    user = await accounts.load_authenticated_user(deps.store, created["userId"], "")
-    assert user is not None
-    site, _ = await deps.keyring.create_site(user, created["organizationId"], "Bench", [], {})
+    tenant = await create_tenant({"MONGODB_URI": mongodb_uri,
+                                  "MONGODB_DATABASE": "bench_heatmaps"})
+    deps, site = tenant.deps, tenant.site
     today = datetime.now(UTC)
     start = time.perf_counter()
     documents_big = await _count_clicks(deps.store, site["_id"], "/big", CLICKS, today)
     count_seconds = time.perf_counter() - start
     await _count_clicks(deps.store, site["_id"], "/small", SMALL, today)
 
-    http = server.make_http_server(settings, server.make_app(settings, deps))
-    sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
-    http.add_sockets(sockets)
-    base_url = f"http://127.0.0.1:{sockets[0].getsockname()[1]}"
-    pair = await deps.auth.login("bench@example.com", "bench pass 1", "127.0.0.1")
+    served = await tenant.serve()
+    base_url, token = served.base_url, served.token
     first = (today - timedelta(days=DAYS - 1)).strftime("%Y-%m-%d")
     last = today.strftime("%Y-%m-%d")
     try:
-        answer = await _api(base_url, pair.access_token, site["_id"], "/big", first, last)
+        answer = await _api(base_url, token, site["_id"], "/big", first, last)
         assert answer["total"] == CLICKS, answer["total"]
         big_ms = await _median_ms(
-            lambda: _api(base_url, pair.access_token, site["_id"], "/big", first, last), 5)
+            lambda: _api(base_url, token, site["_id"], "/big", first, last), 5)
         small_ms = await _median_ms(
-            lambda: _api(base_url, pair.access_token, site["_id"], "/small", first, last), 5)
+            lambda: _api(base_url, token, site["_id"], "/small", first, last), 5)
         one = {"siteId": site["_id"], "page": "/big", "width": "desktop", "kind": "click",
                "day": last, "target": "button#e0", "cell": 0}
         read_ms = await _median_ms(
             lambda: deps.store.collection(heatmaps.COUNTS).find_one(one), 50)
         render = await _render_figures(deps, site)
     finally:
-        http.stop()
+        served.http.stop()
         await deps.close()
     return {"clicks": CLICKS, "count_documents": documents_big,
             "count_seconds": round(count_seconds, 1), "api_ms_1m_clicks": big_ms,
