@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
 from documents import accounts
 from tests.support.app import TEST_PASSWORD, Fetch, Tenant
-
-Ingest = Callable[..., Awaitable[dict[str, Any]]]
+from tests.support.ingest import Ingest
 
 
 @pytest.fixture

@@ -3,29 +3,15 @@ error's breakdown by day, visitor, page, browser, system and device."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime, timedelta
 
-from tests.dashboard_api.conftest import Ingest
 from tests.support.app import Fetch, Tenant
+from tests.support.ingest import Ingest, send_errors
 
 FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
 IPHONE = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 "
           "(KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1")
 TODAY = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
-
-
-async def _errors(ingest: Ingest, deps, reports: list[dict]) -> None:
-    """Send the reports through /ingest/errors and wait until the queue has stored them all."""
-    before = await deps.store.collection("error_occurrences").count_documents({})
-    for report in reports:
-        await ingest("errors", report)
-    for _ in range(300):
-        if await deps.store.collection("error_occurrences").count_documents(
-                {}) >= before + len(reports):
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the errors were not processed")
 
 
 def _report(message: str, visitor: str, days_ago: int, url: str, agent: str,
@@ -38,7 +24,7 @@ def _report(message: str, visitor: str, days_ago: int, url: str, agent: str,
 
 
 async def _seed(ingest: Ingest, deps) -> None:
-    await _errors(ingest, deps, [
+    await send_errors(ingest, deps, [
         # "price" hits three visitors once each; "basket" hits one visitor four times.
         _report("price is undefined", "v-ann", 1, "https://shop.example/cart?x=1", FIREFOX),
         _report("price is undefined", "v-bob", 2, "https://shop.example/cart", IPHONE),

@@ -4,13 +4,11 @@ by what happened, and the overview of a date range against the previous period."
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from tests.dashboard_api.conftest import Ingest
 from tests.support.app import Fetch, Tenant
+from tests.support.ingest import Ingest, send_errors
 
 SHOP = "https://shop.example"
 DESKTOP = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
@@ -22,19 +20,6 @@ GB_IP, DE_IP = "81.2.69.160", "85.214.132.117"
 
 def _site(tenant: Tenant, rest: str) -> str:
     return f"/api/v1/sites/{tenant.site_id}{rest}"
-
-
-async def _processed_errors(ingest: Ingest, deps, reports: list[dict[str, Any]]) -> None:
-    """Send error reports and wait until the queue has stored every occurrence."""
-    before = await deps.store.collection("error_occurrences").count_documents({})
-    for report in reports:
-        await ingest("errors", report)
-    for _ in range(300):
-        if await deps.store.collection("error_occurrences").count_documents(
-                {}) >= before + len(reports):
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the errors were not processed")
 
 
 async def _session(ingest: Ingest, deps, visitor: str, *, ip: str, agent: str, page: str,
@@ -53,7 +38,7 @@ async def _session(ingest: Ingest, deps, visitor: str, *, ip: str, agent: str, p
     if lead:
         await ingest("leads", {**context, "email": f"{visitor}@example.com", "name": visitor})
     if error:
-        await _processed_errors(ingest, deps, [{
+        await send_errors(ingest, deps, [{
             **context, "source": "javascript", "type": "TypeError",
             "message": "coupon.rules is undefined"}])
     return recording_id
@@ -89,7 +74,7 @@ async def test_an_error_outside_any_recording_has_nothing_to_replay(
         fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str):
     await _session(ingest, deps, "ada", ip=GB_IP, agent=DESKTOP, page="/cart")
     earlier = (datetime.now(UTC) - timedelta(hours=2)).isoformat()
-    await _processed_errors(ingest, deps, [{
+    await send_errors(ingest, deps, [{
         "visitorId": "ada", "sessionId": "ada-s", "source": "php", "type": "E_WARNING",
         "message": "Undefined index: shipping", "occurredAt": earlier}])
     trends = (await fetch(_site(tenant, "/error-trends"), token=viewer_token)).json()
