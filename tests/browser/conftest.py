@@ -18,6 +18,7 @@ import pytest
 import tornado.httpserver
 import tornado.netutil
 import tornado.web
+from playwright.async_api import Page
 
 import server
 from config import Settings
@@ -148,6 +149,18 @@ async def open_shop(service: Service, make_tenant) -> AsyncIterator[ShopFactory]
     for http_server in servers:
         http_server.stop()
         await http_server.close_all_connections()
+
+
+async def click_around_the_shop_page(page: Page) -> None:
+    """On SHOP_PAGE: a click that changes the page (#grow), a rage click (four quick clicks on
+    #rage), a dead click (#dead) and a scroll to the bottom. A dead click is one with no effect
+    for a second: the caller waits that out before the page is left."""
+    await page.click("#grow")
+    box = await page.locator("#rage").bounding_box()
+    for _ in range(4):
+        await page.mouse.click(box["x"] + 5, box["y"] + 5)
+    await page.click("#dead")
+    await page.mouse.wheel(0, 5000)
 
 
 async def stored_segments(store: Any, site_id: str) -> list[tuple[dict[str, Any], bytes]]:

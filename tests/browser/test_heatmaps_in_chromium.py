@@ -14,7 +14,12 @@ from playwright.async_api import Browser, Page
 
 from documents import heatmaps
 from tasks.heatmaps import render_heatmap
-from tests.browser.conftest import Service, ShopFactory, eventually
+from tests.browser.conftest import (
+    Service,
+    ShopFactory,
+    click_around_the_shop_page,
+    eventually,
+)
 from tests.support.app import TEST_PASSWORD
 
 WIDTHS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 780}}
@@ -38,12 +43,7 @@ async def _visit(browser: Browser, shop, deps, width: str) -> tuple[str, dict[st
         message="the recording to start")
     visitor = await page.evaluate("localStorage.getItem('wpelVisitorId')")
     grow = await page.locator("#grow").bounding_box()
-    await page.click("#grow")
-    rage = await page.locator("#rage").bounding_box()
-    for _ in range(4):
-        await page.mouse.click(rage["x"] + 5, rage["y"] + 5)
-    await page.click("#dead")
-    await page.mouse.wheel(0, 5000)
+    await click_around_the_shop_page(page)
     await page.wait_for_timeout(1300)  # a dead click is one with no effect for 1 s
     await page.click("#next")
     await page.wait_for_url(shop.page("/page2"))

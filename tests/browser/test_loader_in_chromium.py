@@ -13,7 +13,13 @@ from typing import Any
 
 from playwright.async_api import Browser, Page, Request
 
-from tests.browser.conftest import Service, ShopFactory, eventually, stored_segments
+from tests.browser.conftest import (
+    Service,
+    ShopFactory,
+    click_around_the_shop_page,
+    eventually,
+    stored_segments,
+)
 from tests.support.app import all_documents_text
 
 GPC_ON = ("Object.defineProperty(Navigator.prototype, 'globalPrivacyControl', "
@@ -60,12 +66,7 @@ async def test_clicks_rage_and_dead_clicks_scroll_an_error_and_a_navigation_reac
     visitor = await page.evaluate("localStorage.getItem('wpelVisitorId')")
     assert first[0]["visitorId"] == visitor
 
-    await page.click("#grow")
-    box = await page.locator("#rage").bounding_box()
-    for _ in range(4):
-        await page.mouse.click(box["x"] + 5, box["y"] + 5)
-    await page.click("#dead")
-    await page.mouse.wheel(0, 5000)
+    await click_around_the_shop_page(page)
     await page.click("#boom")
     await page.wait_for_timeout(1300)  # a dead click is one with no effect for 1 s
     await page.screenshot(path=artifacts("shop.png"), full_page=False)
