@@ -11,7 +11,7 @@ from __future__ import annotations
 import gzip
 import html
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -25,6 +25,7 @@ from config import Settings
 from handlers.sdk import SDK_DIST
 from tests.support.app import Tenant
 from tests.support.browser import artifacts, browser, chromium_path, eventually  # noqa: F401
+from tests.support.service import Service
 
 SHOP_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
@@ -58,19 +59,6 @@ REPLAY_PAGE = """<!doctype html>
 
 
 @dataclass
-class Service:
-    """The running service and every request it answered: (method, path, status)."""
-
-    url: str
-    requests: list[tuple[str, str, int]] = field(default_factory=list)
-
-    def collection_calls(self) -> list[tuple[str, str, int]]:
-        """Requests other than fetching the scripts: what the loader sent."""
-        return [r for r in self.requests
-                if r[1].startswith("/sdk/v1/") and not r[1].endswith(".js")]
-
-
-@dataclass
 class Shop:
     """A test shop page on its own origin, loading the loader with one site's key."""
 
@@ -85,22 +73,9 @@ class Shop:
 @pytest.fixture
 async def service(settings: Settings, deps: server.Deps) -> AsyncIterator[Service]:
     """The service for the browser, recording each request as the access log sees it."""
-    app = server.make_app(settings, deps)
-    http_server = server.make_http_server(settings, app)
-    sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
-    http_server.add_sockets(sockets)
-    running = Service(f"http://127.0.0.1:{sockets[0].getsockname()[1]}")
-    log_request = app.settings["log_function"]
-
-    def record(handler: tornado.web.RequestHandler) -> None:
-        running.requests.append((handler.request.method or "", handler.request.path,
-                                 handler.get_status()))
-        log_request(handler)
-
-    app.settings["log_function"] = record
+    running = Service(server.make_app(settings, deps), settings)
     yield running
-    http_server.stop()
-    await http_server.close_all_connections()
+    await running.stop()
 
 
 class _ShopPage(tornado.web.RequestHandler):

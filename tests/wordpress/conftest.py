@@ -16,15 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tornado.httpserver
-import tornado.netutil
-import tornado.web
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest, HTTPResponse
 
 import server
 from config import Settings
 from tests.support.app import Tenant
 from tests.support.browser import artifacts, browser, chromium_path, eventually  # noqa: F401
+from tests.support.service import Service
 from tests.support.wordpress import WordPress, running_wordpress
 
 
@@ -42,39 +40,6 @@ def wordpress(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WordPress]:
     finally:
         context.__exit__(None, None, None)
         shutil.rmtree(root, ignore_errors=True)  # about 175 MB: WordPress and its database
-
-
-class Service:
-    """The service on a fixed port that a test can stop and start again (service down/up)."""
-
-    def __init__(self, app: tornado.web.Application, settings: Settings) -> None:
-        self.app, self.settings = app, settings
-        self.server: tornado.httpserver.HTTPServer | None = None
-        self.port = 0
-        #: Every request answered: (method, path, status), as the access log sees it.
-        self.requests: list[tuple[str, str, int]] = []
-        log_request = app.settings["log_function"]
-
-        def record(handler: tornado.web.RequestHandler) -> None:
-            self.requests.append((handler.request.method or "", handler.request.path,
-                                  handler.get_status()))
-            log_request(handler)
-
-        app.settings["log_function"] = record
-        self.start()
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        sockets = tornado.netutil.bind_sockets(self.port, "127.0.0.1")
-        self.port = sockets[0].getsockname()[1]
-        self.server = server.make_http_server(self.settings, self.app)
-        self.server.add_sockets(sockets)
-
-    async def stop(self) -> None:
-        if self.server is not None:
-            self.server.stop()
-            await self.server.close_all_connections()
-            self.server = None
 
 
 @pytest.fixture
