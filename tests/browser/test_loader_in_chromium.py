@@ -20,7 +20,7 @@ from tests.browser.conftest import (
     eventually,
     stored_segments,
 )
-from tests.support.app import all_documents_text
+from tests.support.app import all_documents_text, pageviews
 
 GPC_ON = ("Object.defineProperty(Navigator.prototype, 'globalPrivacyControl', "
           "{get: () => true, configurable: true});")
@@ -36,13 +36,6 @@ def _watch_requests(page: Page, service: Service) -> list[str]:
 
     page.on("request", note)
     return seen
-
-
-async def _pageviews(deps, site_id: str) -> list[dict[str, Any]]:
-    events = []
-    async for bucket in deps.store.collection("pageview_buckets").find({"siteId": site_id}):
-        events.extend({**event, "visitorId": bucket["visitorId"]} for event in bucket["events"])
-    return sorted(events, key=lambda event: event["at"])
 
 
 async def _interactions(deps, site_id: str) -> list[dict[str, Any]]:
@@ -61,7 +54,7 @@ async def test_clicks_rage_and_dead_clicks_scroll_an_error_and_a_navigation_reac
     shop = await open_shop({"recordings": False})
     page = await browser.new_page()
     await page.goto(shop.page("/"))
-    first = await eventually(lambda: _pageviews(deps, shop.tenant.site_id),
+    first = await eventually(lambda: pageviews(deps, shop.tenant.site_id),
                              message="the first pageview")
     visitor = await page.evaluate("localStorage.getItem('wpelVisitorId')")
     assert first[0]["visitorId"] == visitor
@@ -74,7 +67,7 @@ async def test_clicks_rage_and_dead_clicks_scroll_an_error_and_a_navigation_reac
     await page.wait_for_url(shop.page("/page2"))
 
     async def both_pageviews() -> list[dict[str, Any]]:
-        views = await _pageviews(deps, shop.tenant.site_id)
+        views = await pageviews(deps, shop.tenant.site_id)
         return views if len(views) == 2 and views[0].get("duration") else []
 
     views = await eventually(both_pageviews, message="two pageviews, the first with a duration")
@@ -113,7 +106,7 @@ async def test_the_cookie_and_local_storage_reseed_each_other_when_one_is_cleare
     context = await browser.new_context()
     page = await context.new_page()
     await page.goto(shop.page("/"))
-    await eventually(lambda: _pageviews(deps, shop.tenant.site_id), message="a pageview")
+    await eventually(lambda: pageviews(deps, shop.tenant.site_id), message="a pageview")
     visitor = await page.evaluate("localStorage.getItem('wpelVisitorId')")
     cookies = {c["name"]: c for c in await context.cookies()}
     assert cookies["svc_vid"]["value"] == visitor
@@ -130,7 +123,7 @@ async def test_the_cookie_and_local_storage_reseed_each_other_when_one_is_cleare
     await page.reload()
     await eventually(lambda: _count(deps, shop.tenant.site_id, 3), message="third pageview")
     assert await page.evaluate("localStorage.getItem('wpelVisitorId')") == visitor
-    assert {view["visitorId"] for view in await _pageviews(deps, shop.tenant.site_id)} == {
+    assert {view["visitorId"] for view in await pageviews(deps, shop.tenant.site_id)} == {
         visitor}
 
     await context.clear_cookies()
@@ -141,7 +134,7 @@ async def test_the_cookie_and_local_storage_reseed_each_other_when_one_is_cleare
 
 
 async def _count(deps, site_id: str, wanted: int) -> bool:
-    return len(await _pageviews(deps, site_id)) >= wanted
+    return len(await pageviews(deps, site_id)) >= wanted
 
 
 async def test_with_global_privacy_control_no_request_reaches_the_service_and_nothing_is_kept(
@@ -188,7 +181,7 @@ async def test_with_consent_required_nothing_is_sent_or_written_until_consent_th
     assert await _storage(page) == {"local": 0, "session": 0}
 
     await page.evaluate("svc('consent', 'granted')")
-    views = await eventually(lambda: _pageviews(deps, shop.tenant.site_id),
+    views = await eventually(lambda: pageviews(deps, shop.tenant.site_id),
                              message="the pageview after consent")
     visitor = await page.evaluate("localStorage.getItem('wpelVisitorId')")
     assert views[0]["visitorId"] == visitor and views[0]["url"] == shop.page("/page2")
@@ -213,7 +206,7 @@ async def test_the_cms_banner_signal_grants_consent_like_the_documented_call(
     assert service.collection_calls() == []
     await page.evaluate("document.dispatchEvent(new CustomEvent('wp_listen_for_consent_change',"
                         " {detail: {statistics: 'allow'}}))")
-    await eventually(lambda: _pageviews(deps, shop.tenant.site_id), message="a pageview")
+    await eventually(lambda: pageviews(deps, shop.tenant.site_id), message="a pageview")
     # The consent record travels in its own beacon, which may land after the pageview.
     decision = await eventually(
         lambda: deps.store.collection("consent_decisions").find_one({}),

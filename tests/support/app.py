@@ -1,4 +1,5 @@
-"""Shared test helpers: the test password, HTTP answers and signed-in tenants."""
+"""Shared test helpers: the test password, HTTP answers, signed-in tenants, and reading back
+what landed in the store."""
 
 from __future__ import annotations
 
@@ -59,3 +60,11 @@ async def all_documents_text(store: Any) -> str:
     for name in await store.collection_names():
         dump.extend([repr(doc) async for doc in store.collection(name).find({})])
     return "\n".join(dump)
+
+
+async def pageviews(deps: Any, site_id: str) -> list[dict[str, Any]]:
+    """Every stored pageview of a site, oldest first, with its visitor id."""
+    events = []
+    async for bucket in deps.store.collection("pageview_buckets").find({"siteId": site_id}):
+        events.extend({**event, "visitorId": bucket["visitorId"]} for event in bucket["events"])
+    return sorted(events, key=lambda event: event["at"])

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.async_api import BrowserContext
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest, HTTPResponse
 
 import server
@@ -106,9 +107,12 @@ async def documents(deps: server.Deps, collection: str, site_id: str) -> list[di
     return [doc async for doc in deps.store.collection(collection).find({"siteId": site_id})]
 
 
-async def pageviews(deps: server.Deps, site_id: str) -> list[dict[str, Any]]:
-    """Every stored pageview of a site, with its visitor id."""
-    events = []
-    async for bucket in deps.store.collection("pageview_buckets").find({"siteId": site_id}):
-        events.extend({**event, "visitorId": bucket["visitorId"]} for event in bucket["events"])
-    return sorted(events, key=lambda event: event["at"])
+async def log_in(context: BrowserContext, shop: Shop, user: tuple[str, str]) -> None:
+    """Sign `user` (name, password) in to the shop's WordPress in this browser context."""
+    page = await context.new_page()
+    await page.goto(shop.url + "/wp-login.php")
+    await page.fill("#user_login", user[0])
+    await page.fill("#user_pass", user[1])
+    await page.click("#wp-submit")
+    await page.wait_for_load_state()
+    await page.close()

@@ -13,10 +13,11 @@ import re
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser, BrowserContext
+from playwright.async_api import Browser
 
+from tests.support.app import pageviews
 from tests.support.browser import eventually
-from tests.wordpress.conftest import ShopFactory, documents, pageviews
+from tests.wordpress.conftest import ShopFactory, documents, log_in
 
 JSON = {"Content-Type": "application/json"}
 LOADER_LINE = re.compile(r"<script>window\.svc.*?</script>\s*<script async src=\"[^\"]*sdk/v1/"
@@ -27,16 +28,6 @@ def _loader_block(html: str) -> str:
     found = LOADER_LINE.search(html)
     assert found, "the loader is not on the page"
     return found.group(0)
-
-
-async def _log_in(context: BrowserContext, shop, user: tuple[str, str]) -> None:
-    page = await context.new_page()
-    await page.goto(shop.url + "/wp-login.php")
-    await page.fill("#user_login", user[0])
-    await page.fill("#user_pass", user[1])
-    await page.click("#wp-submit")
-    await page.wait_for_load_state()
-    await page.close()
 
 
 async def test_rendering_a_page_makes_no_call_to_the_service(open_shop: ShopFactory):
@@ -86,7 +77,7 @@ async def test_a_logged_in_customers_pageview_is_linked_to_the_user_and_the_page
     shop = await open_shop({"recordings": False})
     anonymous = (await shop.http("/")).body.decode()
     context = await browser.new_context()
-    await _log_in(context, shop, CUSTOMER)
+    await log_in(context, shop, CUSTOMER)
     # A login from before the plugin was active has no marker cookie: the page gives it one.
     await context.clear_cookies(name="svc_wp_li")
     page = await context.new_page()
@@ -114,7 +105,7 @@ async def test_a_form_lead_carries_the_live_cart_the_session_id_and_the_user_id(
     await context.add_cookies([
         {"name": "fake_wc_cart", "value": json.dumps({str(product): 2}), "url": shop.url},
         {"name": "fake_wc_session", "value": "wcsession42", "url": shop.url}])
-    await _log_in(context, shop, CUSTOMER)
+    await log_in(context, shop, CUSTOMER)
     page = await context.new_page()
     await page.goto(shop.url + "/")
     await page.wait_for_function("window.svc && !window.svc.q")
@@ -398,14 +389,14 @@ async def test_the_settings_screen_is_for_administrators_and_checks_the_connecti
     shop = await open_shop()
     screen = shop.url + "/wp-admin/options-general.php?page=visitor-service"
     customer = await browser.new_context()
-    await _log_in(customer, shop, CUSTOMER)
+    await log_in(customer, shop, CUSTOMER)
     page = await customer.new_page()
     await page.goto(screen)
     assert "not allowed" in await page.content()
     await customer.close()
 
     admin = await browser.new_context()
-    await _log_in(admin, shop, ADMIN)
+    await log_in(admin, shop, ADMIN)
     page = await admin.new_page()
     await page.goto(screen)
     assert await page.input_value("#vs-api") == ""

@@ -13,25 +13,15 @@ import json
 import zipfile
 from typing import Any
 
-from playwright.async_api import Browser, BrowserContext, Locator, Page
+from playwright.async_api import Browser, Locator, Page
 
 from tests.support.app import Fetch, all_documents_text
 from tests.support.browser import eventually
 from tests.support.wordpress import ADMIN
-from tests.wordpress.conftest import Shop, ShopFactory, documents
+from tests.wordpress.conftest import Shop, ShopFactory, documents, log_in
 
 CUSTOMER_EMAIL = "customer@shop.example"  # the test WordPress's customer account
 VISITOR_ID = "carla-browser-1"
-
-
-async def _log_in(context: BrowserContext, shop: Shop, user: tuple[str, str]) -> None:
-    page = await context.new_page()
-    await page.goto(shop.url + "/wp-login.php")
-    await page.fill("#user_login", user[0])
-    await page.fill("#user_pass", user[1])
-    await page.click("#wp-submit")
-    await page.wait_for_load_state()
-    await page.close()
 
 
 async def _customer_with_a_lead(shop: Shop, deps) -> None:
@@ -72,7 +62,7 @@ async def test_tools_export_and_erase_personal_data_cover_what_the_service_holds
     shop = await open_shop()
     await _customer_with_a_lead(shop, deps)
     admin = await browser.new_context(accept_downloads=True)
-    await _log_in(admin, shop, ADMIN)
+    await log_in(admin, shop, ADMIN)
     page = await admin.new_page()
 
     # Tools → Export Personal Data → "Download personal data".
