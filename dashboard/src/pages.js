@@ -5,7 +5,7 @@ import { actionButton, csvDownload, download } from './controls.js';
 import { alertBox, empty, h, progress, seconds, when } from './dom.js';
 import { checks, choice, field, filterForm, picked, pager, yesNo } from './filters.js';
 import { overviewPage } from './overview.js';
-import { loadEvents, mountPlayer, replayPage } from './replay.js';
+import { replayControl, replayPage } from './replay.js';
 
 /** Receipt categories in words (the API's names are machine names). */
 const RECEIPT_LABELS = {
@@ -201,28 +201,6 @@ function sessionTimeline(app, site, sessions) {
       holder));
   }
   return h('ol', { class: 'timeline', id: 'sessions' }, items);
-}
-
-/** A Play button and the box it fills with the recording's player (or what went wrong). */
-function replayControl(app, site, recordingId) {
-  const holder = h('div', { class: 'player' });
-  const play = h('button', { type: 'button', class: 'secondary', onclick: async () => {
-    play.disabled = true;
-    holder.replaceChildren(progress('Downloading the recording…'));
-    try {
-      const events = await loadEvents(app.session, site.id, recordingId, (done, total) => {
-        holder.replaceChildren(progress(`Downloading segment ${done} of ${total}…`));
-      });
-      holder.replaceChildren();
-      if (events.length < 2) holder.append(empty('Nothing to replay', 'This recording has no replayable page yet.'));
-      else mountPlayer(holder, events);
-    } catch (failure) {
-      holder.replaceChildren(alertBox(describeError(failure)));
-    } finally {
-      play.disabled = false;
-    }
-  } }, 'Play');
-  return { play, holder };
 }
 
 /**

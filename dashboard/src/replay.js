@@ -65,6 +65,32 @@ export function mountPlayer(target, events, { markers = [], startAt = 0 } = {}) 
   return player;
 }
 
+/**
+ * A Play button and the box it fills with the recording's player (or what went wrong), for a
+ * recording shown in a list (a visitor's sessions, a survey's answers). `label` is the button's
+ * text, `name` its accessible name where the text alone would not say which recording it plays.
+ */
+export function replayControl(app, site, recordingId, { label = 'Play', name } = {}) {
+  const holder = h('div', { class: 'player' });
+  const play = h('button', { type: 'button', class: 'secondary', 'aria-label': name, onclick: async () => {
+    play.disabled = true;
+    holder.replaceChildren(progress('Downloading the recording…'));
+    try {
+      const events = await loadEvents(app.session, site.id, recordingId, (done, total) => {
+        holder.replaceChildren(progress(`Downloading segment ${done} of ${total}…`));
+      });
+      holder.replaceChildren();
+      if (events.length < 2) holder.append(empty('Nothing to replay', 'This recording has no replayable page yet.'));
+      else mountPlayer(holder, events);
+    } catch (failure) {
+      holder.replaceChildren(alertBox(describeError(failure)));
+    } finally {
+      play.disabled = false;
+    }
+  } }, label);
+  return { play, holder };
+}
+
 /** rrweb-player's icon buttons, switch and frame carry no names; screen readers need them. */
 function nameControls(target) {
   const buttons = target.querySelectorAll('.rr-controller__btns > button');

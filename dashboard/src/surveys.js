@@ -4,9 +4,9 @@
 // running when it was given, and a formula-safe CSV of every answer.
 import { describeError } from './api.js';
 import { download } from './controls.js';
-import { alertBox, empty, h, progress, when } from './dom.js';
+import { alertBox, empty, h, when } from './dom.js';
 import { facts, pagePath } from './pages.js';
-import { loadEvents, mountPlayer } from './replay.js';
+import { replayControl } from './replay.js';
 
 const api = (site) => `/api/v1/sites/${site.id}/surveys`;
 const TYPES = { score: '0–10 score (NPS)', rating: 'Rating 1–5', choice: 'Single choice' };
@@ -113,31 +113,12 @@ function distribution(results) {
     })));
 }
 
-/** A Play button for the recording around an answer, and the box it fills with the player. */
-function playRecording(app, site, recordingId) {
-  const holder = h('div', { class: 'player' });
-  const play = h('button', { type: 'button', class: 'secondary', 'aria-label': 'Play recording of the visit around this answer', onclick: async () => {
-    play.disabled = true;
-    holder.replaceChildren(progress('Downloading the recording…'));
-    try {
-      const events = await loadEvents(app.session, site.id, recordingId);
-      holder.replaceChildren();
-      if (events.length < 2) holder.append(empty('Nothing to replay', 'This recording has no replayable page yet.'));
-      else mountPlayer(holder, events);
-    } catch (failure) {
-      holder.replaceChildren(alertBox(describeError(failure)));
-    } finally {
-      play.disabled = false;
-    }
-  } }, 'Play recording');
-  return [play, holder];
-}
-
 async function surveyResults(app, site, surveyId) {
   const results = await app.session.json(`${api(site)}/${surveyId}/results`);
   const survey = results.survey;
   const texts = results.textAnswers.map((answer) => {
-    const [play, holder] = answer.recordingId ? playRecording(app, site, answer.recordingId) : [null, null];
+    const { play, holder } = answer.recordingId ? replayControl(app, site, answer.recordingId, {
+      label: 'Play recording', name: 'Play recording of the visit around this answer' }) : {};
     return h('li', { class: 'answer', dataset: { responseId: answer.responseId } },
       h('blockquote', {}, answer.text),
       h('div', { class: 'row hint' },
