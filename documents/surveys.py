@@ -23,6 +23,8 @@ from errors import InvalidInput, NotFound
 
 COLLECTION = "surveys"
 RESPONSES = "survey_responses"
+#: One document per site: how many surveys it has, raised and lowered with them (the cap).
+COUNTERS = "survey_counters"
 
 INDEXES = [
     # The dashboard's list, newest first, and the loader's active surveys of a site.
@@ -30,6 +32,8 @@ INDEXES = [
     Index(COLLECTION, (("siteId", ASCENDING), ("active", ASCENDING), ("createdAt", DESCENDING))),
     # Results: one survey's answers, newest first.
     Index(RESPONSES, (("siteId", ASCENDING), ("surveyId", ASCENDING), ("answeredAt", DESCENDING))),
+    # One counter per site, so two first creations cannot each start one.
+    Index(COUNTERS, (("siteId", ASCENDING),), unique=True),
 ]
 
 #: A site's surveys; the loader carries every active one, so the number stays small.
@@ -97,17 +101,39 @@ async def find_survey(store: Store, site_id: str, survey_id: str, *, session: An
 
 async def create_survey(store: Store, site_id: str, body: dict[str, Any],
                         check_pattern: PatternCheck, *, session: Any = None) -> dict[str, Any]:
-    """Store a new definition; at most MAX_SURVEYS_PER_SITE per site."""
-    if await store.collection(COLLECTION).count_documents(
-            {"siteId": site_id}, limit=MAX_SURVEYS_PER_SITE,
-            session=session) >= MAX_SURVEYS_PER_SITE:
-        raise InvalidInput(f"a site has at most {MAX_SURVEYS_PER_SITE} surveys; delete one first",
-                           code="too_many_surveys")
+    """Store a new definition, in the caller's transaction; at most MAX_SURVEYS_PER_SITE per
+    site."""
+    await _take_slot(store, site_id, session)
     now = datetime.now(UTC)
     survey = {"_id": new_id(), "siteId": site_id, **DEFAULTS,
               **_checked({**DEFAULTS, **body}, check_pattern), "createdAt": now, "updatedAt": now}
     await store.collection(COLLECTION).insert_one(survey, session=session)
     return survey
+
+
+async def _take_slot(store: Store, site_id: str, session: Any) -> None:
+    """Raise the site's survey counter by one, or refuse when it is at the cap.
+
+    One conditional `$inc` decides, so two creations racing for the last slot cannot both pass,
+    as both could when each counted the surveys before inserting. It runs in the creation's
+    transaction: a creation that fails later gives the slot back with the rest of its writes.
+    """
+    counters = store.collection(COUNTERS)
+    if await counters.find_one({"siteId": site_id}, session=session) is None:
+        # The site's first creation, or the first since the counter came: it starts at what
+        # the site has. A creation starting it at the same time collides on the unique index
+        # and, losing the write conflict, is run again by the driver. (An insert rather than an
+        # upsert keeps `_id` first, as the embedded store's rollback writes a document back.)
+        held = await store.collection(COLLECTION).count_documents({"siteId": site_id},
+                                                                  session=session)
+        await counters.insert_one({"_id": new_id(), "siteId": site_id, "count": held},
+                                  session=session)
+    taken = await counters.update_one(
+        {"siteId": site_id, "count": {"$lt": MAX_SURVEYS_PER_SITE}}, {"$inc": {"count": 1}},
+        session=session)
+    if not taken.modified_count:
+        raise InvalidInput(f"a site has at most {MAX_SURVEYS_PER_SITE} surveys; delete one first",
+                           code="too_many_surveys")
 
 
 async def update_survey(store: Store, site_id: str, survey_id: str, changes: dict[str, Any],
@@ -128,11 +154,14 @@ async def update_survey(store: Store, site_id: str, survey_id: str, changes: dic
 
 async def delete_survey(store: Store, site_id: str, survey_id: str, *,
                         session: Any = None) -> None:
-    """Delete a definition; its answers stay (they are the visitors' data, erased with them)."""
+    """Delete a definition and give its slot back; its answers stay (they are the visitors'
+    data, erased with them)."""
     result = await store.collection(COLLECTION).delete_one({"_id": survey_id, "siteId": site_id},
                                                            session=session)
     if not result.deleted_count:
         raise NotFound("survey not found")
+    await store.collection(COUNTERS).update_one({"siteId": site_id}, {"$inc": {"count": -1}},
+                                                session=session)
 
 
 async def widget_surveys(store: Store, site_id: str) -> list[dict[str, Any]]:

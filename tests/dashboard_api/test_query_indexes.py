@@ -50,6 +50,8 @@ SHAPES = [
     ("surveys", {"siteId"}, "createdAt"),
     ("surveys", {"siteId", "active"}, "createdAt"),
     ("survey_responses", {"siteId", "surveyId"}, "answeredAt"),
+    # the per-site survey counter the cap is kept by.
+    ("survey_counters", {"siteId"}, None),
     ("recordings", {"siteId", "visitorId"}, "startedAt"),
     # heatmaps: one page's counts for a width class and kind over days (issue 22).
     (heatmaps.COUNTS, {"siteId", "page", "width", "kind"}, "day"),

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
+import uuid
+from datetime import UTC, datetime
 from typing import Any
 
+from documents import surveys
 from tests.support.app import Fetch, Tenant
 
 NPS = {"name": "Recommend us", "questionType": "score",
@@ -102,6 +106,54 @@ async def test_a_change_is_saved_and_audited_by_field_name(fetch: Fetch, tenant:
     assert entry["details"]["fields"] == ["active", "trigger"]
     assert (await fetch(path, "DELETE", token=tenant.token)).code == 204
     assert (await fetch(path, token=tenant.token)).code == 404
+
+
+async def _stored(deps, tenant: Tenant) -> int:
+    return await deps.store.collection(surveys.COLLECTION).count_documents(
+        {"siteId": tenant.site_id})
+
+
+async def test_racing_creations_all_count_and_stop_at_the_cap_where_a_delete_frees_a_slot(
+        fetch: Fetch, tenant: Tenant, deps):
+    base = f"/api/v1/sites/{tenant.site_id}/surveys"
+
+    def six_at_once() -> Any:
+        # On the wire store the six transactions really overlap.
+        return asyncio.gather(*[fetch(base, "POST", token=tenant.token, json_body=NPS)
+                                for _ in range(6)])
+
+    first = await six_at_once()  # the site's first surveys: they also start its counter
+    assert [answer.code for answer in first] == [201] * 6, first
+    for _ in range(surveys.MAX_SURVEYS_PER_SITE - 2 - 6):
+        await _create(fetch, tenant)
+    racing = await six_at_once()  # for the last two slots
+    assert sorted(answer.code for answer in racing) == [201, 201, 422, 422, 422, 422], racing
+    assert {answer.error_code for answer in racing if answer.code == 422} == {
+        "too_many_surveys"}
+    assert await _stored(deps, tenant) == surveys.MAX_SURVEYS_PER_SITE
+
+    created = next(answer.json()["id"] for answer in racing if answer.code == 201)
+    assert (await fetch(f"{base}/{created}", "DELETE", token=tenant.token)).code == 204
+    assert (await fetch(base, "POST", token=tenant.token, json_body=NPS)).code == 201
+    refused = await fetch(base, "POST", token=tenant.token, json_body=NPS)
+    assert refused.code == 422 and refused.error_code == "too_many_surveys"
+    assert await _stored(deps, tenant) == surveys.MAX_SURVEYS_PER_SITE
+
+
+async def test_a_site_whose_surveys_predate_the_counter_is_held_to_the_same_cap(
+        fetch: Fetch, tenant: Tenant, deps):
+    now = datetime.now(UTC)
+    await deps.store.collection(surveys.COLLECTION).insert_many([
+        {"_id": str(uuid.uuid4()), "siteId": tenant.site_id, **surveys.DEFAULTS, **NPS,
+         "createdAt": now, "updatedAt": now} for _ in range(surveys.MAX_SURVEYS_PER_SITE)])
+    base = f"/api/v1/sites/{tenant.site_id}/surveys"
+    refused = await fetch(base, "POST", token=tenant.token, json_body=NPS)
+    assert refused.code == 422 and refused.error_code == "too_many_surveys"
+    oldest = (await fetch(base, token=tenant.token)).json()[-1]["id"]
+    assert (await fetch(f"{base}/{oldest}", "DELETE", token=tenant.token)).code == 204
+    assert (await fetch(base, "POST", token=tenant.token, json_body=NPS)).code == 201
+    assert (await fetch(base, "POST", token=tenant.token, json_body=NPS)).code == 422
+    assert await _stored(deps, tenant) == surveys.MAX_SURVEYS_PER_SITE
 
 
 async def test_the_loader_carries_only_active_surveys_with_only_what_the_widget_needs(
