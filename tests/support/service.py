@@ -35,12 +35,14 @@ class Service:
         self.url = f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
+        """Listen again, on the port of the first start (a free one the first time)."""
         sockets = tornado.netutil.bind_sockets(self.port, "127.0.0.1")
         self.port = sockets[0].getsockname()[1]
         self.server = server.make_http_server(self.settings, self.app)
         self.server.add_sockets(sockets)
 
     async def stop(self) -> None:
+        """Stop listening and close the open connections, as a service going down does."""
         if self.server is not None:
             self.server.stop()
             await self.server.close_all_connections()
