@@ -18,16 +18,13 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from documents import error_records, interactions, queries, rollups, visitors
+from documents import error_records, interactions, queries, recordings, rollups, visitors
 from documents.rollups import page_path
 from documents.store import ASCENDING, DESCENDING, Store
 from errors import InvalidInput
 
 # The indexes these reads need are declared in documents/queries.py, with the dashboard API's.
 
-#: Slack around a recording's start and end when events are matched to it: the client's clock
-#: stamps errors, clicks and leads, the server's stamps the recording.
-WINDOW_SLACK = timedelta(seconds=5)
 #: Events of one kind a timeline lists at most.
 TIMELINE_ITEMS = 500
 #: Recordings read per batch, and at most per request, when a list is filtered by facts the
@@ -43,17 +40,6 @@ RECORDING_MARKS = ("error", "rage_click", "dead_click", "lead")
 CLICK_KINDS = ("rage_click", "dead_click")
 
 
-def _window(recording: dict[str, Any]) -> tuple[datetime, datetime]:
-    until = recording.get("endedAt") or recording.get("lastActivityAt") or recording["startedAt"]
-    return recording["startedAt"] - WINDOW_SLACK, until + WINDOW_SLACK
-
-
-def _same_session(recording: dict[str, Any], item: dict[str, Any]) -> bool:
-    """False only when both name a session and the sessions differ."""
-    ours, theirs = recording.get("sessionId"), item.get("sessionId")
-    return not ours or not theirs or ours == theirs
-
-
 # A recording's timeline ----------------------------------------------------------------------
 
 
@@ -61,7 +47,7 @@ async def recording_timeline(store: Store, site_id: str, recording_id: str) -> d
     """The recording and what happened during it, oldest first: errors, rage and dead clicks,
     page changes and leads, each with its time. NotFound as for replay."""
     recording = await queries.replayable_recording(store, site_id, recording_id)
-    low, high = _window(recording)
+    low, high = recordings.window(recording)
     visitor_id = recording.get("visitorId")
     events: list[dict[str, Any]] = [
         {"kind": "page", "at": page["at"], "label": page_path(page.get("url")) or "a page",
@@ -76,14 +62,15 @@ async def recording_timeline(store: Store, site_id: str, recording_id: str) -> d
         events.extend([{"kind": "error", "at": o["occurredAt"], "errorId": o["errorId"],
                         "label": f"{o.get('type') or 'Error'}: {o.get('message') or ''}",
                         "url": o.get("url")}
-                       async for o in occurrences if _same_session(recording, o)])
+                       async for o in occurrences
+                       if recordings.same_session(recording, o.get("sessionId"))])
         clicks = 0
         async for bucket in _interaction_buckets(store, site_id, [visitor_id], low, high):
             for event in bucket["events"]:
                 if clicks >= TIMELINE_ITEMS * 2:
                     break
                 if event.get("kind") in CLICK_KINDS and low <= event["at"] <= high \
-                        and _same_session(recording, event):
+                        and recordings.same_session(recording, event.get("sessionId")):
                     clicks += 1
                     events.append({
                         "kind": event["kind"], "at": event["at"], "url": event.get("url"),
@@ -123,15 +110,8 @@ def _interaction_buckets(store: Store, site_id: str, visitor_ids: list[str], low
 async def recording_at(store: Store, site_id: str, visitor_id: str | None,
                        session_id: str | None, at: datetime) -> dict[str, Any] | None:
     """The visitor's replayable recording running at `at`, or None."""
-    if not visitor_id:
-        return None
-    found = await store.collection("recordings").find(
-        {"siteId": site_id, "visitorId": visitor_id, "startedAt": {"$lte": at + WINDOW_SLACK}},
-    ).sort("startedAt", DESCENDING).limit(3).to_list(None)
-    for recording, (low, high) in queries.readable(
-            found, lambda r: (r, _window(r)), "recording"):
-        if low <= at <= high and "legacyFootage" not in recording \
-                and _same_session(recording, {"sessionId": session_id}):
+    for recording in await recordings.recordings_at(store, site_id, visitor_id, session_id, at):
+        if "legacyFootage" not in recording:
             return recording
     return None
 
@@ -294,7 +274,7 @@ async def recording_rows(store: Store, site_id: str, batch: list[dict[str, Any]]
     """The recordings as list rows with their visitor's country and device and their marks; a
     recording that cannot be read is left out (logged by `queries.readable`)."""
     readable = queries.readable(
-        batch, lambda r: (r, _window(r), queries.recording_summary(r)), "recording")
+        batch, lambda r: (r, recordings.window(r), queries.recording_summary(r)), "recording")
     if not readable:
         return []
     visitor_ids = sorted({r["visitorId"] for r, _, _ in readable
@@ -327,7 +307,7 @@ async def recording_rows(store: Store, site_id: str, batch: list[dict[str, Any]]
     for recording, (start, end), summary in readable:
         marks = dict.fromkeys(RECORDING_MARKS, 0)
         for kind, at, session_id in happened.get(recording.get("visitorId") or "", []):
-            if start <= at <= end and _same_session(recording, {"sessionId": session_id}):
+            if start <= at <= end and recordings.same_session(recording, session_id):
                 marks[kind] += 1
         profile = profiles.get(recording.get("visitorId") or "") or {}
         rows.append({**summary, "country": _part(profile, "location", "country"),

@@ -21,13 +21,13 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import AsyncIterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pymongo import ReturnDocument
 from pymongo.errors import PyMongoError
 
-from documents.store import ASCENDING, AlreadyStored, DuplicateKeyError, Index, Store
+from documents.store import ASCENDING, DESCENDING, AlreadyStored, DuplicateKeyError, Index, Store
 from errors import NotFound
 
 SEGMENTS_BUCKET = "segments"
@@ -37,6 +37,13 @@ MAX_PAGES = 500
 
 #: Namespace of successor ids: uuid5(namespace, predecessor id) is the same on every retry.
 _SUCCESSOR_NAMESPACE = uuid.UUID("7f1b4a52-3c8e-4f0e-9d7a-2b6c1e5d8a90")
+
+#: Slack around a recording's start and end when events are matched to it: the client's clock
+#: stamps errors, clicks and leads, the server's stamps the recording.
+WINDOW_SLACK = timedelta(seconds=5)
+#: How many of a visitor's latest recordings are looked at for those running at a moment: more
+#: than a few recordings of one visitor overlapping is not a visit.
+RUNNING_CANDIDATES = 3
 
 INDEXES = [
     Index("recordings", (("siteId", ASCENDING), ("visitorId", ASCENDING),
@@ -83,6 +90,49 @@ def new_recording(recording_id: str, site_id: str, visitor_id: str, session_id: 
         "lastPageUrl": None,
         "continuesFrom": continues_from,
     }
+
+
+def window(recording: dict[str, Any]) -> tuple[datetime, datetime]:
+    """When the recording ran, with WINDOW_SLACK at each end; one not ended yet runs until its
+    last activity."""
+    until = recording.get("endedAt") or recording.get("lastActivityAt") or recording["startedAt"]
+    return recording["startedAt"] - WINDOW_SLACK, until + WINDOW_SLACK
+
+
+def same_session(recording: dict[str, Any], session_id: str | None) -> bool:
+    """False only when both the recording and the event name a session and the sessions differ."""
+    ours = recording.get("sessionId")
+    return not ours or not session_id or ours == session_id
+
+
+async def recordings_at(store: Store, site_id: str, visitor_id: str | None,
+                        session_id: str | None, at: datetime) -> list[dict[str, Any]]:
+    """The visitor's recordings running at `at`, latest start first."""
+    if not visitor_id:
+        return []
+    latest = await _latest_started(store, site_id, visitor_id, at, session=None)
+    return [recording for recording in latest if _runs_at(recording, session_id, at)]
+
+
+async def _latest_started(store: Store, site_id: str, visitor_id: str, at: datetime, *,
+                          session: Any) -> list[dict[str, Any]]:
+    """The visitor's recordings that started last by `at`, on the index of the visitor's
+    recordings by start; only the fields that place an event are read."""
+    return await store.collection("recordings").find(
+        {"siteId": site_id, "visitorId": visitor_id, "startedAt": {"$lte": at + WINDOW_SLACK}},
+        {"status": 1, "startedAt": 1, "endedAt": 1, "lastActivityAt": 1, "sessionId": 1,
+         "legacyFootage": 1},
+        session=session,
+    ).sort("startedAt", DESCENDING).limit(RUNNING_CANDIDATES).to_list(None)
+
+
+def _runs_at(recording: dict[str, Any], session_id: str | None, at: datetime) -> bool:
+    """Whether the event at `at` belongs to the recording."""
+    try:
+        low, high = window(recording)
+        return low <= at <= high and same_session(recording, session_id)
+    except (KeyError, TypeError):
+        return False  # a recording that cannot be read (a hand edit, say) takes nothing
 
 
 async def create_recording(store: Store, document: dict[str, Any], *,
