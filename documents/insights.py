@@ -35,8 +35,6 @@ SEARCH_SCAN = 2000
 REPLAY_CANDIDATES = 50
 #: Rows of each overview ranking.
 TOP_ITEMS = 10
-#: The marks a recording can carry, as the recordings filter names them.
-RECORDING_MARKS = ("error", "rage_click", "dead_click", "lead")
 CLICK_KINDS = ("rage_click", "dead_click")
 
 
@@ -216,8 +214,8 @@ async def search_recordings(store: Store, site_id: str, filters: RecordingFilter
     """The site's recordings, newest first, filtered; each row with the visitor's country and
     device and how many errors, rage clicks, dead clicks and leads happened during it."""
     for mark in filters.marks:
-        if mark not in RECORDING_MARKS:
-            raise InvalidInput(f"has must name some of {', '.join(RECORDING_MARKS)}",
+        if mark not in recordings.MARKS:
+            raise InvalidInput(f"has must name some of {', '.join(recordings.MARKS)}",
                                field="has")
     filter_: dict[str, Any] = {"siteId": site_id}
     restricted = await queries.restricted_visitor_ids(store, site_id)
@@ -305,7 +303,7 @@ async def recording_rows(store: Store, site_id: str, batch: list[dict[str, Any]]
             happened[lead["visitorId"]].append(("lead", lead["createdAt"], lead.get("sessionId")))
     rows = []
     for recording, (start, end), summary in readable:
-        marks = dict.fromkeys(RECORDING_MARKS, 0)
+        marks = dict.fromkeys(recordings.MARKS, 0)
         for kind, at, session_id in happened.get(recording.get("visitorId") or "", []):
             if start <= at <= end and recordings.same_session(recording, session_id):
                 marks[kind] += 1

@@ -38,6 +38,9 @@ MAX_PAGES = 500
 #: Namespace of successor ids: uuid5(namespace, predecessor id) is the same on every retry.
 _SUCCESSOR_NAMESPACE = uuid.UUID("7f1b4a52-3c8e-4f0e-9d7a-2b6c1e5d8a90")
 
+#: What a recording counts of the events during it (its `marks`), as the recordings filter
+#: names them.
+MARKS = ("error", "rage_click", "dead_click", "lead")
 #: Slack around a recording's start and end when events are matched to it: the client's clock
 #: stamps errors, clicks and leads, the server's stamps the recording.
 WINDOW_SLACK = timedelta(seconds=5)
@@ -73,8 +76,10 @@ def successor_id(recording_id: str) -> str:
 
 def new_recording(recording_id: str, site_id: str, visitor_id: str, session_id: str | None,
                   at: datetime, *, continues_from: str | None = None,
-                  wp_user_id: str | None = None) -> dict[str, Any]:
-    """The document of a recording that starts now."""
+                  wp_user_id: str | None = None, country: str | None = None,
+                  device: str | None = None) -> dict[str, Any]:
+    """The document of a recording that starts now, with the visitor's country and device type
+    as known at its start, and no marks yet."""
     return {
         "_id": recording_id,
         "siteId": site_id,
@@ -89,6 +94,9 @@ def new_recording(recording_id: str, site_id: str, visitor_id: str, session_id: 
         "pages": [],
         "lastPageUrl": None,
         "continuesFrom": continues_from,
+        "country": country.upper() if country else None,
+        "device": device,
+        "marks": dict.fromkeys(MARKS, 0),
     }
 
 
