@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections import Counter, defaultdict
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from typing import Any
@@ -122,6 +123,28 @@ async def recordings_at(store: Store, site_id: str, visitor_id: str | None,
     return [recording for recording in latest if _runs_at(recording, session_id, at)]
 
 
+async def add_marks(store: Store, site_id: str, visitor_id: str | None, session_id: str | None,
+                    happened: list[tuple[str, datetime]], *, session: Any) -> None:
+    """Count each (mark, at) on the visitor's recordings running at `at`, as it arrives.
+
+    Runs inside the transaction that stores the events themselves: an event stored once is
+    counted once, however often it is sent, and one that fails is not counted.
+    """
+    if not visitor_id or not happened:
+        return
+    latest = await _latest_started(store, site_id, visitor_id, max(at for _, at in happened),
+                                   session=session)
+    added: dict[str, Counter[str]] = defaultdict(Counter)
+    for mark, at in happened:
+        for recording in latest:
+            if _runs_at(recording, session_id, at, arriving=True):
+                added[recording["_id"]][mark] += 1
+    for recording_id, marks in added.items():
+        await store.collection("recordings").update_one(
+            {"_id": recording_id, "siteId": site_id},
+            {"$inc": {f"marks.{mark}": count for mark, count in marks.items()}}, session=session)
+
+
 async def _latest_started(store: Store, site_id: str, visitor_id: str, at: datetime, *,
                           session: Any) -> list[dict[str, Any]]:
     """The visitor's recordings that started last by `at`, on the index of the visitor's
@@ -134,10 +157,15 @@ async def _latest_started(store: Store, site_id: str, visitor_id: str, at: datet
     ).sort("startedAt", DESCENDING).limit(RUNNING_CANDIDATES).to_list(None)
 
 
-def _runs_at(recording: dict[str, Any], session_id: str | None, at: datetime) -> bool:
-    """Whether the event at `at` belongs to the recording."""
+def _runs_at(recording: dict[str, Any], session_id: str | None, at: datetime, *,
+             arriving: bool = False) -> bool:
+    """Whether the event at `at` belongs to the recording. An event `arriving` now may come in
+    before the segment that extends a recording still active over it, so such a recording
+    takes it however long after its last activity (the sweeper ends idle ones)."""
     try:
         low, high = window(recording)
+        if arriving and recording.get("status") == "active":
+            high = max(high, at)
         return low <= at <= high and same_session(recording, session_id)
     except (KeyError, TypeError):
         return False  # a recording that cannot be read (a hand edit, say) takes nothing
