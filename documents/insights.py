@@ -63,7 +63,8 @@ async def recording_timeline(store: Store, site_id: str, recording_id: str) -> d
                        async for o in occurrences
                        if recordings.same_session(recording, o.get("sessionId"))])
         clicks = 0
-        async for bucket in _interaction_buckets(store, site_id, [visitor_id], low, high):
+        async for bucket in interactions.buckets_overlapping(store, site_id, [visitor_id],
+                                                             low, high):
             for event in bucket["events"]:
                 if clicks >= TIMELINE_ITEMS * 2:
                     break
@@ -89,17 +90,6 @@ def _click_label(event: dict[str, Any]) -> str:
     if event.get("count") and event["kind"] == "rage_click":
         what += f" ({event['count']}×)"
     return f"{what} on {event['selector']}" if event.get("selector") else what
-
-
-def _interaction_buckets(store: Store, site_id: str, visitor_ids: list[str], low: datetime,
-                         high: datetime) -> Any:
-    """The visitors' interaction buckets that overlap [low, high], on (siteId, visitorId,
-    firstAt); only what the marks need is read back."""
-    return store.collection(interactions.COLLECTION).find(
-        {"siteId": site_id, "visitorId": {"$in": visitor_ids}, "firstAt": {"$lte": high},
-         "lastAt": {"$gte": low}},
-        {"visitorId": 1, "events.kind": 1, "events.at": 1, "events.sessionId": 1,
-         "events.selector": 1, "events.count": 1, "events.url": 1})
 
 
 # The recording of an error's moment ----------------------------------------------------------
@@ -291,7 +281,8 @@ async def recording_rows(store: Store, site_id: str, batch: list[dict[str, Any]]
                  "occurredAt": {"$gte": low, "$lte": high}},
                 {"visitorId": 1, "occurredAt": 1, "sessionId": 1}):
             happened[o["visitorId"]].append(("error", o["occurredAt"], o.get("sessionId")))
-        async for bucket in _interaction_buckets(store, site_id, visitor_ids, low, high):
+        async for bucket in interactions.buckets_overlapping(store, site_id, visitor_ids,
+                                                             low, high):
             for event in bucket["events"]:
                 if event.get("kind") in CLICK_KINDS:
                     happened[bucket["visitorId"]].append(

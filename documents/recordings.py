@@ -19,6 +19,7 @@ The lifecycle rules themselves live in ingest/recordings.py.
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator
@@ -28,6 +29,7 @@ from typing import Any
 from pymongo import ReturnDocument
 from pymongo.errors import PyMongoError
 
+from documents import error_records, interactions, visitors
 from documents.store import ASCENDING, DESCENDING, AlreadyStored, DuplicateKeyError, Index, Store
 from errors import NotFound
 
@@ -48,6 +50,10 @@ WINDOW_SLACK = timedelta(seconds=5)
 #: How many of a visitor's latest recordings are looked at for those running at a moment: more
 #: than a few recordings of one visitor overlapping is not a visit.
 RUNNING_CANDIDATES = 3
+#: Old recordings given their facts per transaction by the backfill.
+BACKFILL_BATCH = 200
+
+log = logging.getLogger(__name__)
 
 INDEXES = [
     Index("recordings", (("siteId", ASCENDING), ("visitorId", ASCENDING),
@@ -417,3 +423,94 @@ async def reject_segment(store: Store, file_id: str, reason: str) -> None:
         )
 
     await store.transaction(drop_content)
+
+
+# Recordings stored before they kept their facts ----------------------------------------------
+
+#: A recording stored before recordings kept their country, device and marks has no `device`
+#: field at all (one whose device is unknown has it, null). `marks` is no test: an event may
+#: have been counted on an old recording still running when the new version started.
+_WITHOUT_FACTS = {"device": {"$exists": False}}
+
+
+async def backfill_facts(store: Store) -> None:
+    """Give every recording stored before recordings kept them its country, device and marks,
+    looked up as the recordings list used to: the profile's country and device, and the
+    errors, rage and dead clicks and leads in its window (migration "recording-facts-v1")."""
+    changed = 0
+    for site_id in sorted(await store.collection("recordings").distinct("siteId",
+                                                                       _WITHOUT_FACTS)):
+        after = ""
+        while True:
+            batch = await store.collection("recordings").find(
+                {**_WITHOUT_FACTS, "siteId": site_id, "_id": {"$gt": after}},
+                {"visitorId": 1, "sessionId": 1, "startedAt": 1, "endedAt": 1,
+                 "lastActivityAt": 1},
+            ).sort("_id", ASCENDING).limit(BACKFILL_BATCH).to_list(None)
+            if not batch:
+                break
+            after = batch[-1]["_id"]
+            changed += await _give_facts(store, site_id, batch)
+    log.info("recording facts backfilled", extra={"recordings": changed})
+
+
+async def _give_facts(store: Store, site_id: str, batch: list[dict[str, Any]]) -> int:
+    """Set the facts of the batch's recordings in one transaction; returns how many."""
+
+    async def give(session: Any) -> int:
+        # An event counted on one of these recordings by ingest meanwhile makes the transaction
+        # conflict and run again, so the `$set` never overwrites a count it did not see.
+        facts = await _facts(store, site_id, batch, session=session)
+        for recording_id, fields in facts.items():
+            await store.collection("recordings").update_one(
+                {"_id": recording_id, **_WITHOUT_FACTS}, {"$set": fields}, session=session)
+        return len(facts)
+
+    return await store.transaction(give)
+
+
+async def _facts(store: Store, site_id: str, batch: list[dict[str, Any]], *, session: Any
+                 ) -> dict[str, dict[str, Any]]:
+    """The country, device and marks of each recording of the batch that can be read, with one
+    indexed query per collection for the whole batch."""
+    placed = []
+    for recording in batch:
+        try:
+            placed.append((recording, window(recording)))
+        except (KeyError, TypeError):
+            continue  # unreadable (a hand edit, say): left as it is, as the list leaves it out
+    if not placed:
+        return {}
+    visitor_ids = sorted({r["visitorId"] for r, _ in placed if isinstance(r.get("visitorId"), str)})
+    low = min(low for _, (low, _) in placed)
+    high = max(high for _, (_, high) in placed)
+    profiles = await visitors.countries_and_devices(store, site_id, visitor_ids, session=session)
+    # What happened to each visitor in the batch's span, then placed in each recording's window.
+    happened: dict[str, list[tuple[str, datetime, str | None]]] = defaultdict(list)
+    if visitor_ids:
+        async for o in store.collection(error_records.OCCURRENCES).find(
+                {"siteId": site_id, "visitorId": {"$in": visitor_ids},
+                 "occurredAt": {"$gte": low, "$lte": high}},
+                {"visitorId": 1, "occurredAt": 1, "sessionId": 1}, session=session):
+            happened[o["visitorId"]].append(("error", o["occurredAt"], o.get("sessionId")))
+        async for bucket in interactions.buckets_overlapping(store, site_id, visitor_ids, low,
+                                                             high, session=session):
+            for event in bucket["events"]:
+                if event.get("kind") in MARKS:
+                    happened[bucket["visitorId"]].append(
+                        (event["kind"], event["at"], event.get("sessionId")))
+        async for lead in store.collection("leads").find(
+                {"siteId": site_id, "visitorId": {"$in": visitor_ids},
+                 "createdAt": {"$gte": low, "$lte": high}},
+                {"visitorId": 1, "createdAt": 1, "sessionId": 1}, session=session):
+            happened[lead["visitorId"]].append(("lead", lead["createdAt"], lead.get("sessionId")))
+    facts = {}
+    for recording, (start, end) in placed:
+        visitor_id = recording.get("visitorId") or ""
+        marks = dict.fromkeys(MARKS, 0)
+        for kind, at, session_id in happened.get(visitor_id, []):
+            if start <= at <= end and same_session(recording, session_id):
+                marks[kind] += 1
+        country, device = profiles.get(visitor_id, (None, None))
+        facts[recording["_id"]] = {"country": country, "device": device, "marks": marks}
+    return facts
