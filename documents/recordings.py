@@ -1,10 +1,16 @@
 """Recordings and their segments: the recordings collection and the GridFS bucket "segments".
 
 A recording (spec §2 "Recording session") belongs to a visitor and has a start, an end and the
-pages recorded. Its segments are compressed rrweb event arrays stored as received in the bucket
-"segments", one file per (recording, seq). A segment is served for replay only after the segment
-sweeper (ingest/segment_sweeper.py) has checked it: console events removed unless the site
-captures them, and anything that does not inflate to a sane rrweb array rejected.
+pages recorded. It also holds what the recordings list filters by: the visitor's country and
+device as it started, and its `marks`, how many errors, rage and dead clicks and leads fell in
+its window, counted by the ingest paths in the transactions that store them (`add_marks`);
+recordings stored before they were kept get them once from `backfill_facts` (decision
+"Recording facts" in docs/decisions.md).
+
+Its segments are compressed rrweb event arrays stored as received in the bucket "segments", one
+file per (recording, seq). A segment is served for replay only after the segment sweeper
+(ingest/segment_sweeper.py) has checked it: console events removed unless the site captures
+them, and anything that does not inflate to a sane rrweb array rejected.
 
 Idempotency comes from unique indexes, never from check-then-write:
 
