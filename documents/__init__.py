@@ -49,3 +49,4 @@ async def prepare_store(store: Store) -> None:
     await store.ensure_collections(declared_collections())
     await store.ensure_indexes(declared_indexes())
     await migrations.run_once(store, "daily-figures-v1", rollups.rebuild_all_sites)
+    await migrations.run_once(store, "recording-facts-v1", recordings.backfill_facts)

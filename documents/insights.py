@@ -1,57 +1,42 @@
 """Dashboard reads of issue 21: a recording's timeline, the recording of an error's moment,
 recordings and visitors searched by what happened, and the overview over a date range.
 
-Facts a recording does not hold itself (the visitor's country and device, the errors, rage and
-dead clicks and leads during it) are looked up per batch of recordings on the indexes of the
-collections that hold them, never by scanning a collection. A list filtered by such a fact
-reads the date range's recordings in (startedAt, `_id`) order, a batch at a time, and stops
-after SEARCH_SCAN of them: a page can then come back short, with a cursor to search further
-(decision "Issue 21" in docs/decisions.md). Restricted visitors are left out everywhere.
+A recording holds its visitor's country and device and its marks (the errors, rage and dead
+clicks and leads during it), stored as they arrive (documents/recordings.py), so the recordings
+list is one query with every filter in it. The visitors list filtered by "met an error", which a
+profile does not hold, reads visitors in (lastSeen, `_id`) order a batch at a time, looks the
+errors up on the occurrences' index, and stops after SEARCH_SCAN of them: a page can then come
+back short, with a cursor to search further (decision "Issue 21" in docs/decisions.md).
+Restricted visitors are left out everywhere.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from documents import error_records, interactions, queries, rollups, visitors
+from documents import error_records, interactions, queries, recordings, rollups, visitors
 from documents.rollups import page_path
 from documents.store import ASCENDING, DESCENDING, Store
 from errors import InvalidInput
 
 # The indexes these reads need are declared in documents/queries.py, with the dashboard API's.
 
-#: Slack around a recording's start and end when events are matched to it: the client's clock
-#: stamps errors, clicks and leads, the server's stamps the recording.
-WINDOW_SLACK = timedelta(seconds=5)
 #: Events of one kind a timeline lists at most.
 TIMELINE_ITEMS = 500
-#: Recordings read per batch, and at most per request, when a list is filtered by facts the
-#: recordings do not hold.
+#: Items read per batch, and at most per request, when a list is filtered by what its documents
+#: do not hold.
 SEARCH_BATCH = 200
 SEARCH_SCAN = 2000
 #: How many of an error's latest occurrences are looked at for a recording of their moment.
 REPLAY_CANDIDATES = 50
 #: Rows of each overview ranking.
 TOP_ITEMS = 10
-#: The marks a recording can carry, as the recordings filter names them.
-RECORDING_MARKS = ("error", "rage_click", "dead_click", "lead")
 CLICK_KINDS = ("rage_click", "dead_click")
-
-
-def _window(recording: dict[str, Any]) -> tuple[datetime, datetime]:
-    until = recording.get("endedAt") or recording.get("lastActivityAt") or recording["startedAt"]
-    return recording["startedAt"] - WINDOW_SLACK, until + WINDOW_SLACK
-
-
-def _same_session(recording: dict[str, Any], item: dict[str, Any]) -> bool:
-    """False only when both name a session and the sessions differ."""
-    ours, theirs = recording.get("sessionId"), item.get("sessionId")
-    return not ours or not theirs or ours == theirs
 
 
 # A recording's timeline ----------------------------------------------------------------------
@@ -61,7 +46,7 @@ async def recording_timeline(store: Store, site_id: str, recording_id: str) -> d
     """The recording and what happened during it, oldest first: errors, rage and dead clicks,
     page changes and leads, each with its time. NotFound as for replay."""
     recording = await queries.replayable_recording(store, site_id, recording_id)
-    low, high = _window(recording)
+    low, high = recordings.window(recording)
     visitor_id = recording.get("visitorId")
     events: list[dict[str, Any]] = [
         {"kind": "page", "at": page["at"], "label": page_path(page.get("url")) or "a page",
@@ -76,14 +61,16 @@ async def recording_timeline(store: Store, site_id: str, recording_id: str) -> d
         events.extend([{"kind": "error", "at": o["occurredAt"], "errorId": o["errorId"],
                         "label": f"{o.get('type') or 'Error'}: {o.get('message') or ''}",
                         "url": o.get("url")}
-                       async for o in occurrences if _same_session(recording, o)])
+                       async for o in occurrences
+                       if recordings.same_session(recording, o.get("sessionId"))])
         clicks = 0
-        async for bucket in _interaction_buckets(store, site_id, [visitor_id], low, high):
+        async for bucket in interactions.buckets_overlapping(store, site_id, [visitor_id],
+                                                             low, high):
             for event in bucket["events"]:
                 if clicks >= TIMELINE_ITEMS * 2:
                     break
                 if event.get("kind") in CLICK_KINDS and low <= event["at"] <= high \
-                        and _same_session(recording, event):
+                        and recordings.same_session(recording, event.get("sessionId")):
                     clicks += 1
                     events.append({
                         "kind": event["kind"], "at": event["at"], "url": event.get("url"),
@@ -106,32 +93,14 @@ def _click_label(event: dict[str, Any]) -> str:
     return f"{what} on {event['selector']}" if event.get("selector") else what
 
 
-def _interaction_buckets(store: Store, site_id: str, visitor_ids: list[str], low: datetime,
-                         high: datetime) -> Any:
-    """The visitors' interaction buckets that overlap [low, high], on (siteId, visitorId,
-    firstAt); only what the marks need is read back."""
-    return store.collection(interactions.COLLECTION).find(
-        {"siteId": site_id, "visitorId": {"$in": visitor_ids}, "firstAt": {"$lte": high},
-         "lastAt": {"$gte": low}},
-        {"visitorId": 1, "events.kind": 1, "events.at": 1, "events.sessionId": 1,
-         "events.selector": 1, "events.count": 1, "events.url": 1})
-
-
 # The recording of an error's moment ----------------------------------------------------------
 
 
 async def recording_at(store: Store, site_id: str, visitor_id: str | None,
                        session_id: str | None, at: datetime) -> dict[str, Any] | None:
     """The visitor's replayable recording running at `at`, or None."""
-    if not visitor_id:
-        return None
-    found = await store.collection("recordings").find(
-        {"siteId": site_id, "visitorId": visitor_id, "startedAt": {"$lte": at + WINDOW_SLACK}},
-    ).sort("startedAt", DESCENDING).limit(3).to_list(None)
-    for recording, (low, high) in queries.readable(
-            found, lambda r: (r, _window(r)), "recording"):
-        if low <= at <= high and "legacyFootage" not in recording \
-                and _same_session(recording, {"sessionId": session_id}):
+    for recording in await recordings.recordings_at(store, site_id, visitor_id, session_id, at):
+        if "legacyFootage" not in recording:
             return recording
     return None
 
@@ -232,18 +201,19 @@ def _bounds(first: date | None, last: date | None) -> dict[str, Any]:
 
 
 async def search_recordings(store: Store, site_id: str, filters: RecordingFilters, *,
-                            cursor: str | None, limit: int) -> SearchPage:
-    """The site's recordings, newest first, filtered; each row with the visitor's country and
-    device and how many errors, rage clicks, dead clicks and leads happened during it."""
+                            cursor: str | None, limit: int) -> queries.Page:
+    """The site's recordings, newest first, filtered in one query on (siteId, startedAt); each
+    row with the country and device it started with and how many errors, rage clicks, dead
+    clicks and leads happened during it."""
     for mark in filters.marks:
-        if mark not in RECORDING_MARKS:
-            raise InvalidInput(f"has must name some of {', '.join(RECORDING_MARKS)}",
+        if mark not in recordings.MARKS:
+            raise InvalidInput(f"has must name some of {', '.join(recordings.MARKS)}",
                                field="has")
     filter_: dict[str, Any] = {"siteId": site_id}
     restricted = await queries.restricted_visitor_ids(store, site_id)
     if filters.visitor_id is not None:
         if filters.visitor_id in restricted:
-            return SearchPage([], None)
+            return queries.Page([], None)
         filter_["visitorId"] = filters.visitor_id
     elif restricted:
         filter_["visitorId"] = {"$nin": restricted}
@@ -251,95 +221,47 @@ async def search_recordings(store: Store, site_id: str, filters: RecordingFilter
         filter_["startedAt"] = bound
     if filters.page:
         filter_["pages.url"] = {"$regex": re.escape(filters.page), "$options": "i"}
-
-    async def keep(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [row for row in await recording_rows(store, site_id, batch)
-                if _matches(row, filters)]
-
-    found = await _search(store, "recordings", filter_, "startedAt", cursor, limit,
-                          _keeping_sort_fields(keep, "startedAt"))
-    return SearchPage([_without_sort(row) for row in found.items], found.next_cursor,
-                      found.searched_to)
-
-
-def _keeping_sort_fields(keep: Keep, sort_field: str) -> Keep:
-    """`keep`, with each kept row carrying the (sort value, `_id`) its cursor is made of."""
-
-    async def wrapped(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        rows = await keep(batch)
-        return [{**row, sort_field: row[sort_field], "_id": row["id"]} for row in rows]
-
-    return wrapped
+    if filters.country:
+        filter_["country"] = filters.country.upper()
+    if filters.device:
+        filter_["device"] = filters.device
+    for mark in filters.marks:
+        filter_[f"marks.{mark}"] = {"$gt": 0}
+    durations = []
+    if filters.min_seconds is not None:
+        durations.append({"$expr": {"$gte": [_DURATION_MS, filters.min_seconds * 1000]}})
+    if filters.max_seconds is not None:
+        durations.append({"$expr": {"$lte": [_DURATION_MS, filters.max_seconds * 1000]}})
+    if durations:
+        filter_["$and"] = durations
+    found, next_cursor = await queries.keyset_page(store, "recordings", filter_, "startedAt",
+                                                   cursor, limit)
+    return queries.Page(await recording_rows(store, site_id, found), next_cursor)
 
 
-def _without_sort(row: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in row.items() if key != "_id"}
-
-
-def _matches(row: dict[str, Any], filters: RecordingFilters) -> bool:
-    if filters.min_seconds is not None and row["duration"] < filters.min_seconds:
-        return False
-    if filters.max_seconds is not None and row["duration"] > filters.max_seconds:
-        return False
-    if filters.country and str(row["country"] or "").upper() != filters.country.upper():
-        return False
-    if filters.device and row["device"] != filters.device:
-        return False
-    counts = row["marks"]
-    return all(counts[mark] > 0 for mark in filters.marks)
+#: A recording's duration in milliseconds, as `queries.recording_summary` reckons it in seconds:
+#: from its start to its end, or to its last activity while it runs, never below zero.
+_DURATION_MS = {"$max": [0, {"$subtract": [
+    {"$ifNull": ["$endedAt", {"$ifNull": ["$lastActivityAt", "$startedAt"]}]}, "$startedAt"]}]}
 
 
 async def recording_rows(store: Store, site_id: str, batch: list[dict[str, Any]]
                          ) -> list[dict[str, Any]]:
-    """The recordings as list rows with their visitor's country and device and their marks; a
-    recording that cannot be read is left out (logged by `queries.readable`)."""
-    readable = queries.readable(
-        batch, lambda r: (r, _window(r), queries.recording_summary(r)), "recording")
-    if not readable:
-        return []
-    visitor_ids = sorted({r["visitorId"] for r, _, _ in readable
-                          if isinstance(r.get("visitorId"), str)})
-    windows = [window for _, window, _ in readable]
-    low = min(w[0] for w in windows)
-    high = max(w[1] for w in windows)
-    profiles = {doc["visitorId"]: doc async for doc in store.collection("visitors").find(
-        {"_id": {"$in": [visitors.profile_id(site_id, v) for v in visitor_ids]}},
-        {"visitorId": 1, "location.country": 1, "device.type": 1, "displayName": 1})}
-    # What happened to each visitor in the batch's span, then placed in each recording's window.
-    happened: dict[str, list[tuple[str, datetime, str | None]]] = defaultdict(list)
-    if visitor_ids:
-        async for o in store.collection(error_records.OCCURRENCES).find(
-                {"siteId": site_id, "visitorId": {"$in": visitor_ids},
-                 "occurredAt": {"$gte": low, "$lte": high}},
-                {"visitorId": 1, "occurredAt": 1, "sessionId": 1}):
-            happened[o["visitorId"]].append(("error", o["occurredAt"], o.get("sessionId")))
-        async for bucket in _interaction_buckets(store, site_id, visitor_ids, low, high):
-            for event in bucket["events"]:
-                if event.get("kind") in CLICK_KINDS:
-                    happened[bucket["visitorId"]].append(
-                        (event["kind"], event["at"], event.get("sessionId")))
-        async for lead in store.collection("leads").find(
-                {"siteId": site_id, "visitorId": {"$in": visitor_ids},
-                 "createdAt": {"$gte": low, "$lte": high}},
-                {"visitorId": 1, "createdAt": 1, "sessionId": 1}):
-            happened[lead["visitorId"]].append(("lead", lead["createdAt"], lead.get("sessionId")))
+    """The recordings as list rows with the country, device and marks each holds and the
+    visitor's display name (one lookup by profile `_id` for them all); a recording that cannot
+    be read is left out (logged by `queries.readable`)."""
+    readable = queries.readable(batch, lambda r: (r, queries.recording_summary(r)), "recording")
+    names = await visitors.display_names(store, [
+        (site_id, r["visitorId"]) for r, _ in readable if isinstance(r.get("visitorId"), str)])
     rows = []
-    for recording, (start, end), summary in readable:
-        marks = dict.fromkeys(RECORDING_MARKS, 0)
-        for kind, at, session_id in happened.get(recording.get("visitorId") or "", []):
-            if start <= at <= end and _same_session(recording, {"sessionId": session_id}):
-                marks[kind] += 1
-        profile = profiles.get(recording.get("visitorId") or "") or {}
-        rows.append({**summary, "country": _part(profile, "location", "country"),
-                     "device": _part(profile, "device", "type"),
-                     "visitorName": profile.get("displayName"), "marks": marks})
+    for recording, summary in readable:
+        marks = recording.get("marks") if isinstance(recording.get("marks"), dict) else {}
+        rows.append({**summary, "country": recording.get("country"),
+                     "device": recording.get("device"),
+                     "visitorName": names.get((site_id, recording.get("visitorId") or "")),
+                     "marks": {mark: marks.get(mark) if isinstance(marks.get(mark), int) else 0
+                               for mark in recordings.MARKS}})
     return rows
-
-
-def _part(profile: dict[str, Any], section: str, key: str) -> Any:
-    """`profile[section][key]`, or None when either is missing or not what it should be."""
-    value = profile.get(section)
-    return value.get(key) if isinstance(value, dict) else None
 
 
 # Visitors ------------------------------------------------------------------------------------

@@ -94,6 +94,17 @@ async def append_batch(store: Store, site_id: str, visitor_id: str, batch_id: st
     return len(events)
 
 
+def buckets_overlapping(store: Store, site_id: str, visitor_ids: list[str], low: datetime,
+                        high: datetime, *, session: Any = None) -> Any:
+    """A cursor over the visitors' buckets that overlap [low, high], on (siteId, visitorId,
+    firstAt); of the events, only what places and labels a rage or dead click is read."""
+    return store.collection(COLLECTION).find(
+        {"siteId": site_id, "visitorId": {"$in": visitor_ids}, "firstAt": {"$lte": high},
+         "lastAt": {"$gte": low}},
+        {"visitorId": 1, "events.kind": 1, "events.at": 1, "events.sessionId": 1,
+         "events.selector": 1, "events.count": 1, "events.url": 1}, session=session)
+
+
 async def list_interactions(store: Store, site_id: str, visitor_id: str) -> list[dict[str, Any]]:
     """Every stored interaction of the visitor, oldest first."""
     cursor = store.collection(COLLECTION).find({"siteId": site_id, "visitorId": visitor_id})

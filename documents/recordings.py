@@ -1,10 +1,16 @@
 """Recordings and their segments: the recordings collection and the GridFS bucket "segments".
 
 A recording (spec §2 "Recording session") belongs to a visitor and has a start, an end and the
-pages recorded. Its segments are compressed rrweb event arrays stored as received in the bucket
-"segments", one file per (recording, seq). A segment is served for replay only after the segment
-sweeper (ingest/segment_sweeper.py) has checked it: console events removed unless the site
-captures them, and anything that does not inflate to a sane rrweb array rejected.
+pages recorded. It also holds what the recordings list filters by: the visitor's country and
+device as it started, and its `marks`, how many errors, rage and dead clicks and leads fell in
+its window, counted by the ingest paths in the transactions that store them (`add_marks`);
+recordings stored before they were kept get them once from `backfill_facts` (decision
+"Recording facts" in docs/decisions.md).
+
+Its segments are compressed rrweb event arrays stored as received in the bucket "segments", one
+file per (recording, seq). A segment is served for replay only after the segment sweeper
+(ingest/segment_sweeper.py) has checked it: console events removed unless the site captures
+them, and anything that does not inflate to a sane rrweb array rejected.
 
 Idempotency comes from unique indexes, never from check-then-write:
 
@@ -19,15 +25,18 @@ The lifecycle rules themselves live in ingest/recordings.py.
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
+from collections import Counter, defaultdict
 from collections.abc import AsyncIterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pymongo import ReturnDocument
 from pymongo.errors import PyMongoError
 
-from documents.store import ASCENDING, AlreadyStored, DuplicateKeyError, Index, Store
+from documents import error_records, interactions, visitors
+from documents.store import ASCENDING, DESCENDING, AlreadyStored, DuplicateKeyError, Index, Store
 from errors import NotFound
 
 SEGMENTS_BUCKET = "segments"
@@ -37,6 +46,20 @@ MAX_PAGES = 500
 
 #: Namespace of successor ids: uuid5(namespace, predecessor id) is the same on every retry.
 _SUCCESSOR_NAMESPACE = uuid.UUID("7f1b4a52-3c8e-4f0e-9d7a-2b6c1e5d8a90")
+
+#: What a recording counts of the events during it (its `marks`), as the recordings filter
+#: names them.
+MARKS = ("error", "rage_click", "dead_click", "lead")
+#: Slack around a recording's start and end when events are matched to it: the client's clock
+#: stamps errors, clicks and leads, the server's stamps the recording.
+WINDOW_SLACK = timedelta(seconds=5)
+#: How many of a visitor's latest recordings are looked at for those running at a moment: more
+#: than a few recordings of one visitor overlapping is not a visit.
+RUNNING_CANDIDATES = 3
+#: Old recordings given their facts per transaction by the backfill.
+BACKFILL_BATCH = 200
+
+log = logging.getLogger(__name__)
 
 INDEXES = [
     Index("recordings", (("siteId", ASCENDING), ("visitorId", ASCENDING),
@@ -66,8 +89,10 @@ def successor_id(recording_id: str) -> str:
 
 def new_recording(recording_id: str, site_id: str, visitor_id: str, session_id: str | None,
                   at: datetime, *, continues_from: str | None = None,
-                  wp_user_id: str | None = None) -> dict[str, Any]:
-    """The document of a recording that starts now."""
+                  wp_user_id: str | None = None, country: str | None = None,
+                  device: str | None = None) -> dict[str, Any]:
+    """The document of a recording that starts now, with the visitor's country and device type
+    as known at its start, and no marks yet."""
     return {
         "_id": recording_id,
         "siteId": site_id,
@@ -82,7 +107,80 @@ def new_recording(recording_id: str, site_id: str, visitor_id: str, session_id: 
         "pages": [],
         "lastPageUrl": None,
         "continuesFrom": continues_from,
+        "country": country.upper() if country else None,
+        "device": device,
+        "marks": dict.fromkeys(MARKS, 0),
     }
+
+
+def window(recording: dict[str, Any]) -> tuple[datetime, datetime]:
+    """When the recording ran, with WINDOW_SLACK at each end; one not ended yet runs until its
+    last activity."""
+    until = recording.get("endedAt") or recording.get("lastActivityAt") or recording["startedAt"]
+    return recording["startedAt"] - WINDOW_SLACK, until + WINDOW_SLACK
+
+
+def same_session(recording: dict[str, Any], session_id: str | None) -> bool:
+    """False only when both the recording and the event name a session and the sessions differ."""
+    ours = recording.get("sessionId")
+    return not ours or not session_id or ours == session_id
+
+
+async def recordings_at(store: Store, site_id: str, visitor_id: str | None,
+                        session_id: str | None, at: datetime) -> list[dict[str, Any]]:
+    """The visitor's recordings running at `at`, latest start first."""
+    if not visitor_id:
+        return []
+    latest = await _latest_started(store, site_id, visitor_id, at, session=None)
+    return [recording for recording in latest if _runs_at(recording, session_id, at)]
+
+
+async def add_marks(store: Store, site_id: str, visitor_id: str | None, session_id: str | None,
+                    happened: list[tuple[str, datetime]], *, session: Any) -> None:
+    """Count each (mark, at) on the visitor's recordings running at `at`, as it arrives.
+
+    Runs inside the transaction that stores the events themselves: an event stored once is
+    counted once, however often it is sent, and one that fails is not counted.
+    """
+    if not visitor_id or not happened:
+        return
+    latest = await _latest_started(store, site_id, visitor_id, max(at for _, at in happened),
+                                   session=session)
+    added: dict[str, Counter[str]] = defaultdict(Counter)
+    for mark, at in happened:
+        for recording in latest:
+            if _runs_at(recording, session_id, at, arriving=True):
+                added[recording["_id"]][mark] += 1
+    for recording_id, marks in added.items():
+        await store.collection("recordings").update_one(
+            {"_id": recording_id, "siteId": site_id},
+            {"$inc": {f"marks.{mark}": count for mark, count in marks.items()}}, session=session)
+
+
+async def _latest_started(store: Store, site_id: str, visitor_id: str, at: datetime, *,
+                          session: Any) -> list[dict[str, Any]]:
+    """The visitor's recordings that started last by `at`, on the index of the visitor's
+    recordings by start; only the fields that place an event are read."""
+    return await store.collection("recordings").find(
+        {"siteId": site_id, "visitorId": visitor_id, "startedAt": {"$lte": at + WINDOW_SLACK}},
+        {"status": 1, "startedAt": 1, "endedAt": 1, "lastActivityAt": 1, "sessionId": 1,
+         "legacyFootage": 1},
+        session=session,
+    ).sort("startedAt", DESCENDING).limit(RUNNING_CANDIDATES).to_list(None)
+
+
+def _runs_at(recording: dict[str, Any], session_id: str | None, at: datetime, *,
+             arriving: bool = False) -> bool:
+    """Whether the event at `at` belongs to the recording. An event `arriving` now may come in
+    before the segment that extends a recording still active over it, so such a recording
+    takes it however long after its last activity (the sweeper ends idle ones)."""
+    try:
+        low, high = window(recording)
+        if arriving and recording.get("status") == "active":
+            high = max(high, at)
+        return low <= at <= high and same_session(recording, session_id)
+    except (KeyError, TypeError):
+        return False  # a recording that cannot be read (a hand edit, say) takes nothing
 
 
 async def create_recording(store: Store, document: dict[str, Any], *,
@@ -331,3 +429,94 @@ async def reject_segment(store: Store, file_id: str, reason: str) -> None:
         )
 
     await store.transaction(drop_content)
+
+
+# Recordings stored before they kept their facts ----------------------------------------------
+
+#: A recording stored before recordings kept their country, device and marks has no `device`
+#: field at all (one whose device is unknown has it, null). `marks` is no test: an event may
+#: have been counted on an old recording still running when the new version started.
+_WITHOUT_FACTS = {"device": {"$exists": False}}
+
+
+async def backfill_facts(store: Store) -> None:
+    """Give every recording stored before recordings kept them its country, device and marks,
+    looked up as the recordings list used to: the profile's country and device, and the
+    errors, rage and dead clicks and leads in its window (migration "recording-facts-v1")."""
+    changed = 0
+    for site_id in sorted(await store.collection("recordings").distinct("siteId",
+                                                                       _WITHOUT_FACTS)):
+        after = ""
+        while True:
+            batch = await store.collection("recordings").find(
+                {**_WITHOUT_FACTS, "siteId": site_id, "_id": {"$gt": after}},
+                {"visitorId": 1, "sessionId": 1, "startedAt": 1, "endedAt": 1,
+                 "lastActivityAt": 1},
+            ).sort("_id", ASCENDING).limit(BACKFILL_BATCH).to_list(None)
+            if not batch:
+                break
+            after = batch[-1]["_id"]
+            changed += await _give_facts(store, site_id, batch)
+    log.info("recording facts backfilled", extra={"recordings": changed})
+
+
+async def _give_facts(store: Store, site_id: str, batch: list[dict[str, Any]]) -> int:
+    """Set the facts of the batch's recordings in one transaction; returns how many."""
+
+    async def give(session: Any) -> int:
+        # An event counted on one of these recordings by ingest meanwhile makes the transaction
+        # conflict and run again, so the `$set` never overwrites a count it did not see.
+        facts = await _facts(store, site_id, batch, session=session)
+        for recording_id, fields in facts.items():
+            await store.collection("recordings").update_one(
+                {"_id": recording_id, **_WITHOUT_FACTS}, {"$set": fields}, session=session)
+        return len(facts)
+
+    return await store.transaction(give)
+
+
+async def _facts(store: Store, site_id: str, batch: list[dict[str, Any]], *, session: Any
+                 ) -> dict[str, dict[str, Any]]:
+    """The country, device and marks of each recording of the batch that can be read, with one
+    indexed query per collection for the whole batch."""
+    placed = []
+    for recording in batch:
+        try:
+            placed.append((recording, window(recording)))
+        except (KeyError, TypeError):
+            continue  # unreadable (a hand edit, say): left as it is, as the list leaves it out
+    if not placed:
+        return {}
+    visitor_ids = sorted({r["visitorId"] for r, _ in placed if isinstance(r.get("visitorId"), str)})
+    low = min(low for _, (low, _) in placed)
+    high = max(high for _, (_, high) in placed)
+    profiles = await visitors.countries_and_devices(store, site_id, visitor_ids, session=session)
+    # What happened to each visitor in the batch's span, then placed in each recording's window.
+    happened: dict[str, list[tuple[str, datetime, str | None]]] = defaultdict(list)
+    if visitor_ids:
+        async for o in store.collection(error_records.OCCURRENCES).find(
+                {"siteId": site_id, "visitorId": {"$in": visitor_ids},
+                 "occurredAt": {"$gte": low, "$lte": high}},
+                {"visitorId": 1, "occurredAt": 1, "sessionId": 1}, session=session):
+            happened[o["visitorId"]].append(("error", o["occurredAt"], o.get("sessionId")))
+        async for bucket in interactions.buckets_overlapping(store, site_id, visitor_ids, low,
+                                                             high, session=session):
+            for event in bucket["events"]:
+                if event.get("kind") in MARKS:
+                    happened[bucket["visitorId"]].append(
+                        (event["kind"], event["at"], event.get("sessionId")))
+        async for lead in store.collection("leads").find(
+                {"siteId": site_id, "visitorId": {"$in": visitor_ids},
+                 "createdAt": {"$gte": low, "$lte": high}},
+                {"visitorId": 1, "createdAt": 1, "sessionId": 1}, session=session):
+            happened[lead["visitorId"]].append(("lead", lead["createdAt"], lead.get("sessionId")))
+    facts = {}
+    for recording, (start, end) in placed:
+        visitor_id = recording.get("visitorId") or ""
+        marks = dict.fromkeys(MARKS, 0)
+        for kind, at, session_id in happened.get(visitor_id, []):
+            if start <= at <= end and same_session(recording, session_id):
+                marks[kind] += 1
+        country, device = profiles.get(visitor_id, (None, None))
+        facts[recording["_id"]] = {"country": country, "device": device, "marks": marks}
+    return facts

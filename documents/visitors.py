@@ -226,6 +226,22 @@ async def touch(store: Store, site_id: str, visitor_id: str, *, seen_at: datetim
     return after
 
 
+async def countries_and_devices(store: Store, site_id: str, visitor_ids: list[str], *,
+                                session: Any = None) -> dict[str, tuple[str | None, str | None]]:
+    """The country (upper case) and device type each of these visitors' profiles holds, by
+    visitor id; what is not a text counts as unknown."""
+    found: dict[str, tuple[str | None, str | None]] = {}
+    async for profile in store.collection("visitors").find(
+            {"_id": {"$in": [profile_id(site_id, visitor_id) for visitor_id in visitor_ids]}},
+            {"visitorId": 1, "location.country": 1, "device.type": 1}, session=session):
+        location, device = profile.get("location"), profile.get("device")
+        country = location.get("country") if isinstance(location, dict) else None
+        kind = device.get("type") if isinstance(device, dict) else None
+        found[profile["visitorId"]] = (country.upper() if isinstance(country, str) else None,
+                                       kind if isinstance(kind, str) else None)
+    return found
+
+
 async def find_profile(store: Store, site_id: str, visitor_id: str) -> dict[str, Any] | None:
     """The profile, or None."""
     return await store.collection("visitors").find_one({"_id": profile_id(site_id, visitor_id)})

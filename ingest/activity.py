@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from documents import activity, engagement, leads, rollups, visitors
+from documents import recordings as recording_documents
 from documents.accounts import new_id
 from ingest.intake import Outcome, VisitorIntake, parse_time
 from ingest.recordings import RecordingLifecycle
@@ -124,6 +125,9 @@ async def record_lead(intake: VisitorIntake, bus: EventBus, recordings: Recordin
         )
         await rollups.count_lead(intake.store, site["_id"], payload["visitorId"], at,
                                  session=session)
+        await recording_documents.add_marks(intake.store, site["_id"], payload["visitorId"],
+                                            payload.get("sessionId"), [("lead", at)],
+                                            session=session)
 
     stored = await intake.store.write_once(write)
     intake.count("lead", "stored" if stored else "duplicate")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import heatmaps, interactions, rollups, visitors
+from documents import heatmaps, interactions, recordings, rollups, visitors
 from documents.accounts import new_id
 from documents.store import Store
 from ingest.intake import VisitorIntake, parse_time
@@ -70,8 +70,9 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
     facts = intake.describe_visitor(body)
 
     async def write(session: Any) -> None:
-        # The events, the profile's count and the heatmap counts go together: a batch is
-        # counted exactly when it is stored, and a retry after any failure stores it all once.
+        # The events, the profile's count, the heatmap counts and the marks of the recordings
+        # they happened in go together: a batch is counted exactly when it is stored, and a
+        # retry after any failure stores it all once.
         if batch_id is None:
             await interactions.append_interactions(store, site_id, visitor_id, admitted,
                                                    cap=cap, session=session)
@@ -83,6 +84,9 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
         await heatmaps.add_to_aggregates(store, site_id, [
             event["heatmap"] for event in admitted if "heatmap" in event], session=session)
         await rollups.count_clicks(store, site_id, admitted, session=session)
+        await recordings.add_marks(store, site_id, visitor_id, body.get("sessionId"), [
+            (event["kind"], event["at"]) for event in admitted
+            if event["kind"] in recordings.MARKS], session=session)
 
     if not await store.write_once(write):
         intake.count("interaction", "duplicate", amount=len(admitted))

@@ -97,12 +97,14 @@ class RecordingLifecycle:
         now = self.clock()
         recording_id = body.get("recordingId") or new_id()
         facts = self.intake.describe_visitor(body)
-        document = recordings.new_recording(
-            recording_id, site["_id"], body["visitorId"], body.get("sessionId"), now,
-            wp_user_id=facts.wp_user_id,
-        )
 
         async def write(session: Any) -> None:
+            country, device = await self._known_facts(
+                site["_id"], body["visitorId"], facts.country, facts.device_type,
+                session=session)
+            document = recordings.new_recording(
+                recording_id, site["_id"], body["visitorId"], body.get("sessionId"), now,
+                wp_user_id=facts.wp_user_id, country=country, device=device)
             created = await recordings.create_recording(self.store, document, session=session)
             if body.get("url"):
                 await recordings.add_page(self.store, site["_id"], recording_id, body["url"],
@@ -236,17 +238,25 @@ class RecordingLifecycle:
                 # A segment whose start was never stored (the start page was excluded from
                 # replay, say): the segment starts the recording under the client's id. An id
                 # another site holds raises AlreadyStored, which ends the transaction.
+                country, device = await self._known_facts(site_id, visitor_id, None, None,
+                                                          session=session)
                 await self._create(site_id, recordings.new_recording(
-                    current, site_id, visitor_id, session_id, now), session=session)
+                    current, site_id, visitor_id, session_id, now, country=country,
+                    device=device), session=session)
                 continue
             if found["status"] == "active":
                 reason, ended_at = self._why_over(found, now)
                 await recordings.end_recording(self.store, site_id, current, at=ended_at,
                                                reason=reason, session=session)
             successor = recordings.successor_id(current)
+            # The successor goes on with its predecessor's visit: same visitor, same facts.
+            country, device = await self._known_facts(
+                site_id, found["visitorId"], found.get("country"), found.get("device"),
+                session=session)
             await self._create(site_id, recordings.new_recording(
                 successor, site_id, found["visitorId"], found.get("sessionId"), now,
-                continues_from=current, wp_user_id=found.get("wpUserId")), session=session)
+                continues_from=current, wp_user_id=found.get("wpUserId"), country=country,
+                device=device), session=session)
             await recordings.link_successor(self.store, current, successor, session=session)
             current = successor
         raise RuntimeError(f"recording {recording_id} has more than {MAX_HOPS} successors")
@@ -257,6 +267,19 @@ class RecordingLifecycle:
         if last < now - self.inactivity:
             return INACTIVITY, last
         return "cap", now
+
+    async def _known_facts(self, site_id: str, visitor_id: str, country: str | None,
+                           device: str | None, *, session: Any) -> tuple[str | None, str | None]:
+        """The country and device type a new recording keeps: those given, and where one is
+        not known, the visitor's profile's (one read by `_id`, only then)."""
+        if device == "unknown":
+            device = None
+        if country and device:
+            return country, device
+        stored = await visitors.countries_and_devices(self.store, site_id, [visitor_id],
+                                                      session=session)
+        known_country, known_device = stored.get(visitor_id, (None, None))
+        return country or known_country, device or known_device
 
     async def _create(self, site_id: str, document: dict[str, Any], *, session: Any) -> None:
         """Create the recording and count it on the profile, inside the caller's transaction."""

@@ -31,6 +31,7 @@ from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 from bench.tenant import create_tenant
 from documents import activity, error_records, interactions, rollups, visitors
+from documents.recordings import backfill_facts
 from documents.store import Store
 
 #: The issue's site at scale 1.
@@ -155,6 +156,9 @@ async def seed(store: Store, site_id: str, counts: dict[str, int], now: datetime
             {"$inc": {"counts.leads": 1}})
     # The daily figures ingest keeps, computed from the seeded data as an upgrade would.
     await rollups.rebuild_site(store, site_id)
+    # The recordings' country, device and marks, which ingest keeps as events arrive, given by
+    # the backfill of recordings stored before they were kept, as an upgrade would.
+    await backfill_facts(store)
 
 
 async def _insert(store: Store, collection: str, documents: list[dict[str, Any]]) -> None:

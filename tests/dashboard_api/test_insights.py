@@ -118,6 +118,28 @@ async def test_recordings_filter_by_marks_device_country_page_and_date(
                             token=viewer_token)).code == 422, wrong
 
 
+async def test_a_filtered_recordings_page_is_full_and_read_from_the_recordings_alone(
+        fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str):
+    older = await _session(ingest, deps, "ada", ip=GB_IP, agent=DESKTOP, page="/cart",
+                           rage=True)
+    await _session(ingest, deps, "ben", ip=DE_IP, agent=PHONE, page="/blog")
+    newer = await _session(ingest, deps, "cy", ip=GB_IP, agent=DESKTOP, page="/cart", rage=True)
+    deps.store.faults.record_calls = True
+
+    first = (await fetch(_site(tenant, "/recordings?has=rage_click&country=GB&limit=1"),
+                         token=viewer_token)).json()
+
+    read = {collection for collection, _ in deps.store.faults.calls}
+    assert not read & {"error_occurrences", "interaction_buckets", "leads"}, read
+    assert deps.store.faults.calls.count(("recordings", "find")) == 1
+    assert [item["id"] for item in first["items"]] == [newer] and "searchedTo" not in first
+    assert first["items"][0]["visitorName"] == "Visitor #cy"
+    second = (await fetch(_site(tenant, "/recordings?has=rage_click&country=GB&limit=1&cursor="
+                                f"{first['nextCursor']}"), token=viewer_token)).json()
+    assert [item["id"] for item in second["items"]] == [older]
+    assert second["nextCursor"] is None
+
+
 async def test_visitors_are_searched_and_filtered_by_what_is_known_of_them(
         fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str):
     await _session(ingest, deps, "ada", ip=GB_IP, agent=DESKTOP, page="/cart", error=True)

@@ -25,10 +25,13 @@ SHAPES = [
     # pageviews_arriving: the newest visitor with a pageview.
     ("visitors", {"siteId"}, "lastSeen"),
     # recordings searched (insights.search_recordings), all or one visitor's, newest first;
-    # and the recording running at an error's moment (insights.recording_at).
+    # country, device, marks and duration are matched on the recordings this range reads.
     ("recordings", {"siteId"}, "startedAt"),
+    # ...one visitor's, and the recordings running at a moment (recordings.recordings_at): for
+    # an error's replay, and to count an arriving error, click or lead (recordings.add_marks).
     ("recordings", {"siteId", "visitorId"}, "startedAt"),
-    # a recording's timeline and marks: the visitors' errors, clicks and leads in its window.
+    # a recording's timeline, and the backfill of old recordings' marks
+    # (recordings.backfill_facts): the visitors' errors, clicks and leads in their windows.
     (error_records.OCCURRENCES, {"siteId", "visitorId"}, "occurredAt"),
     ("interaction_buckets", {"siteId", "visitorId"}, "firstAt"),
     ("leads", {"siteId", "visitorId"}, "createdAt"),

@@ -105,6 +105,14 @@ PATHS = [
             {"kind": "click", "selector": "#buy", "x": 10, "y": 20, "vw": 1280, "ox": 0.5,
              "oy": 0.5},
             {"kind": "scroll_depth", "depth": 80, "fold": 60}]})),
+    # A recording runs: the lead and the rage and dead clicks are counted on it as well.
+    WritePath("ingest lead during a recording", _ingest("leads", lambda n: {
+        "visitorId": f"v-{n}", "leadId": f"lead-{n}", "email": f"ada{n}@example.com",
+        "url": PAGE}), prepare=_start_recording),
+    WritePath("browser rage and dead clicks during a recording", _sdk("interactions", lambda n: {
+        "visitorId": f"v-{n}", "url": PAGE, "batchId": f"b-{n}", "interactions": [
+            {"kind": "rage_click", "selector": "#buy", "count": 4},
+            {"kind": "dead_click", "selector": "h1"}]}), prepare=_start_recording),
     WritePath("browser consent", _sdk("consents", lambda n: {
         "visitorId": f"v-{n}", "decision": "granted", "signal": "banner"})),
 ]

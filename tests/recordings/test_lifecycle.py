@@ -13,6 +13,10 @@ from tests.support.app import Fetch, Tenant
 
 INACTIVITY = 60
 CAP = 300
+#: Addresses the packaged country database places in Great Britain and Germany.
+GB_IP, DE_IP = "81.2.69.160", "85.214.132.117"
+PHONE = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 "
+         "(KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1")
 
 
 @pytest.fixture
@@ -200,12 +204,45 @@ async def test_the_background_sweeper_ends_idle_recordings_by_itself(
     assert recording["status"] == "ended" and recording["endReason"] == "inactivity"
 
 
+async def test_a_recording_keeps_the_country_and_device_it_started_with_as_does_its_successor(
+        fetch: Fetch, tenant: Tenant, deps, clock: FakeClock, send_segment: SendSegment):
+    recording_id = new_recording_id()
+    started = await fetch("/ingest/recordings/start", "POST",
+                          headers={"X-Service-Key": tenant.api_key},
+                          json_body=context(recordingId=recording_id, ip=GB_IP, userAgent=PHONE))
+    assert started.code == 200, started
+    # The visitor moves on to a German desktop; the recording of the phone does not follow.
+    await fetch("/ingest/visitors", "POST", headers={"X-Service-Key": tenant.api_key},
+                json_body=context(ip=DE_IP))
+    clock.advance(INACTIVITY + 1)
+
+    await send_segment(recording_id, 0)
+
+    first, successor = await _all_recordings(deps)
+    assert successor["continuesFrom"] == first["_id"]
+    for recording in (first, successor):
+        assert (recording["country"], recording["device"]) == ("GB", "mobile")
+        assert recording["marks"] == {"error": 0, "rage_click": 0, "dead_click": 0, "lead": 0}
+
+
+async def test_a_recording_its_segment_starts_takes_the_country_and_device_of_the_profile(
+        fetch: Fetch, tenant: Tenant, deps, clock: FakeClock, send_segment: SendSegment):
+    await fetch("/ingest/visitors", "POST", headers={"X-Service-Key": tenant.api_key},
+                json_body=context(ip=DE_IP))
+
+    await send_segment(new_recording_id(), 0)
+
+    [recording] = await _all_recordings(deps)
+    assert (recording["country"], recording["device"]) == ("DE", "desktop")
+
+
 #: Every store operation a rotation performs, failing once each.
 ROTATION_FAULTS = [
     ("segments.files", "find_one", 0),            # the duplicate fast path
     ("recordings", "find_one_and_update", 0),     # touching the old recording
     ("recordings", "find_one", 0),                # reading why it is over
     ("recordings", "update_one", 0),              # ending it
+    ("visitors", "find", 0),                      # the country and device it did not know
     ("recordings", "update_one", 1),              # creating the successor
     ("visitors", "find_one_and_update", 0),       # counting the successor on the profile
     ("recordings", "update_one", 2),              # linking old to new
