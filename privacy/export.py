@@ -196,7 +196,8 @@ class VisitorExport:
     async def _recordings(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         async for recording in self._find("recordings", query, "startedAt"):
             yield {"id": recording["_id"], **{key: recording.get(key) for key in (
-                "sessionId", "startedAt", "endedAt", "endReason", "pages")},
+                "sessionId", "startedAt", "endedAt", "endReason", "pages", "country", "device",
+                "marks")},
                 "legacyFootage": recording.get("legacyFootage")}
 
     async def _segments(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:

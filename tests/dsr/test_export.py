@@ -29,6 +29,9 @@ async def test_the_export_holds_every_category_of_the_visitors_data(
                                                         "https://shop.example/cart"]
     assert export["leads"][0]["email"] == seeded.email
     assert {r["id"] for r in export["recordings"]} >= {seeded.recording_id}
+    # What a recording keeps about the visitor for the recordings list is shown with it.
+    recording = next(r for r in export["recordings"] if r["id"] == seeded.recording_id)
+    assert recording["device"] == "desktop" and "country" in recording and "marks" in recording
     segment = export["recordingSegments"][0]
     assert segment["recordingId"] == seeded.recording_id and "name" in segment
     assert "data" not in json.dumps(segment)  # footage is described, never embedded
