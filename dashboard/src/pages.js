@@ -384,7 +384,6 @@ async function recordingsPage(app, site, item, query) {
     h('div', { class: 'panel' }, items.length ? h('ul', { class: 'recordings', id: 'recordings' }, items)
       : empty(filters.size ? 'No recording matches' : 'No recordings yet',
         filters.size ? 'Try a wider date range or fewer filters.' : 'Recordings appear when they are switched on in Settings and visitors consented.'),
-    searchedNote(page),
     pager(path, filters, cursor, page.nextCursor)));
 }
 
