@@ -40,7 +40,8 @@ def declared_indexes() -> list[Index]:
 def declared_collections() -> list[str]:
     """Every collection start-up creates: those with indexes, and those declared bare."""
     named = {index.collection for index in declared_indexes()}
-    return sorted(named | {*accounts.COLLECTIONS, *rollups.COLLECTIONS, migrations.COLLECTION})
+    return sorted(named | {*accounts.COLLECTIONS, *rollups.COLLECTIONS, migrations.COLLECTION,
+                           notifications.CHANNELS})
 
 
 async def prepare_store(store: Store) -> None:

@@ -116,6 +116,12 @@ async def test_every_collection_a_transaction_writes_is_created_at_start_up(
     answer = await fetch(f"/api/v1/sites/{tenant.site_id}/visitors/{seeded.visitor_id}/data",
                          "DELETE", token=tenant.token)
     assert answer.code == 200, answer
+    channels = await fetch(f"/api/v1/sites/{tenant.site_id}/notifications", "PUT",
+                           token=tenant.token, json_body={"email": {
+                               "enabled": True, "recipients": ["owner@shop.example"],
+                               "from": "alerts@vs.example", "smtpHost": "127.0.0.1",
+                               "smtpPort": 2525, "smtpSecurity": "none"}})
+    assert channels.code == 200, channels
     await accounts.create_account(
         store, email=f"second-{uuid.uuid4().hex[:8]}@example.com", password_hash="x",
         display_name="second", account_name="second", organization_name="second org")
