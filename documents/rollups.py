@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from documents import activity, error_records, interactions
-from documents.store import ASCENDING, DESCENDING, DuplicateKeyError, Index, Store
+from documents.store import ASCENDING, DESCENDING, Index, Store
 from documents.visitors import VisitorFacts
 
 SITE_DAYS = "site_days"
@@ -100,10 +100,15 @@ def _label(value: Any) -> str:
     return text or "unknown"
 
 
+def country_code(country: Any) -> str | None:
+    """A country as the figures keep it: upper case, None when unknown."""
+    return str(country).upper() if country else None
+
+
 def visitor_key(gap: int | None, country: Any, device: Any) -> str:
     """The `visitors` key a visitor-day is counted under."""
     when = NEW if gap is None or gap >= MAX_GAP_DAYS else str(gap)
-    return f"{when}|{_label(str(country).upper() if country else None)}|{_label(device)}"
+    return f"{when}|{_label(country_code(country))}|{_label(device)}"
 
 
 def gap_between(day: str, previous_day: str | None) -> int | None:
@@ -194,16 +199,13 @@ async def count_pageview(store: Store, site_id: str, visitor_id: str, *, at: dat
     day = day_of(at)
     days = store.collection(VISITOR_DAYS)
     doc_id = visitor_day_id(site_id, visitor_id, day)
-    try:
-        before = await days.find_one_and_update(
-            {"_id": doc_id}, {"$inc": {"pageviews": 1}, "$setOnInsert": {
-                "siteId": site_id, "visitorId": visitor_id, "day": day, "previousDay": None,
-                "country": str(country).upper() if country else None, "device": device}},
-            upsert=True, projection={"_id": 1}, session=session)
-    except DuplicateKeyError:
-        if session is not None:
-            raise
-        before = {"_id": doc_id}
+    # Always inside the pageview's transaction: two first pageviews of a day conflict there
+    # and MongoDB retries one, which then finds the day.
+    before = await days.find_one_and_update(
+        {"_id": doc_id}, {"$inc": {"pageviews": 1}, "$setOnInsert": {
+            "siteId": site_id, "visitorId": visitor_id, "day": day, "previousDay": None,
+            "country": country_code(country), "device": device}},
+        upsert=True, projection={"_id": 1}, session=session)
     if before is None:
         await _link_day(store, tally, site_id, visitor_id, day, country, device, session)
     await tally.write(store, session=session)
@@ -349,7 +351,7 @@ async def rebuild_site(store: Store, site_id: str) -> None:
             chain.append({"_id": visitor_day_id(site_id, visitor_id, day), "siteId": site_id,
                           "visitorId": visitor_id, "day": day, "previousDay": previous,
                           "pageviews": days[day],
-                          "country": str(country).upper() if country else None,
+                          "country": country_code(country),
                           "device": device})
             previous = day
     for collection in (SITE_DAYS, PAGE_DAYS, VISITOR_DAYS):
