@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from auth.passwords import hash_password
+from auth.passwords import PasswordHasher
 from documents import accounts, error_records
 from documents.sites import SiteKeyring
 from ingest import activity
@@ -38,13 +38,13 @@ class DemoCredentials:
         return asdict(self)
 
 
-async def seed_demo(store: Any, keyring: SiteKeyring, *, email: str, password: str,
-                    public_url: str) -> DemoCredentials:
+async def seed_demo(store: Any, keyring: SiteKeyring, passwords: PasswordHasher, *, email: str,
+                    password: str, public_url: str) -> DemoCredentials:
     """Create the demo account, owner and site; generated credentials unless given."""
     email = email or f"demo-{secrets.token_hex(3)}@example.com"
     password = password or secrets.token_urlsafe(12)
     created = await accounts.create_account(
-        store, email=email, password_hash=await hash_password(password),
+        store, email=email, password_hash=await passwords.hash(password),
         display_name="Demo Owner", account_name="Demo Account",
         organization_name="Demo Shop Ltd",
     )

@@ -28,7 +28,7 @@ import tornado.netutil
 import tornado.web
 
 import documents
-from auth.passwords import PasswordVerifier
+from auth.passwords import PasswordHasher
 from auth.service import AuthService, ThrottleLimits
 from auth.tokens import TokenIssuer
 from config import Settings, SettingsError, load_settings
@@ -89,21 +89,27 @@ MAX_HEADER_BYTES = 64 * 1024
 BODY_TIMEOUT_SECONDS = 60.0
 
 
-async def build_deps(settings: Settings, *, store: Store | None = None) -> Deps:
-    """Create the clients for these settings and ensure the indexes."""
+async def build_deps(settings: Settings, *, store: Store | None = None,
+                     schemas: SchemaValidator | None = None,
+                     user_agents: UserAgentParser | None = None,
+                     passwords: PasswordHasher | None = None) -> Deps:
+    """Create the clients for these settings and ensure the indexes. The parts that never change
+    while a process runs (the schemas, the user-agent parser, the password hasher) are built here
+    unless given, so a process that builds many apps builds them once."""
     store = store or open_store(settings.mongodb_uri, settings.mongodb_database)
     await documents.prepare_store(store)
     sealer = SecretSealer(settings.master_key)
     issuer = TokenIssuer(settings.secret_key, settings.public_url)
     auth = AuthService(
-        store, issuer, PasswordVerifier(), settings.secret_key,
+        store, issuer, passwords or PasswordHasher(settings.bcrypt_rounds), settings.secret_key,
         ThrottleLimits(settings.login_failures_per_pair, settings.login_failures_per_ip,
                        settings.login_failures_per_account),
         settings.refresh_token_days, settings.refresh_grace_seconds,
     )
     metrics = Metrics()
     countries = open_country_resolver(settings.geoip_database or default_database_path())
-    intake = VisitorIntake(store, settings, metrics, countries, UserAgentParser())
+    intake = VisitorIntake(store, settings, metrics, countries,
+                           user_agents or UserAgentParser())
     recordings = RecordingLifecycle(store, settings, intake)
     keyring = SiteKeyring(store, KeyHasher(settings.secret_key), sealer, derive_statement_key)
     bus: EventBus = RedisBus(settings.redis_url) if settings.redis_url else InProcessBus()
@@ -119,7 +125,7 @@ async def build_deps(settings: Settings, *, store: Store | None = None) -> Deps:
         auth=auth,
         keyring=keyring,
         sealer=sealer,
-        schemas=SchemaValidator(),
+        schemas=schemas or SchemaValidator(),
         metrics=metrics,
         intake=intake,
         recordings=recordings,
@@ -236,8 +242,9 @@ def make_http_server(settings: Settings, app: tornado.web.Application, *,
 
 async def write_demo_file(settings: Settings, deps: Deps) -> dict[str, Any]:
     """Seed the embedded store's demo data and write its credentials file."""
-    demo = await seed_demo(deps.store, deps.keyring, email=settings.demo_email,
-                           password=settings.demo_password, public_url=settings.public_url)
+    demo = await seed_demo(deps.store, deps.keyring, deps.auth.passwords,
+                           email=settings.demo_email, password=settings.demo_password,
+                           public_url=settings.public_url)
     await seed_demo_activity(deps, demo.siteId)
     _write_private_file(Path(settings.demo_file), json.dumps(demo.as_dict(), indent=2) + "\n")
     return demo.as_dict()
@@ -341,14 +348,13 @@ async def _with_real_store(settings: Settings, work: Callable[[Deps], Awaitable[
 
 
 async def _create_user(settings: Settings, args: argparse.Namespace) -> None:
-    from auth.passwords import hash_password
     from documents import accounts
 
     password = os.environ.get("VISITOR_SERVICE_PASSWORD") or getpass.getpass("Password: ")
 
     async def work(deps: Deps) -> None:
         created = await accounts.create_account(
-            deps.store, email=args.email, password_hash=await hash_password(password),
+            deps.store, email=args.email, password_hash=await deps.auth.passwords.hash(password),
             display_name=args.name or args.email, account_name=args.account or args.email,
             organization_name=args.organization,
         )

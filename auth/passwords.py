@@ -1,4 +1,5 @@
-"""Password hashing with bcrypt (12 rounds), run off the event loop.
+"""Password hashing with bcrypt (the BCRYPT_ROUNDS setting, 12 by default), run off the event
+loop.
 
 bcrypt only reads the first 72 bytes and bcrypt 5 raises on longer input, so a longer password
 is refused with a clear error instead of being silently truncated or pre-hashed (decision
@@ -13,7 +14,6 @@ import bcrypt
 
 from errors import InvalidInput
 
-BCRYPT_ROUNDS = 12
 MAX_PASSWORD_BYTES = 72
 MIN_PASSWORD_CHARS = 10
 
@@ -42,21 +42,21 @@ def check_new_password(password: str) -> bytes:
     return encoded
 
 
-async def hash_password(password: str) -> str:
-    """A bcrypt hash of a new password, computed in a worker thread."""
-    encoded = check_new_password(password)
-    hashed = await asyncio.to_thread(bcrypt.hashpw, encoded, bcrypt.gensalt(BCRYPT_ROUNDS))
-    return hashed.decode("ascii")
+class PasswordHasher:
+    """Hashes new passwords at one bcrypt cost and checks passwords in constant time, also for
+    unknown users (against a dummy hash)."""
 
-
-class PasswordVerifier:
-    """Checks passwords in constant time, also for unknown users (against a dummy hash)."""
-
-    def __init__(self) -> None:
+    def __init__(self, rounds: int) -> None:
         # Verifying unknown users against a real hash of the same cost keeps "no such user"
         # and "wrong password" indistinguishable by timing.
-        self._dummy_hash = bcrypt.hashpw(b"dummy-password-never-matches",
-                                         bcrypt.gensalt(BCRYPT_ROUNDS))
+        self.rounds = rounds
+        self._dummy_hash = bcrypt.hashpw(b"dummy-password-never-matches", bcrypt.gensalt(rounds))
+
+    async def hash(self, password: str) -> str:
+        """A bcrypt hash of a new password, computed in a worker thread."""
+        encoded = check_new_password(password)
+        hashed = await asyncio.to_thread(bcrypt.hashpw, encoded, bcrypt.gensalt(self.rounds))
+        return hashed.decode("ascii")
 
     async def verify(self, password: str, stored_hash: str | None) -> bool:
         """True when `password` matches `stored_hash`; always costs one bcrypt check."""

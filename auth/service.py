@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from auth.passwords import PasswordVerifier
+from auth.passwords import PasswordHasher
 from auth.tokens import TokenIssuer
 from documents import accounts
 from documents.store import Store
@@ -59,12 +59,12 @@ def login_network(ip: str) -> str:
 class AuthService:
     """Issues, rotates and checks dashboard credentials."""
 
-    def __init__(self, store: Store, issuer: TokenIssuer, verifier: PasswordVerifier,
+    def __init__(self, store: Store, issuer: TokenIssuer, passwords: PasswordHasher,
                  secret_key: bytes, limits: ThrottleLimits, refresh_days: int,
                  refresh_grace_seconds: int, clock: Callable[[], float] = time.time) -> None:
         self._store = store
         self.issuer = issuer
-        self._verifier = verifier
+        self.passwords = passwords
         self._throttle_key = hashlib.sha256(
             b"visitor-service/throttle/v1\x00" + secret_key
         ).digest()
@@ -102,7 +102,7 @@ class AuthService:
                 raise RateLimited("too many failed logins; try again later", retry_after=retry,
                                   code="login_throttled")
 
-        matched = await self._verifier.verify(password, user["passwordHash"] if user else None)
+        matched = await self.passwords.verify(password, user["passwordHash"] if user else None)
         if not matched or user is None:
             for key in (pair_key, ip_key, account_key):
                 await accounts.count_failure(self._store, key)

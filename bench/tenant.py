@@ -15,7 +15,6 @@ import tornado.httpserver
 import tornado.netutil
 
 import server
-from auth.passwords import hash_password
 from config import Settings, load_settings
 from documents import accounts
 
@@ -58,7 +57,7 @@ async def create_tenant(environ: dict[str, str] | None = None) -> BenchTenant:
         "LOG_LEVEL": "ERROR", **(environ or {})})
     deps = await server.build_deps(settings)
     created = await accounts.create_account(
-        deps.store, email=EMAIL, password_hash=await hash_password(PASSWORD),
+        deps.store, email=EMAIL, password_hash=await deps.auth.passwords.hash(PASSWORD),
         display_name="Bench", account_name="Bench", organization_name="Bench")
     user = await accounts.load_authenticated_user(deps.store, created["userId"], "")
     assert user is not None

@@ -106,6 +106,13 @@ def _log_level(raw: str) -> str:
     return level
 
 
+def _bcrypt_rounds(raw: str) -> int:
+    rounds = int(raw)
+    if not 4 <= rounds <= 31:
+        raise ValueError("must be between 4 and 31 (bcrypt's own bounds)")
+    return rounds
+
+
 def _text(raw: str) -> str:
     return raw.strip()
 
@@ -204,6 +211,13 @@ class Settings:
         10,
         "How long a just-rotated refresh token may still be presented (parallel tabs).",
         _positive_int,
+    )
+    bcrypt_rounds: int = _setting(
+        "BCRYPT_ROUNDS",
+        12,
+        "bcrypt cost of new password hashes and of the unknown-user check. Keep 12 or more in "
+        "production; the test suite lowers it.",
+        _bcrypt_rounds,
     )
     login_failures_per_pair: int = _setting(
         "LOGIN_FAILURES_PER_PAIR",

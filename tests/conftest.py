@@ -28,10 +28,12 @@ import tornado.netutil
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 import server
-from auth.passwords import BCRYPT_ROUNDS
+from auth.passwords import PasswordHasher
 from config import Settings, load_settings
 from documents import accounts
 from documents.store import Store, open_store
+from handlers.validation import SchemaValidator
+from privacy.useragent import UserAgentParser
 from tests.support.app import TEST_PASSWORD, Answer, Tenant
 from tests.support.live import LiveClient, open_live
 from tests.support.redis_server import running_redis
@@ -64,10 +66,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=f"embedded store only: {marker.args[0]}"))
 
 
+#: bcrypt's lowest cost: production keeps 12 (tests/config holds that), which is slow on purpose.
+TEST_BCRYPT_ROUNDS = 4
+
+
+@pytest.fixture(scope="session")
+def passwords() -> PasswordHasher:
+    """One password hasher for the whole run, at the test cost."""
+    return PasswordHasher(TEST_BCRYPT_ROUNDS)
+
+
+@pytest.fixture(scope="session")
+def schemas() -> SchemaValidator:
+    """docs/openapi.yaml parsed once for the whole run."""
+    return SchemaValidator()
+
+
+@pytest.fixture(scope="session")
+def user_agents() -> UserAgentParser:
+    """The user-agent matchers built once for the whole run."""
+    return UserAgentParser()
+
+
 @pytest.fixture(scope="session")
 def test_password_hash() -> str:
-    """One bcrypt hash of TEST_PASSWORD for the whole run (12 rounds is slow on purpose)."""
-    return bcrypt.hashpw(TEST_PASSWORD.encode(), bcrypt.gensalt(BCRYPT_ROUNDS)).decode()
+    """One bcrypt hash of TEST_PASSWORD for the whole run."""
+    return bcrypt.hashpw(TEST_PASSWORD.encode(), bcrypt.gensalt(TEST_BCRYPT_ROUNDS)).decode()
 
 
 @pytest.fixture(scope="session")
@@ -96,6 +120,7 @@ def settings_env(mongodb_uri: str) -> dict[str, str]:
         "MONGODB_URI": mongodb_uri,
         "MONGODB_DATABASE": f"test_{secrets.token_hex(6)}",
         "PUBLIC_URL": "http://127.0.0.1:8888",
+        "BCRYPT_ROUNDS": str(TEST_BCRYPT_ROUNDS),
     }
 
 
@@ -117,9 +142,12 @@ async def store(settings: Settings) -> AsyncIterator[Store]:
 
 
 @pytest.fixture
-async def deps(settings: Settings, store: Store) -> AsyncIterator[server.Deps]:
-    """The app's dependencies."""
-    deps = await server.build_deps(settings, store=store)
+async def deps(settings: Settings, store: Store, schemas: SchemaValidator,
+               user_agents: UserAgentParser, passwords: PasswordHasher
+               ) -> AsyncIterator[server.Deps]:
+    """The app's dependencies, with the run's shared schemas, parser and hasher."""
+    deps = await server.build_deps(settings, store=store, schemas=schemas,
+                                   user_agents=user_agents, passwords=passwords)
     yield deps
     deps.closers.remove(store.close)  # the store fixture owns the client
     await deps.close()

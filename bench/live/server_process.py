@@ -12,7 +12,6 @@ import sys
 import tornado.netutil
 
 import server
-from auth.passwords import hash_password
 from config import load_settings
 from documents import accounts
 from realtime.bus import RedisBus
@@ -36,7 +35,8 @@ async def run(redis_url: str) -> None:
     await asyncio.wait_for(bus.subscribed.wait(), 10)
     password = secrets.token_urlsafe(16)
     created = await accounts.create_account(
-        deps.store, email="bench@example.com", password_hash=await hash_password(password),
+        deps.store, email="bench@example.com",
+        password_hash=await deps.auth.passwords.hash(password),
         display_name="bench", account_name="bench", organization_name="bench org")
     user = await accounts.load_authenticated_user(deps.store, created["userId"], "")
     assert user is not None

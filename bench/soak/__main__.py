@@ -375,8 +375,8 @@ async def calibrate(serials: dict[str, list[int]]) -> dict[str, Any]:
         return stored_counts(parse_metrics(deps.metrics.render()))[kind]
 
     async def new_site() -> str:
-        demo = await seed_demo(deps.store, deps.keyring, email="", password="",
-                               public_url=settings.public_url)
+        demo = await seed_demo(deps.store, deps.keyring, deps.auth.passwords, email="",
+                               password="", public_url=settings.public_url)
         return demo.apiKey
 
     bytes_per_item: dict[str, int] = {}

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import server
 from config import SettingsError, configuration_table, load_settings, setting_fields
 
 
@@ -20,6 +21,8 @@ from config import SettingsError, configuration_table, load_settings, setting_fi
     ("MAX_EVENT_BODY_BYTES", "-1"),
     ("PUBLIC_URL", "shop.example"),
     ("LOG_LEVEL", "LOUD"),
+    ("BCRYPT_ROUNDS", "3"),
+    ("BCRYPT_ROUNDS", "32"),
 ])
 def test_a_malformed_value_stops_the_start_naming_the_variable(variable: str, value: str):
     with pytest.raises(SettingsError) as raised:
@@ -44,6 +47,17 @@ def test_the_embedded_default_generates_its_secrets_and_says_so():
     assert len(settings.master_key) == 32 and len(settings.secret_key) >= 32
     assert set(settings.generated_secrets) == {"SECRET_KEY", "MASTER_KEY"}
     assert load_settings({}).secret_key != settings.secret_key
+
+
+async def test_production_hashes_passwords_at_bcrypt_cost_12():
+    # The suite runs at the lowest cost for speed; what a deployment gets unless told otherwise
+    # is 12, both for new hashes and for the unknown-user check that keeps logins uniform.
+    deps = await server.build_deps(load_settings({}))
+    try:
+        assert deps.auth.passwords.rounds == 12
+        assert (await deps.auth.passwords.hash("correct horse battery")).startswith("$2b$12$")
+    finally:
+        await deps.close()
 
 
 def test_tls_needs_both_certificate_and_key():

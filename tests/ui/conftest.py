@@ -66,8 +66,9 @@ def settings_env(settings_env: dict[str, str], dashboard_socket: list) -> dict[s
 async def dashboard(settings: Settings, deps: server.Deps, dashboard_socket: list
                     ) -> AsyncIterator[Dashboard]:
     """The service serving the dashboard, with the demo owner, site and demo data."""
-    demo = await seed_demo(deps.store, deps.keyring, email="owner@demo.example",
-                           password=DEMO_PASSWORD, public_url=settings.public_url)
+    demo = await seed_demo(deps.store, deps.keyring, deps.auth.passwords,
+                           email="owner@demo.example", password=DEMO_PASSWORD,
+                           public_url=settings.public_url)
     await seed_demo_activity(deps, demo.siteId)
     await server.start_live(deps)
     app = server.make_app(settings, deps)
