@@ -5,21 +5,14 @@ are sealed with AES-256-GCM under a purpose bound to the site and the field, so 
 cannot be moved to another site or field; `public_view` never includes them, only whether one
 is set. The delivery log is what the dashboard reads to see failed notifications.
 
-Webhook URLs must not point inside our own network (SSRF): a URL whose host is, or resolves
-to, an address that is not globally routable (private, loopback, link-local such as the cloud
-metadata address 169.254.169.254, CGNAT, reserved, multicast) is refused when saved, unless
-WEBHOOK_ALLOW_PRIVATE_ADDRESSES is set; tasks/notifications.py checks again at delivery,
-because a name's DNS answer can change after it was saved.
+Webhook URLs are checked against the address guard (privacy/addresses.py) before they reach
+`save_channels`, and again at delivery (tasks/notifications.py).
 """
 
 from __future__ import annotations
 
-import asyncio
-import ipaddress
-import socket
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from pymongo import ReturnDocument
 
@@ -44,52 +37,6 @@ INDEXES = [
 #: Write-only secret fields: API field -> stored sealed field, per channel.
 SECRET_FIELDS = {"email": ("smtpPassword", "smtpPasswordSealed"),
                  "webhook": ("secret", "secretSealed")}
-
-
-#: A name that does not resolve within this many seconds is saved; delivery checks it again.
-RESOLVE_TIMEOUT_SECONDS = 3.0
-
-
-def is_forbidden_address(address: str) -> bool:
-    """True for an address a webhook must not reach: anything not globally routable."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone id
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped  # ::ffff:127.0.0.1 is loopback too
-    return not ip.is_global or ip.is_multicast
-
-
-async def check_webhook_url(url: str, *, allow_private: bool) -> None:
-    """Raise InvalidInput (field webhook.url) when the URL's host is or resolves to a forbidden
-    address; a name that does not resolve now is let through and checked at delivery."""
-    parts = urlsplit(url)
-    try:
-        host = (parts.hostname or "").rstrip(".").lower()
-        port = parts.port
-        # The resolver encodes the name with IDNA; a host it cannot encode (stray surrogates,
-        # control characters, empty or over-long labels) is no host at all.
-        host.encode("idna")
-    except ValueError:  # UnicodeError included; also a port out of range
-        raise InvalidInput("the webhook URL's host or port is not valid",
-                           field="webhook.url") from None
-    if parts.scheme not in ("http", "https") or not host:
-        raise InvalidInput("the webhook URL needs http(s) and a host", field="webhook.url")
-    if allow_private:
-        return
-    refused = InvalidInput("the webhook URL points to a private, loopback, link-local or "
-                           "metadata address", field="webhook.url")
-    if host == "localhost" or host.endswith(".localhost"):
-        raise refused
-    try:
-        addresses = [str(ipaddress.ip_address(host))]
-    except ValueError:
-        try:
-            found = await asyncio.wait_for(asyncio.get_running_loop().getaddrinfo(
-                host, port or 443, type=socket.SOCK_STREAM), RESOLVE_TIMEOUT_SECONDS)
-        except (OSError, TimeoutError):
-            return
-        addresses = [str(info[4][0]) for info in found]
-    if any(is_forbidden_address(address) for address in addresses):
-        raise refused
 
 
 def secret_purpose(site_id: str, channel: str) -> str:
@@ -124,13 +71,11 @@ def public_view(doc: dict[str, Any] | None) -> dict[str, Any]:
 
 
 async def save_channels(store: Store, sealer: Sealer, site: dict[str, Any],
-                        body: dict[str, Any], *, allow_private_webhooks: bool,
-                        session: Any = None) -> tuple[dict[str, Any], list[str]]:
-    """Replace the site's channels; a secret left out is kept, null clears it."""
+                        body: dict[str, Any], *, session: Any = None
+                        ) -> tuple[dict[str, Any], list[str]]:
+    """Replace the site's channels (a webhook URL already checked by the address guard); a
+    secret left out is kept, null clears it."""
     site_id = site["_id"]
-    given_webhook = body.get("webhook")
-    if given_webhook and given_webhook.get("url"):
-        await check_webhook_url(given_webhook["url"], allow_private=allow_private_webhooks)
     current = await channels_for_site(store, site_id, session=session) or {}
     update: dict[str, Any] = {"organizationId": site["organizationId"],
                               "updatedAt": datetime.now(UTC)}

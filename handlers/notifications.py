@@ -10,6 +10,7 @@ from typing import Any
 from documents import notifications, sites
 from errors import InvalidInput
 from handlers.base import BaseHandler
+from tasks.notifications import check_webhook_url
 
 DELIVERY_STATUSES = ("pending", "retrying", "delivered", "failed")
 
@@ -26,13 +27,16 @@ class NotificationChannelsHandler(BaseHandler):
         site = await sites.site_for_user(self.deps.store, self.user, site_id)
         sites.require_admin(self.user, site["organizationId"])
         body = self.validated_body("NotificationChannelsUpdate")
+        if (body.get("webhook") or {}).get("url"):
+            # Before the transaction: resolving a name must not hold one open.
+            await check_webhook_url(
+                body["webhook"]["url"],
+                allow_private=self.deps.settings.webhook_allow_private_addresses)
 
         async def save(session: Any) -> dict[str, Any]:
             # The change and its audit entry land together, or neither does.
             saved, changed = await notifications.save_channels(
-                self.deps.store, self.deps.sealer, site, body,
-                allow_private_webhooks=self.deps.settings.webhook_allow_private_addresses,
-                session=session)
+                self.deps.store, self.deps.sealer, site, body, session=session)
             await self.audit("site.notifications_changed", site, {"fields": changed},
                              session=session)
             return saved

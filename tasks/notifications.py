@@ -12,9 +12,10 @@ Receivers recompute the HMAC with their secret, compare in constant time, and re
 timestamp more than SIGNATURE_TOLERANCE_SECONDS away from their clock (the replay window).
 `verify_webhook_signature` is the reference implementation.
 
-Unless WEBHOOK_ALLOW_PRIVATE_ADDRESSES is set, webhooks go through `PublicOnlyResolver`: the
-addresses the HTTP client connects to are the ones checked, so a name re-pointed at an internal
-address after it was saved (DNS rebinding) is refused at delivery, not only when configured.
+Webhook URLs pass the address guard (privacy/addresses.py) twice: `check_webhook_url` when
+saved, and, unless WEBHOOK_ALLOW_PRIVATE_ADDRESSES is set, the guarded HTTP client at delivery,
+so a name re-pointed at an internal address after it was saved (DNS rebinding) is refused at
+delivery too.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import json
 import logging
 import random
 import smtplib
-import socket
 import ssl
 import time
 from collections.abc import Awaitable, Callable
@@ -34,10 +34,11 @@ from email.message import EmailMessage
 from typing import Any
 
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
-from tornado.netutil import DefaultLoopResolver, Resolver
 
 from documents import notifications
 from documents.store import Store
+from errors import InvalidInput
+from privacy import addresses
 from privacy.sealing import SealedSecretError, SecretSealer
 from realtime.events import new_error_event_from_record
 
@@ -58,23 +59,19 @@ class DeliveryFailed(Exception):
     """One attempt did not deliver; the message is safe to store (no secrets)."""
 
 
-class PublicOnlyResolver(Resolver):
-    """The default resolver, keeping only globally routable addresses (no SSRF by DNS)."""
-
-    def initialize(self) -> None:
-        """Wrap the loop's own resolver."""
-        self._inner = DefaultLoopResolver()
-
-    async def resolve(self, host: str, port: int, family: socket.AddressFamily = socket.AF_UNSPEC
-                      ) -> list[tuple[int, Any]]:
-        """The host's addresses, minus forbidden ones; DeliveryFailed when none is left."""
-        found = await self._inner.resolve(host, port, family)
-        allowed = [(kind, address) for kind, address in found
-                   if not notifications.is_forbidden_address(address[0])]
-        if not allowed:
-            raise DeliveryFailed("refused: the webhook host resolves to a private, loopback, "
-                                 "link-local or metadata address")
-        return allowed
+async def check_webhook_url(url: str, *, allow_private: bool) -> None:
+    """Raise InvalidInput (field webhook.url) when the URL has no http(s) host, or when its host
+    is or resolves to an address the guard refuses (unless `allow_private`)."""
+    try:
+        addresses.url_host(url)
+        if not allow_private:
+            await addresses.check_url(url)
+    except addresses.ForbiddenAddress as refused:
+        raise InvalidInput(f"the webhook URL points to a {refused} address, which the service "
+                           "does not call", field="webhook.url") from None
+    except ValueError:  # UnicodeError included; also a port out of range
+        raise InvalidInput("the webhook URL needs http(s) and a valid host and port",
+                           field="webhook.url") from None
 
 
 def sign_webhook(secret: str, body: bytes, timestamp: int) -> str:
@@ -140,12 +137,10 @@ class Notifier:
             self._http = None
 
     def _http_client(self) -> AsyncHTTPClient:
-        if self._allow_private_webhooks:
-            return AsyncHTTPClient()
         # Created on first use, on the loop that delivers; an instance of its own, so the
         # guarded resolver never leaks into (or is closed with) the loop's shared client.
         if self._http is None:
-            self._http = AsyncHTTPClient(force_instance=True, resolver=PublicOnlyResolver())
+            self._http = addresses.guarded_http_client(allow_private=self._allow_private_webhooks)
         return self._http
 
     async def _notify(self, site_id: str, error_doc: dict[str, Any], reopened: bool) -> None:
@@ -234,9 +229,11 @@ class Notifier:
                      SIGNATURE_HEADER: sign_webhook(secret, body, int(time.time())),
                      DELIVERY_HEADER: delivery_id, EVENT_HEADER: event["type"]},
         )
-        response = await self._http_client().fetch(request, raise_error=False)
-        if isinstance(response.error, DeliveryFailed):
-            raise response.error
+        try:
+            response = await self._http_client().fetch(request, raise_error=False)
+        except addresses.ForbiddenAddress as refused:
+            raise DeliveryFailed(f"refused: the webhook host resolves to a {refused} "
+                                 "address") from None
         if not 200 <= response.code < 300:
             raise DeliveryFailed(f"HTTP {response.code}" if response.code != 599
                                  else f"connection failed: {type(response.error).__name__}")

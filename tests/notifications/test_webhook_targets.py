@@ -21,6 +21,14 @@ SECRET = "whsec-" + uuid.uuid4().hex
     "http://[::1]/hook",
     "http://[::ffff:192.168.1.1]/hook",
     "http://100.100.100.200/hook",
+    "http://[64:ff9b::7f00:1]/hook",  # NAT64 of 127.0.0.1
+    "http://[2002:7f00:1::1]/hook",  # 6to4 of 127.0.0.1
+    "http://[2002:a9fe:a9fe::1]/hook",  # 6to4 of the metadata address
+    "http://[fd00:ec2::254]/latest/meta-data/",
+    "http://[::ffff:7f00:1]/hook",
+    "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/hook",  # Teredo
+    "http://[64:ff9b:1::a00:1]/hook",  # local-use NAT64
+    "http://0.0.0.0/hook",
 ])
 async def test_a_webhook_url_on_a_private_address_is_refused_naming_the_field(
         fetch: Fetch, tenant: Tenant, url: str):
@@ -45,8 +53,7 @@ async def test_a_webhook_host_that_turns_private_after_saving_is_refused_at_deli
     # Saved while allowed: the same as a name whose DNS answer changed after it was checked.
     await notifications.save_channels(
         deps.store, deps.sealer, site,
-        {"webhook": {"enabled": True, "url": "http://127.0.0.1:9/hook", "secret": SECRET}},
-        allow_private_webhooks=True)
+        {"webhook": {"enabled": True, "url": "http://127.0.0.1:9/hook", "secret": SECRET}})
     await deps.notifier.error_opened(tenant.site_id, {
         "_id": str(uuid.uuid4()), "fingerprint": "fp", "message": "boom", "occurrenceCount": 1,
         "status": "open"}, reopened=False)
