@@ -3,7 +3,7 @@
 /**
  * Plugin Name:       Visitor Service
  * Description:       Sends pageviews, leads, survey answers, PHP errors and product statements to the Visitor Service.
- * Version:           0.1.0
+ * Version:           0.2.0
  * Requires at least: 6.1
  * Requires PHP:      8.1
  * Author:            Visitor Service
@@ -20,7 +20,7 @@ if (!defined('ABSPATH')) {
     exit;
 }
 
-define('VISITOR_SERVICE_VERSION', '0.1.0');
+define('VISITOR_SERVICE_VERSION', '0.2.0');
 define('VISITOR_SERVICE_FILE', __FILE__);
 
 require_once __DIR__ . '/includes/class-options.php';

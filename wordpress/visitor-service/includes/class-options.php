@@ -24,11 +24,13 @@ final class Options
     public const LAST_CHECK = 'visitor_service_last_check';
     public const DB_VERSION = 'visitor_service_db_version';
     public const SETTINGS_READ_AT = 'visitor_service_settings_read_at';
+    /** Set when the database copy of a key now defined in wp-config.php was removed (a notice). */
+    public const KEY_REMOVED = 'visitor_service_key_removed';
 
     /** Every option the plugin writes, removed by uninstall.php. */
     public const ALL = [
         self::URL, self::PUBLIC_KEY, self::API_KEY, self::REQUIRE_CONSENT, self::DROPPED,
-        self::LAST_CHECK, self::DB_VERSION, self::SETTINGS_READ_AT,
+        self::LAST_CHECK, self::DB_VERSION, self::SETTINGS_READ_AT, self::KEY_REMOVED,
     ];
 
     public static function serviceUrl(): string
@@ -55,14 +57,77 @@ final class Options
         return defined('VISITOR_SERVICE_API_KEY');
     }
 
-    /** Saves the API key without ever autoloading it with every page. */
+    /** True while saveApiKey() writes, so the form's filter below lets its own write through. */
+    private static bool $savingApiKey = false;
+
+    /**
+     * Saves the API key without ever autoloading it with every page. A row left autoloaded (by
+     * an older version that saved it through the settings form) is replaced, not kept.
+     */
     public static function saveApiKey(string $key): void
     {
-        if (get_option(self::API_KEY, null) === null) {
+        self::$savingApiKey = true;
+        try {
+            if (self::storedApiKeyAutoload() !== null) {
+                delete_option(self::API_KEY);
+            }
             add_option(self::API_KEY, $key, '', false);
-            return;
+        } finally {
+            self::$savingApiKey = false;
         }
-        update_option(self::API_KEY, $key, false);
+    }
+
+    /**
+     * pre_update_option_visitor_service_api_key: the settings form saves through options.php,
+     * whose update_option() would add the key with autoload on. The key is saved here with
+     * autoload off instead, and update_option() is handed the old value, so it writes nothing.
+     * With the key in wp-config.php no copy is stored at all.
+     *
+     * @param mixed $value what the form sent, already sanitized
+     * @param mixed $old the stored value
+     * @return mixed
+     */
+    public static function saveApiKeyFromForm($value, $old)
+    {
+        if (self::$savingApiKey) {
+            return $value;
+        }
+        if (!self::apiKeyFromConstant() && is_string($value) && $value !== '' && $value !== $old) {
+            self::saveApiKey($value);
+        }
+        return $old;
+    }
+
+    /** The autoload flag of the stored key's row, or null when no key is stored. */
+    private static function storedApiKeyAutoload(): ?string
+    {
+        global $wpdb;
+        $autoload = $wpdb->get_var($wpdb->prepare(
+            "SELECT autoload FROM {$wpdb->options} WHERE option_name = %s",
+            self::API_KEY
+        ));
+        return $autoload === null ? null : (string) $autoload;
+    }
+
+    /**
+     * Once per plugin update, and whenever an administrator opens wp-admin with the key in
+     * wp-config.php: a key stored in the database is removed when the constant defines one
+     * (answers true then, for a notice), and re-stored with autoload off when it was autoloaded.
+     */
+    public static function tidyStoredApiKey(): bool
+    {
+        $autoload = self::storedApiKeyAutoload();
+        if ($autoload === null) {
+            return false;
+        }
+        if (self::apiKeyFromConstant()) {
+            delete_option(self::API_KEY);
+            return true;
+        }
+        if (!in_array($autoload, ['no', 'off'], true)) {
+            self::saveApiKey((string) get_option(self::API_KEY, ''));
+        }
+        return false;
     }
 
     public static function requireConsent(): bool

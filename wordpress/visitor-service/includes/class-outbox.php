@@ -47,6 +47,8 @@ final class Outbox
     {
         if (get_option(Options::DB_VERSION) !== VISITOR_SERVICE_VERSION) {
             self::activate();
+            // Before 0.2.0 the settings form stored the API key autoloaded.
+            Options::tidyStoredApiKey();
         }
     }
 

@@ -23,6 +23,8 @@ final class Settings
     {
         add_action('admin_menu', [self::class, 'menu']);
         add_action('admin_init', [self::class, 'registerSettings']);
+        add_action('admin_init', [self::class, 'removeKeyCopyBesideConstant']);
+        add_filter('pre_update_option_' . Options::API_KEY, [Options::class, 'saveApiKeyFromForm'], 10, 2);
         add_action('admin_post_visitor_service_check', [self::class, 'handleCheck']);
         add_action(Outbox::CRON_HOOK, [self::class, 'refreshSiteSettings']);
     }
@@ -50,11 +52,42 @@ final class Settings
             'sanitize_callback' => [self::class, 'sanitizeKey'],
             'default' => '',
         ]);
+        if (Options::apiKeyFromConstant()) {
+            return; // no field, and no copy in the database
+        }
         register_setting(self::GROUP, Options::API_KEY, [
             'type' => 'string',
             'sanitize_callback' => [self::class, 'sanitizeApiKey'],
             'default' => '',
         ]);
+    }
+
+    /**
+     * With the key in wp-config.php, a copy saved earlier through the form is deleted (not only
+     * ignored), and administrators are told once.
+     */
+    public static function removeKeyCopyBesideConstant(): void
+    {
+        if (!Options::apiKeyFromConstant()) {
+            return;
+        }
+        if (Options::tidyStoredApiKey()) {
+            update_option(Options::KEY_REMOVED, 1, false);
+        }
+        if (get_option(Options::KEY_REMOVED) && current_user_can('manage_options')) {
+            add_action('admin_notices', [self::class, 'keyRemovedNotice']);
+        }
+    }
+
+    public static function keyRemovedNotice(): void
+    {
+        delete_option(Options::KEY_REMOVED);
+        $text = __(
+            'Visitor Service: the API key is defined in wp-config.php, so its database copy was deleted.',
+            'visitor-service'
+        );
+        echo '<div class="notice notice-info is-dismissible" id="visitor-service-key-removed"><p>'
+            . esc_html($text) . '</p></div>';
     }
 
     public static function sanitizeUrl($value): string
