@@ -276,7 +276,9 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     # leases keep several processes (and workers) from checking the same one.
     deps.segment_sweeper.start()
     # Heatmap backgrounds are rendered off the request path, where Debian's Chromium is.
-    renderer = HeatmapRenderer(deps.store, chromium_path=HEATMAP_CHROMIUM)
+    renderer = HeatmapRenderer(
+        deps.store, chromium_path=HEATMAP_CHROMIUM,
+        allow_private_addresses=settings.heatmap_allow_private_addresses)
     if renderer.start():
         deps.closers.append(renderer.close)
     app = make_app(settings, deps)

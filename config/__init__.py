@@ -344,6 +344,14 @@ class Settings:
         "on-premises receivers); off, such URLs are refused when saved and when delivering.",
         _bool,
     )
+    heatmap_allow_private_addresses: bool = _setting(
+        "HEATMAP_ALLOW_PRIVATE_ADDRESSES",
+        False,
+        "Let the heatmap renderer fetch a page's resources from an allowed origin on a private, "
+        "loopback or link-local address (tests, a shop on the operator's own network); off, "
+        "the renderer fetches only from public addresses.",
+        _bool,
+    )
     csv_row_cap: int = _setting(
         "CSV_ROW_CAP",
         100_000,

@@ -2,9 +2,16 @@
 
 The view reads the counts kept at ingest (documents/heatmaps.py) in one indexed query and says
 why a page has no image. The render job replays the full snapshot of a recent recording of the
-page at that width class in headless Chromium (Debian's, through Playwright), lets the browser
-fetch nothing but the recorded site's own origin, stops at a time and a size limit, and stores a
-full-page PNG with the recording it came from and the boxes of the clicked elements.
+page at that width class in headless Chromium (Debian's, through Playwright), stops at a time
+and a size limit, and stores a full-page PNG with the recording it came from and the boxes of
+the clicked elements.
+
+A recording is whatever its uploader wrote, so the browser fetches nothing itself (SSRF): a
+recording whose page is not on one of the site's allowed origins is not rendered, and every
+request the page makes is answered by `SiteResources`, which fetches only GETs over http(s) from
+the site's allowed origins, through the address guard (privacy/addresses.py), without following
+redirects. Chromium is pointed at a proxy that does not exist and resolves no name, and the page's
+Content-Security-Policy allows no scheme but http(s), so nothing goes round the route.
 """
 
 from __future__ import annotations
@@ -14,15 +21,21 @@ import gzip
 import io
 import json
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from tornado.httpclient import HTTPClientError
+
 from config.background import stop_task
 from documents import heatmaps, recordings
+from documents.sites import normalise_origin
 from documents.store import Store
+from errors import InvalidInput
+from privacy import addresses
 from privacy.exclusion import exclusion_for, site_exclusion_rules
 from privacy.heatmap_pages import page_group_rules, page_of
 
@@ -38,7 +51,18 @@ HEATMAP_CHROMIUM = "/usr/bin/chromium"
 REPLAYER = Path(__file__).resolve().parent.parent / "sdk" / "dist" / "replayer.js"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"]
+                  "--disable-component-update", "--disable-sync",
+                  # Every request is answered by the route (SiteResources). Whatever the route
+                  # does not see (a WebSocket, a preconnect) goes to a proxy whose name never
+                  # resolves, loopback included, and Chromium resolves no name itself.
+                  "--proxy-server=http://no-proxy.invalid:1", "--proxy-bypass-list=<-loopback>",
+                  "--host-resolver-rules=MAP * ~NOTFOUND"]
+
+#: The rendered page's Content-Security-Policy: resources over http(s) only (the route decides
+#: which), no data:, file: or blob: resources, no connections, no frames of its own.
+RENDER_POLICY = ("default-src 'none'; script-src 'unsafe-inline'; "
+                 "style-src 'unsafe-inline' http: https:; img-src http: https:; "
+                 "font-src http: https:; media-src http: https:")
 
 
 @dataclass(frozen=True)
@@ -51,6 +75,9 @@ class RenderLimits:
     png_bytes: int = 8 * 1024 * 1024
     settle_ms: int = 500
     selectors: int = 500
+    resource_bytes: int = 8 * 1024 * 1024
+    resource_seconds: float = 10.0
+    resources: int = 300
 
 
 def _day(value: date) -> str:
@@ -124,13 +151,30 @@ async def _segments_events(store: Store, site_id: str, recording_id: str, budget
     return sorted(events, key=lambda event: event.get("timestamp", 0))
 
 
+def origin_of(url: str) -> str | None:
+    """The URL's origin as the site's allowed origins are written, or None when it has none."""
+    parts = urlsplit(url)
+    try:
+        return normalise_origin(f"{parts.scheme}://{parts.netloc}")
+    except (InvalidInput, ValueError):
+        return None
+
+
+def allowed_origins(site: dict[str, Any]) -> frozenset[str]:
+    """The site's allowed origins (stored before they were checked as strictly: re-checked)."""
+    return frozenset(filter(None, (origin_of(o) for o in site.get("allowedOrigins", []))))
+
+
 def _snapshot_of(events: list[dict[str, Any]], page: str, width: str,
-                 rules: list[Any]) -> list[dict[str, Any]] | None:
-    """The first meta event of the page at the width class and the full snapshot after it."""
+                 rules: list[Any], origins: frozenset[str]) -> list[dict[str, Any]] | None:
+    """The first meta event of the page at the width class, on one of the site's origins, and
+    the full snapshot after it."""
     for index, event in enumerate(events):
         data = event.get("data") or {}
         if event.get("type") != 4 or not isinstance(data.get("href"), str):
             continue
+        if origin_of(data["href"]) not in origins:
+            continue  # written by whoever uploaded it; not a page of this site
         if page_of(data["href"], rules) != page or \
                 heatmaps.width_class(int(data.get("width") or 0)) != width:
             continue
@@ -146,6 +190,9 @@ async def find_snapshot(store: Store, site: dict[str, Any], page: str, width: st
                         limits: RenderLimits) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
     """A recent recording of the page at the width class, and its meta + full snapshot."""
     rules = page_group_rules(site)
+    origins = allowed_origins(site)
+    if not origins:
+        return None
     collection = store.collection("recordings")
     for status in ("ended", "active"):
         cursor = collection.find({"siteId": site["_id"], "status": status}).sort(
@@ -155,7 +202,7 @@ async def find_snapshot(store: Store, site: dict[str, Any], page: str, width: st
                 continue
             events = await _segments_events(store, site["_id"], recording["_id"],
                                             limits.recording_bytes)
-            snapshot = _snapshot_of(events or [], page, width, rules)
+            snapshot = _snapshot_of(events or [], page, width, rules, origins)
             if snapshot:
                 return recording, snapshot
     return None
@@ -187,8 +234,66 @@ _SIZE = """maxHeight => {
 }"""
 
 
-async def _screenshot(chromium_path: str, origin: str, snapshot: list[dict[str, Any]],
-                      selectors: list[str], limits: RenderLimits) -> tuple[bytes, int, dict]:
+class SiteResources:
+    """Answers the rendered page's requests: GETs over http(s) from the site's allowed origins,
+    fetched by the service through the address guard, no redirects; everything else refused."""
+
+    def __init__(self, origins: frozenset[str], *, allow_private: bool,
+                 limits: RenderLimits) -> None:
+        self.origins = origins
+        self.allow_private = allow_private
+        self.limits = limits
+        self.fetched = 0
+        #: Refused requests by reason, kept with the image: why a page may look unstyled.
+        self.refused: Counter[str] = Counter()
+        self._client = addresses.guarded_http_client(allow_private=allow_private,
+                                                     max_body_size=limits.resource_bytes)
+
+    async def answer(self, route: Any) -> None:
+        """Fulfil the request from its origin, or abort it."""
+        fetched = await self._fetch(route.request.method, route.request.url)
+        if isinstance(fetched, str):
+            self.refused[fetched] += 1
+            await route.abort("blockedbyclient")
+            return
+        self.fetched += 1
+        status, headers, body = fetched
+        await route.fulfill(status=status, headers=headers, body=body)
+
+    async def _fetch(self, method: str, url: str) -> tuple[int, dict[str, str], bytes] | str:
+        """The answer to the request, or why it was refused."""
+        if method != "GET" or origin_of(url) not in self.origins:
+            return "not an allowed origin"
+        if self.fetched + sum(self.refused.values()) >= self.limits.resources:
+            return "too many requests"
+        try:
+            if not self.allow_private:
+                await addresses.check_url(url)
+            response = await self._client.fetch(
+                url, follow_redirects=False, raise_error=False,
+                connect_timeout=self.limits.resource_seconds,
+                request_timeout=self.limits.resource_seconds,
+                headers={"User-Agent": "visitor-service-heatmap", "Accept": "*/*"})
+        except addresses.ForbiddenAddress:
+            return "internal address"
+        except (ValueError, OSError, HTTPClientError):
+            return "failed"
+        if 300 <= response.code < 400:
+            return "redirect"  # its target is not checked, so it is not followed
+        if response.code == 599:
+            return "failed"
+        headers = {name.lower(): value for name, value in response.headers.get_all()
+                   if name.lower() in ("content-type", "access-control-allow-origin")}
+        return response.code, headers, response.body or b""
+
+    def close(self) -> None:
+        """Close the HTTP client."""
+        self._client.close()
+
+
+async def _screenshot(chromium_path: str, resources: SiteResources,
+                      snapshot: list[dict[str, Any]], selectors: list[str], limits: RenderLimits
+                      ) -> tuple[bytes, int, dict]:
     from playwright.async_api import async_playwright  # the worker's dependency only
 
     meta = snapshot[0]["data"]
@@ -197,18 +302,12 @@ async def _screenshot(chromium_path: str, origin: str, snapshot: list[dict[str, 
         browser = await playwright.chromium.launch(executable_path=chromium_path, headless=True,
                                                    args=CHROMIUM_FLAGS)
         try:
-            page = await browser.new_page(viewport=viewport)
-
-            async def only_the_sites_origin(route: Any) -> None:
-                url = urlsplit(route.request.url)
-                if f"{url.scheme}://{url.netloc}" == origin:
-                    await route.continue_()
-                else:
-                    await route.abort()
-
-            await page.route("**/*", only_the_sites_origin)
-            await page.set_content("<!doctype html><html><body style='margin:0'>"
-                                   "<div id='root'></div></body></html>")
+            page = await browser.new_page(viewport=viewport, service_workers="block")
+            await page.route("**/*", resources.answer)
+            await page.set_content("<!doctype html><html><head><meta http-equiv="
+                                   f"'Content-Security-Policy' content=\"{RENDER_POLICY}\">"
+                                   "</head><body style='margin:0'><div id='root'></div></body>"
+                                   "</html>")
             await page.add_script_tag(content=REPLAYER.read_text(encoding="utf-8"))
             await page.evaluate("events => { window.replayer = svcReplay(events, "
                                 "document.getElementById('root')); window.replayer.pause(0); }",
@@ -225,11 +324,14 @@ async def _screenshot(chromium_path: str, origin: str, snapshot: list[dict[str, 
 
 async def render_heatmap(store: Store, site: dict[str, Any], page: str, width: str, *,
                          chromium_path: str, limits: RenderLimits | None = None,
-                         now: datetime | None = None) -> str | None:
+                         now: datetime | None = None, allow_private_addresses: bool = False
+                         ) -> str | None:
     """Render and store the page's image at the width class; its file id, or None.
 
-    None when the page is excluded from replay, when no recent recording shows it at that width,
-    or when a limit was hit (logged with the site id only).
+    None when the page is excluded from replay, when no recent recording shows it at that width
+    on one of the site's allowed origins, or when a limit was hit (logged with the site id
+    only). `allow_private_addresses` (HEATMAP_ALLOW_PRIVATE_ADDRESSES, off by default) lets the
+    page's resources come from an allowed origin on a loopback or private address.
     """
     limits = limits or RenderLimits()
     if no_image_reason(site, page) is not None:
@@ -238,8 +340,6 @@ async def render_heatmap(store: Store, site: dict[str, Any], page: str, width: s
     if found is None:
         return None
     recording, snapshot = found
-    href = urlsplit(snapshot[0]["data"]["href"])
-    origin = f"{href.scheme}://{href.netloc}"
     today = (now or datetime.now(UTC)).date()
     rows = await heatmaps.read_heatmap(store, site["_id"], page, width, "click",
                                        _day(today - timedelta(days=90)), _day(today))
@@ -248,20 +348,29 @@ async def render_heatmap(store: Store, site: dict[str, Any], page: str, width: s
         rows = await heatmaps.read_heatmap(store, site["_id"], page, width, kind,
                                            _day(today - timedelta(days=90)), _day(today))
         selectors = sorted(set(selectors) | {row["target"] for row in rows if row["target"]})
+    resources = SiteResources(allowed_origins(site), allow_private=allow_private_addresses,
+                              limits=limits)
     try:
         async with asyncio.timeout(limits.seconds):
-            png, height, boxes = await _screenshot(chromium_path, origin, snapshot, selectors,
-                                                   limits)
+            png, height, boxes = await _screenshot(chromium_path, resources, snapshot,
+                                                   selectors, limits)
     except TimeoutError:
         log.warning("heatmap render timed out", extra={"siteId": site["_id"]})
         return None
+    finally:
+        resources.close()
+    if resources.refused:
+        log.info("heatmap render refused requests of the recorded page",
+                 extra={"siteId": site["_id"], "refused": dict(resources.refused)})
     if len(png) > limits.png_bytes:
         log.warning("heatmap image over the size limit", extra={"siteId": site["_id"]})
         return None
     return await heatmaps.store_heatmap(
         store, site["_id"], page, png, [recording["_id"]],
         details={"width": width, "viewportWidth": int(snapshot[0]["data"].get("width") or 0),
-                 "height": height, "boxes": boxes, "renderedAt": now or datetime.now(UTC)})
+                 "height": height, "boxes": boxes, "renderedAt": now or datetime.now(UTC),
+                 "requests": {"fetched": resources.fetched,
+                              "refused": dict(resources.refused)}})
 
 
 class HeatmapRenderer:
@@ -272,9 +381,11 @@ class HeatmapRenderer:
     """
 
     def __init__(self, store: Store, *, chromium_path: str, interval_seconds: float = 5.0,
-                 lease_seconds: float = 120.0, limits: RenderLimits | None = None) -> None:
+                 lease_seconds: float = 120.0, limits: RenderLimits | None = None,
+                 allow_private_addresses: bool = False) -> None:
         self.store = store
         self.chromium_path = chromium_path
+        self.allow_private_addresses = allow_private_addresses
         self.interval = interval_seconds
         self.lease = timedelta(seconds=lease_seconds)
         self.limits = limits or RenderLimits()
@@ -291,7 +402,8 @@ class HeatmapRenderer:
             if site is not None:
                 try:
                     await render_heatmap(self.store, site, request["page"], request["width"],
-                                         chromium_path=self.chromium_path, limits=self.limits)
+                                         chromium_path=self.chromium_path, limits=self.limits,
+                                         allow_private_addresses=self.allow_private_addresses)
                 except Exception as exc:  # noqa: BLE001 - one broken page must not stop the others
                     # The type only: a browser's message can quote the recorded page.
                     log.error("heatmap render failed (%s)", type(exc).__name__,

@@ -37,6 +37,8 @@ SMALL = 1_000
 ELEMENTS = 40
 DAYS = 30
 CHROMIUM = "/usr/bin/chromium"
+#: The bench shop's origin: a recording is rendered only on one of its site's allowed origins.
+SHOP = "https://bench-shop.example"
 
 
 def _near_middle(rng: random.Random) -> float:
@@ -101,7 +103,7 @@ async def _blank_screenshot() -> None:
 
 
 async def _render_figures(deps: Any, site: dict[str, Any]) -> dict[str, Any]:
-    url = "https://bench-shop.example/product/blue-mug"
+    url = f"{SHOP}/product/blue-mug"
     recording_id = str(uuid.uuid4())
     now = datetime.now(UTC)
     document = recordings.new_recording(recording_id, site["_id"], "bench-visitor", None, now)
@@ -118,8 +120,9 @@ async def _render_figures(deps: Any, site: dict[str, Any]) -> dict[str, Any]:
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
     async def render() -> None:
-        assert await render_heatmap(deps.store, site, "/product/blue-mug", "desktop",
-                                    chromium_path=CHROMIUM)
+        # The renderer draws only recordings of the site's allowed origins.
+        assert await render_heatmap(deps.store, {**site, "allowedOrigins": [SHOP]},
+                                    "/product/blue-mug", "desktop", chromium_path=CHROMIUM)
 
     with RssSampler() as sampler:
         before = sampler.peak

@@ -42,6 +42,17 @@ async def _origin(hits: list[str], path: str, body: str, content_type: str
 
 
 @pytest.fixture
+async def shop_tenant(make_tenant, origins) -> Tenant:
+    """A tenant whose site allows the local shop's origin."""
+    return await make_tenant("render", origins=(origins["shop"],))
+
+
+#: The local test shop is on 127.0.0.1, which the renderer refuses unless told
+#: (HEATMAP_ALLOW_PRIVATE_ADDRESSES); tests/heatmaps/test_render_ssrf.py holds the refusal.
+LOCAL_SHOP = {"allow_private_addresses": True}
+
+
+@pytest.fixture
 async def origins() -> AsyncIterator[dict]:
     """The shop's origin (serving its stylesheet) and a foreign one, each counting requests."""
     shop_hits: list[str] = []
@@ -100,7 +111,8 @@ def _png_size(png: bytes) -> tuple[int, int]:
 
 
 async def test_the_render_job_stores_a_full_page_png_fetching_only_the_sites_origin(
-        deps, tenant: Tenant, origins, chromium_path, artifacts):  # noqa: F811
+        deps, shop_tenant: Tenant, origins, chromium_path, artifacts):  # noqa: F811
+    tenant = shop_tenant
     page_url = f"{origins['shop']}/product/blue-mug?colour=blue"
     recording_id = await recorded_page(deps.store, tenant.site_id, page_url, _snapshot_events(
         page_url, f"{origins['shop']}/style.css", f"{origins['foreign']}/pixel.png", 1280))
@@ -109,7 +121,7 @@ async def test_the_render_job_stores_a_full_page_png_fetching_only_the_sites_ori
          "oy": 0.5, "vw": 1280, "x": 1, "y": 1}, "/product/blue-mug")])
 
     file_id = await render_heatmap(deps.store, await _site(deps, tenant), "/product/blue-mug",
-                                   "desktop", chromium_path=chromium_path)
+                                   "desktop", chromium_path=chromium_path, **LOCAL_SHOP)
 
     assert file_id is not None
     image = await deps.store.bucket(heatmaps.BUCKET).files.find_one({"_id": file_id})
@@ -123,45 +135,48 @@ async def test_the_render_job_stores_a_full_page_png_fetching_only_the_sites_ori
     left, top, width, height = meta["boxes"]["button#buy"]
     assert (width, height) == (300, 80) and top > 400
     assert origins["shop_hits"] == ["/style.css"] and origins["foreign_hits"] == []
+    assert meta["requests"]["fetched"] == 1
     assert not render_due(image, datetime.now(UTC))
 
 
 async def test_a_page_at_a_width_no_recording_shows_gets_no_image(
-        deps, tenant: Tenant, origins, chromium_path):  # noqa: F811
+        deps, shop_tenant: Tenant, origins, chromium_path):  # noqa: F811
+    tenant = shop_tenant
     page_url = f"{origins['shop']}/cart"
     await recorded_page(deps.store, tenant.site_id, page_url, _snapshot_events(
         page_url, f"{origins['shop']}/style.css", f"{origins['foreign']}/p.png", 1280))
 
     site = await _site(deps, tenant)
     assert await render_heatmap(deps.store, site, "/cart", "phone",
-                                chromium_path=chromium_path) is None
+                                chromium_path=chromium_path, **LOCAL_SHOP) is None
     assert await render_heatmap(deps.store, site, "/elsewhere", "desktop",
-                                chromium_path=chromium_path) is None
+                                chromium_path=chromium_path, **LOCAL_SHOP) is None
     assert await deps.store.bucket(heatmaps.BUCKET).files.count_documents({}) == 0
 
 
 async def test_a_page_excluded_from_replay_is_never_rendered(
         deps, make_tenant, origins, chromium_path):  # noqa: F811
-    tenant = await make_tenant("excluding", settings={
+    tenant = await make_tenant("excluding", origins=(origins["shop"],), settings={
         "excludedUrls": [{"pattern": "/cart*", "scope": "replay"}]})
     page_url = f"{origins['shop']}/cart"
     await recorded_page(deps.store, tenant.site_id, page_url, _snapshot_events(
         page_url, f"{origins['shop']}/style.css", f"{origins['foreign']}/p.png", 1280))
 
     assert await render_heatmap(deps.store, await _site(deps, tenant), "/cart", "desktop",
-                                chromium_path=chromium_path) is None
+                                chromium_path=chromium_path, **LOCAL_SHOP) is None
     assert origins["shop_hits"] == []
 
 
 async def test_a_page_taller_than_the_limit_is_cut_at_the_limit(
-        deps, tenant: Tenant, origins, chromium_path):  # noqa: F811
+        deps, shop_tenant: Tenant, origins, chromium_path):  # noqa: F811
+    tenant = shop_tenant
     page_url = f"{origins['shop']}/tall"
     await recorded_page(deps.store, tenant.site_id, page_url, _snapshot_events(
         page_url, f"{origins['shop']}/style.css", f"{origins['foreign']}/p.png", 390))
 
     file_id = await render_heatmap(deps.store, await _site(deps, tenant), "/tall", "phone",
                                    chromium_path=chromium_path,
-                                   limits=RenderLimits(height_px=600))
+                                   limits=RenderLimits(height_px=600), **LOCAL_SHOP)
 
     png = await heatmaps.read_image(deps.store, tenant.site_id, file_id)
     assert _png_size(png) == (390, 600)
@@ -172,7 +187,8 @@ async def _site(deps, tenant: Tenant) -> dict:
 
 
 async def test_a_heatmap_looked_at_without_an_image_is_rendered_in_the_background_once(
-        fetch, deps, tenant: Tenant, origins, chromium_path):  # noqa: F811
+        fetch, deps, shop_tenant: Tenant, origins, chromium_path):  # noqa: F811
+    tenant = shop_tenant
     page_url = f"{origins['shop']}/cart"
     recording_id = await recorded_page(deps.store, tenant.site_id, page_url, _snapshot_events(
         page_url, f"{origins['shop']}/style.css", f"{origins['foreign']}/p.png", 1280))
@@ -182,7 +198,7 @@ async def test_a_heatmap_looked_at_without_an_image_is_rendered_in_the_backgroun
         before = (await fetch(path, token=tenant.token)).json()
         assert before["image"] is None and before["noImage"] == "no_recording_rendered"
     assert await deps.store.collection(heatmaps.RENDERS).count_documents({}) == 1
-    renderer = HeatmapRenderer(deps.store, chromium_path=chromium_path)
+    renderer = HeatmapRenderer(deps.store, chromium_path=chromium_path, **LOCAL_SHOP)
     assert await renderer.render_waiting() == 1
 
     after = (await fetch(path, token=tenant.token)).json()
