@@ -39,6 +39,9 @@ from tests.support.live import LiveClient, open_live
 from tests.support.redis_server import running_redis
 from tests.support.secantus import running_secantus
 
+#: The browser fixtures (one Chromium per test process) are shared by every folder that drives it.
+pytest_plugins = ["tests.support.browser"]
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--store", choices=("embedded", "wire"), default="embedded",

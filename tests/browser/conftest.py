@@ -24,7 +24,6 @@ import server
 from config import Settings
 from handlers.sdk import SDK_DIST
 from tests.support.app import Tenant
-from tests.support.browser import artifacts, browser, chromium_path, eventually  # noqa: F401
 from tests.support.service import Service
 
 SHOP_PAGE = """<!doctype html>

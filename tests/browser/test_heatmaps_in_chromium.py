@@ -18,9 +18,9 @@ from tests.browser.conftest import (
     Service,
     ShopFactory,
     click_around_the_shop_page,
-    eventually,
 )
 from tests.support.app import TEST_PASSWORD
+from tests.support.browser import eventually
 
 WIDTHS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 780}}
 

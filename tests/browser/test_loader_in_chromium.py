@@ -17,10 +17,10 @@ from tests.browser.conftest import (
     Service,
     ShopFactory,
     click_around_the_shop_page,
-    eventually,
     stored_segments,
 )
 from tests.support.app import all_documents_text, pageviews
+from tests.support.browser import eventually
 
 GPC_ON = ("Object.defineProperty(Navigator.prototype, 'globalPrivacyControl', "
           "{get: () => true, configurable: true});")

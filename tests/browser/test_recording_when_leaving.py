@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 from playwright.async_api import Browser, Route
 
-from tests.browser.conftest import Service, ShopFactory, eventually, stored_segments
+from tests.browser.conftest import Service, ShopFactory, stored_segments
+from tests.support.browser import eventually
 
 MARKER = "The last words before leaving"
 CHUNKS = 8

@@ -26,7 +26,6 @@ import server
 from config import Settings
 from demo import demo_recording_events, seed_demo, seed_demo_activity
 from tests.support.app import Answer
-from tests.support.browser import artifacts, browser, chromium_path, eventually  # noqa: F401
 
 DEMO_PASSWORD = "demo password for the browser"
 #: Demo visitors seeded by demo.py: Mia has two recordings and a lead, Jonas a lead.

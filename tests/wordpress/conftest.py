@@ -22,7 +22,6 @@ from tornado.httpclient import AsyncHTTPClient, HTTPRequest, HTTPResponse
 import server
 from config import Settings
 from tests.support.app import Tenant
-from tests.support.browser import artifacts, browser, chromium_path, eventually  # noqa: F401
 from tests.support.service import Service
 from tests.support.wordpress import WordPress, running_wordpress
 
@@ -90,6 +89,7 @@ async def open_shop(wordpress: WordPress, service: Service, make_tenant) -> Shop
             \\VisitorService\\Options::saveApiKey('{tenant.api_key}');
             delete_option('visitor_service_dropped');
             delete_option('visitor_service_last_check');
+            delete_option('visitor_service_delivery_hold');
             global $wpdb;
             $wpdb->query('TRUNCATE TABLE ' . \\VisitorService\\Outbox::table());
             return \\VisitorService\\Settings::checkConnection();
