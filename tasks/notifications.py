@@ -204,8 +204,12 @@ class Notifier:
         message = EmailMessage()
         # Header values must be single lines; error messages are attacker-influenced text.
         message["Subject"] = _one_line(f"[{site_name}] {what}: {summary['message']}")[:200]
-        message["From"] = config["from"]
-        message["To"] = ", ".join(config["recipients"])
+        try:
+            message["From"] = config["from"]
+            message["To"] = ", ".join(config["recipients"])
+        except ValueError:  # saved before addresses were checked for control characters
+            raise DeliveryFailed("an address of the channel cannot be written in a mail "
+                                 "header; save the channel again") from None
         message.set_content(
             f"{what} on {site_name}\n\n"
             f"Message: {summary['message']}\n"
