@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
+import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -80,22 +82,59 @@ def new_public_key() -> str:
     return PUBLIC_KEY_PREFIX + secrets.token_urlsafe(18)
 
 
+#: One label of a host name as a browser sends it in `Origin` (letters, digits, hyphens; the
+#: underscore some hosts carry). No wildcard: `Origin` never holds one, so `https://*` could
+#: only ever be stored literally and match nothing.
+_HOST_LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
+
+
 def normalise_origin(origin: str) -> str:
-    """`scheme://host[:port]` in lower case, or InvalidInput."""
-    parts = urlsplit(origin.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/") \
-            or parts.query or parts.fragment or parts.username or parts.password:
-        raise InvalidInput(f"'{origin}' is not an origin like https://shop.example",
+    """`scheme://host[:port]` in lower case, or InvalidInput.
+
+    The host is a DNS name (an international one in its ASCII form) or an IP address; a
+    wildcard, an empty label or any other character is not an origin a browser sends.
+    """
+    refused = InvalidInput(f"'{origin}' is not an origin like https://shop.example",
                            field="allowedOrigins")
+    text = origin.strip(" ")
+    if any(ord(char) <= 0x20 or 0x7F <= ord(char) <= 0x9F for char in text):
+        raise refused
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/") \
+            or parts.query or parts.fragment or parts.username or parts.password \
+            or parts.netloc.endswith(":"):
+        raise refused
     default_port = {"http": 80, "https": 443}[parts.scheme]
     try:
         port = parts.port
     except ValueError:
         raise InvalidInput(f"'{origin}' has a bad port", field="allowedOrigins") from None
-    host = parts.hostname.lower()
-    if ":" in host:
-        host = f"[{host}]"
+    if port == 0:
+        raise InvalidInput(f"'{origin}' has a bad port", field="allowedOrigins")
+    host = _origin_host(parts.hostname)
+    if host is None:
+        raise refused
     return f"{parts.scheme}://{host}" + (f":{port}" if port and port != default_port else "")
+
+
+def _origin_host(hostname: str) -> str | None:
+    """The host as it appears in an origin (IPv6 in brackets), or None when it is not one."""
+    if "%" in hostname:  # an IPv6 zone is the server's own business
+        return None
+    if ":" in hostname or hostname.replace(".", "").isdigit():
+        try:
+            address = ipaddress.ip_address(hostname)
+        except ValueError:
+            return None
+        return f"[{address.compressed}]" if address.version == 6 else str(address)
+    try:
+        host = hostname.encode("idna").decode("ascii").lower()
+    except UnicodeError:
+        return None
+    labels = host.split(".")
+    if len(host) > 253 or not all(_HOST_LABEL.fullmatch(label) for label in labels):
+        return None
+    return host
 
 
 def normalise_settings(current: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
