@@ -206,6 +206,14 @@ def _unstorable_at(value: Any, path: tuple[str, ...] = ()) -> tuple[str, str] | 
     return None
 
 
+def allowed_methods(handler: RequestHandler) -> str:
+    """The `Allow` value of a handler: the methods its class implements (RFC 9110 §15.5.6 asks
+    for it on every 405)."""
+    return ", ".join(method for method in handler.SUPPORTED_METHODS
+                     if getattr(type(handler), method.lower(), None)
+                     not in (None, RequestHandler._unimplemented_method))
+
+
 @stream_request_body
 class BaseHandler(RequestHandler):
     """JSON API handler; subclasses set `authentication` and `max_body_bytes` when they differ."""
@@ -247,7 +255,9 @@ class BaseHandler(RequestHandler):
                                f"{self.authentication!r}")
         await authenticate()
         if self.request.query_arguments:
-            self.deps.schemas.validate_query(self.request.path, self.request.method or "GET",
+            # HEAD is GET without the body, so it takes GET's query rules.
+            method = "GET" if self.request.method == "HEAD" else self.request.method or "GET"
+            self.deps.schemas.validate_query(self.request.path, method,
                                              self.request.query_arguments)
 
     def _authenticators(self) -> dict[str, Any]:
@@ -342,6 +352,8 @@ class BaseHandler(RequestHandler):
             if self.request.headers.get("Authorization"):
                 challenge += ', error="invalid_token"'
             self.set_header("WWW-Authenticate", challenge)
+        if status_code == 405:
+            self.set_header("Allow", allowed_methods(self))
         self.set_header("Content-Type", JSON_CONTENT_TYPE)
         self.finish(body)
 

@@ -24,6 +24,7 @@ from tornado.websocket import WebSocketClosedError
 
 from documents.sites import site_for_user
 from errors import NotFound, Unauthenticated
+from handlers.base import CODE_FOR_STATUS, allowed_methods
 from realtime.hub import (
     CLOSE_PROTOCOL_ERROR,
     CLOSE_UNAUTHENTICATED,
@@ -70,6 +71,15 @@ class LiveSocketHandler(tornado.websocket.WebSocketHandler):
     def get_compression_options(self) -> dict[str, Any] | None:
         """No per-message deflate: the hub shares one pre-built, uncompressed frame per event."""
         return None
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        # Before the upgrade (a plain GET, another method): the one error shape, and on a 405
+        # the methods this route takes.
+        if status_code == 405:
+            self.set_header("Allow", allowed_methods(self))
+        self.set_header("Content-Type", "application/json; charset=utf-8")
+        self.finish(json.dumps({"error": {"code": CODE_FOR_STATUS.get(status_code, "error"),
+                                          "message": self._reason}}))
 
     def check_origin(self, origin: str) -> bool:
         """Only the dashboard's own origin may open a socket from a browser."""

@@ -315,6 +315,10 @@ class SdkAssetHandler(BaseHandler):
         self.set_header("Cross-Origin-Resource-Policy", "cross-origin")
         self.finish(script)
 
+    async def head(self) -> None:
+        """As GET, without the body: uptime monitors check the loader this way."""
+        await self.get()
+
 
 def _normalised(origin: str) -> str | None:
     if not origin or origin == "null":

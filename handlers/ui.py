@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import tornado.web
 
-from handlers.base import CODE_FOR_STATUS, BaseHandler
+from handlers.base import CODE_FOR_STATUS, BaseHandler, allowed_methods
 
 #: static/: index.html (the shell) and dist/ (the built modules and styles, git-ignored).
 STATIC_ROOT = Path(__file__).resolve().parent.parent / "static"
@@ -91,6 +91,8 @@ class DashboardAssetHandler(tornado.web.StaticFileHandler):
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         # Tornado's own page is HTML; every answer of the service uses the one error shape.
+        if status_code == 405:
+            self.set_header("Allow", allowed_methods(self))
         self.set_header("Content-Type", "application/json; charset=utf-8")
         self.finish(json.dumps({"error": {"code": CODE_FOR_STATUS.get(status_code, "error"),
                                           "message": self._reason}}))
