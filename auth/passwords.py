@@ -4,6 +4,11 @@ loop.
 bcrypt only reads the first 72 bytes and bcrypt 5 raises on longer input, so a longer password
 is refused with a clear error instead of being silently truncated or pre-hashed (decision
 recorded in docs/decisions.md).
+
+A new password must not be a commonly used one (NIST SP 800-63B, 5.1.1.2): zxcvbn, Dropbox's
+estimator, matches it against lists of common passwords, words, names, keyboard patterns,
+repeats, sequences and dates, and a password it expects to fall within 10^8 guesses is refused
+with its own hint. No composition rules (digits, symbols), which SP 800-63B advises against.
 """
 
 from __future__ import annotations
@@ -11,11 +16,15 @@ from __future__ import annotations
 import asyncio
 
 import bcrypt
+from zxcvbn import zxcvbn
 
 from errors import InvalidInput
 
 MAX_PASSWORD_BYTES = 72
 MIN_PASSWORD_CHARS = 10
+#: zxcvbn's score 3, "safely unguessable": at least 10^8 guesses. Below it are the common
+#: passwords, the common ones with a digit or a year added, repeats and keyboard walks.
+MIN_PASSWORD_SCORE = 3
 
 
 def check_password_rules(password: str) -> bytes:
@@ -38,6 +47,15 @@ def check_new_password(password: str) -> bytes:
             f"password must have at least {MIN_PASSWORD_CHARS} characters",
             field="password",
             code="password_too_short",
+        )
+    estimate = zxcvbn(password)
+    if estimate["score"] < MIN_PASSWORD_SCORE:
+        hint = estimate["feedback"]["warning"] or "It is too easy to guess."
+        raise InvalidInput(
+            f"password is too common or too easy to guess: {hint} A few unrelated words "
+            "make a strong one.",
+            field="password",
+            code="password_too_common",
         )
     return encoded
 
