@@ -28,6 +28,10 @@ ITEMS_HELP = "Items received by ingest, by kind and outcome (stored or dropped w
 
 #: Client clocks drift; times further ahead than this are taken as "now".
 MAX_FUTURE_SKEW = timedelta(minutes=5)
+#: Times older than this are taken as "now" too: a clock reset to 1970 or a replayed old
+#: payload must not become a visitor's first or last visit. 30 days, as Sentry's ingest does
+#: (Relay's max_secs_in_past); the plugin's outbox retries long before that.
+MAX_PAST_AGE = timedelta(days=30)
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,7 @@ class Outcome:
 
 
 def parse_time(value: str | None, now: datetime | None = None) -> datetime:
-    """A client-given ISO 8601 time in UTC; missing or too far ahead means now."""
+    """A client-given ISO 8601 time in UTC; missing, too far ahead or too old means now."""
     now = now or datetime.now(UTC)
     if not value:
         return now
@@ -56,7 +60,9 @@ def parse_time(value: str | None, now: datetime | None = None) -> datetime:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     parsed = parsed.astimezone(UTC)
-    return now if parsed > now + MAX_FUTURE_SKEW else parsed
+    if parsed > now + MAX_FUTURE_SKEW or parsed < now - MAX_PAST_AGE:
+        return now
+    return parsed
 
 
 class VisitorIntake:

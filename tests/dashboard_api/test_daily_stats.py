@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from documents import error_records
 from tasks.errors import keep_occurrence
@@ -18,23 +18,27 @@ async def _occurrence(store, site_id: str, job: str, at: datetime, visitor_id: s
 
 async def test_daily_stats_count_distinct_pageviews_and_errors_per_day(
         fetch: Fetch, tenant: Tenant, deps, ingest, viewer_token: str):
-    for visitor, pageview, at in (("a", "pv-1", "2026-02-01T08:00:00Z"),
-                                  ("a", "pv-1", "2026-02-01T08:00:00Z"),  # a retry
-                                  ("b", "pv-2", "2026-02-01T23:59:00Z"),
-                                  ("b", "pv-3", "2026-02-03T00:00:00Z"),
-                                  ("b", "pv-4", "2026-02-05T00:00:00Z")):
+    # Recent days: a client time over 30 days old is taken as the time of receipt.
+    first = datetime.now(UTC).date() - timedelta(days=10)
+    day = [(first + timedelta(days=n)).isoformat() for n in range(5)]
+    for visitor, pageview, at in (("a", "pv-1", f"{day[0]}T08:00:00Z"),
+                                  ("a", "pv-1", f"{day[0]}T08:00:00Z"),  # a retry
+                                  ("b", "pv-2", f"{day[0]}T23:59:00Z"),
+                                  ("b", "pv-3", f"{day[2]}T00:00:00Z"),
+                                  ("b", "pv-4", f"{day[4]}T00:00:00Z")):
         await ingest("pageviews", {"visitorId": visitor, "pageviewId": pageview,
                                    "url": "https://shop.example/", "occurredAt": at})
-    await _occurrence(deps.store, tenant.site_id, "j1", datetime(2026, 2, 3, 1, tzinfo=UTC), "a")
-    await _occurrence(deps.store, tenant.site_id, "j2", datetime(2026, 2, 3, 2, tzinfo=UTC), "b")
-    answer = await fetch(f"/api/v1/sites/{tenant.site_id}/stats/daily?from=2026-02-01"
-                         "&to=2026-02-04", token=viewer_token)
+    third = datetime.fromisoformat(day[2]).replace(tzinfo=UTC)
+    await _occurrence(deps.store, tenant.site_id, "j1", third + timedelta(hours=1), "a")
+    await _occurrence(deps.store, tenant.site_id, "j2", third + timedelta(hours=2), "b")
+    answer = await fetch(f"/api/v1/sites/{tenant.site_id}/stats/daily?from={day[0]}"
+                         f"&to={day[3]}", token=viewer_token)
     assert answer.code == 200, answer
     assert answer.json() == [
-        {"day": "2026-02-01", "pageviews": 2, "errors": 0},
-        {"day": "2026-02-02", "pageviews": 0, "errors": 0},
-        {"day": "2026-02-03", "pageviews": 1, "errors": 2},
-        {"day": "2026-02-04", "pageviews": 0, "errors": 0},
+        {"day": day[0], "pageviews": 2, "errors": 0},
+        {"day": day[1], "pageviews": 0, "errors": 0},
+        {"day": day[2], "pageviews": 1, "errors": 2},
+        {"day": day[3], "pageviews": 0, "errors": 0},
     ]
 
 

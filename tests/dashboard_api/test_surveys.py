@@ -7,7 +7,7 @@ import csv
 import io
 import json
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from documents import surveys
@@ -26,8 +26,14 @@ async def _create(fetch: Fetch, tenant: Tenant, body: dict[str, Any] | None = No
     return answer.json()
 
 
+def _days_ago(days: int) -> str:
+    """10:00 UTC `days` ago: answers are dated recently, as a client time over 30 days old is
+    taken as the time of receipt."""
+    return f"{(datetime.now(UTC) - timedelta(days=days)).date().isoformat()}T10:00:00Z"
+
+
 async def _answer(ingest, survey_id: str, visitor: str, score: int | None, text: str | None = None,
-                  *, at: str = "2026-03-01T10:00:00Z", url: str = "https://shop.example/product/mug"
+                  *, at: str | None = None, url: str = "https://shop.example/product/mug"
                   ) -> None:
     answers: list[dict[str, Any]] = []
     if score is not None:
@@ -35,7 +41,7 @@ async def _answer(ingest, survey_id: str, visitor: str, score: int | None, text:
     if text is not None:
         answers.append({"question": NPS["followUp"], "text": text})
     await ingest("surveys", {"visitorId": visitor, "surveyId": survey_id, "answers": answers,
-                             "url": url, "occurredAt": at})
+                             "url": url, "occurredAt": at or _days_ago(10)})
 
 
 async def test_an_owner_creates_a_survey_with_defaults_and_the_creation_is_audited(
@@ -201,11 +207,11 @@ async def test_answers_sent_by_the_browser_are_stored_with_the_page(
 async def test_results_count_every_score_compute_nps_and_list_free_text_newest_first(
         fetch: Fetch, tenant: Tenant, ingest):
     survey = await _create(fetch, tenant)
-    await _answer(ingest, survey["id"], "v-1", 10, "Great mugs", at="2026-03-01T10:00:00Z")
-    await _answer(ingest, survey["id"], "v-2", 9, at="2026-03-02T10:00:00Z")
-    await _answer(ingest, survey["id"], "v-3", 3, "Shipping was slow", at="2026-03-03T10:00:00Z")
-    await _answer(ingest, survey["id"], "v-4", 7, at="2026-03-04T10:00:00Z")
-    await _answer(ingest, survey["id"], "v-5", 42, at="2026-02-01T10:00:00Z")  # off the scale
+    await _answer(ingest, survey["id"], "v-1", 10, "Great mugs", at=_days_ago(10))
+    await _answer(ingest, survey["id"], "v-2", 9, at=_days_ago(9))
+    await _answer(ingest, survey["id"], "v-3", 3, "Shipping was slow", at=_days_ago(8))
+    await _answer(ingest, survey["id"], "v-4", 7, at=_days_ago(7))
+    await _answer(ingest, survey["id"], "v-5", 42, at=_days_ago(20))  # off the scale
     results = (await fetch(f"/api/v1/sites/{tenant.site_id}/surveys/{survey['id']}/results",
                            token=tenant.token)).json()
     assert results["responses"] == 5
@@ -216,7 +222,7 @@ async def test_results_count_every_score_compute_nps_and_list_free_text_newest_f
     texts = results["textAnswers"]
     assert [t["text"] for t in texts] == ["Shipping was slow", "Great mugs"]
     assert texts[0]["page"] == "/product/mug" and texts[0]["visitorId"] == "v-3"
-    assert texts[0]["score"] == 3 and texts[0]["answeredAt"].startswith("2026-03-03")
+    assert texts[0]["score"] == 3 and texts[0]["answeredAt"].startswith(_days_ago(8)[:10])
 
 
 async def test_a_single_choice_counts_each_choice_and_a_rating_its_five_stars(
@@ -269,7 +275,7 @@ async def test_the_answers_csv_is_formula_safe_and_leaves_out_restricted_visitor
         fetch: Fetch, tenant: Tenant, ingest, deps):
     survey = await _create(fetch, tenant)
     await _answer(ingest, survey["id"], "v-1", 0, "=HYPERLINK(\"https://evil.example\")")
-    await _answer(ingest, survey["id"], "v-hidden", 10, "Hide me", at="2026-03-02T10:00:00Z")
+    await _answer(ingest, survey["id"], "v-hidden", 10, "Hide me", at=_days_ago(9))
     await ingest("visitors", {"visitorId": "v-hidden"})
     restricted = await fetch(
         f"/api/v1/sites/{tenant.site_id}/visitors/v-hidden/restriction", "PUT",

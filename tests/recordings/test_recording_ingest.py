@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from documents import recordings
@@ -26,10 +28,12 @@ async def test_start_segment_end_store_a_recording_with_its_segment_in_gridfs(
     started = await _start(fetch, tenant.api_key)
     recording_id = started["id"]
     body = gzip_json(rrweb_events(console=False))
+    # Yesterday: a client time over 30 days old would be taken as the time of receipt.
+    day = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
 
     stored = await send_segment(recording_id, 0, body=body, headers={
-        "X-Segment-Started-At": "2026-01-05T10:00:00Z",
-        "X-Segment-Ended-At": "2026-01-05T10:00:09Z",
+        "X-Segment-Started-At": f"{day}T10:00:00Z",
+        "X-Segment-Ended-At": f"{day}T10:00:09Z",
     })
     ended = await fetch("/ingest/recordings/end", "POST", headers={"X-Service-Key": tenant.api_key},
                         json_body=context(recordingId=recording_id))
@@ -50,8 +54,8 @@ async def test_start_segment_end_store_a_recording_with_its_segment_in_gridfs(
     assert file["metadata"]["recordingId"] == recording_id
     assert file["metadata"]["seq"] == 0
     assert file["metadata"]["pageUrl"] == PAGE
-    assert file["metadata"]["startedAt"].isoformat().startswith("2026-01-05T10:00:00")
-    assert file["metadata"]["endedAt"].isoformat().startswith("2026-01-05T10:00:09")
+    assert file["metadata"]["startedAt"].isoformat().startswith(f"{day}T10:00:00")
+    assert file["metadata"]["endedAt"].isoformat().startswith(f"{day}T10:00:09")
     assert await deps.store.bucket("segments").read(file["_id"]) == body
 
 

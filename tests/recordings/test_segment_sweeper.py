@@ -144,9 +144,11 @@ async def test_a_sweeper_skips_a_segment_another_sweeper_has_leased(
 async def test_checked_segments_list_in_replay_order(deps, tenant: Tenant,
                                                      send_segment: SendSegment):
     recording_id = new_recording_id()
+    # Yesterday: a client time over 30 days old would be taken as the time of receipt.
+    day = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
     for seq in (2, 0, 1):
         await send_segment(recording_id, seq, headers={
-            "X-Segment-Started-At": f"2026-01-05T10:00:0{seq}Z"})
+            "X-Segment-Started-At": f"{day}T10:00:0{seq}Z"})
 
     await deps.segment_sweeper.sweep()
 

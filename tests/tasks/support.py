@@ -5,11 +5,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.support.app import Fetch, Tenant
 
 FULL_IP = "198.51.100.123"
+#: When the error happened: yesterday 10:00 UTC (a client time over 30 days old is taken as the
+#: time of receipt).
+OCCURRED_AT = f"{(datetime.now(UTC) - timedelta(days=1)).date().isoformat()}T10:00:00Z"
 ANONYMISED_IP = "198.51.100.0"
 
 
@@ -32,7 +36,7 @@ def js_error(**extra: Any) -> dict[str, Any]:
                   "    at Array.forEach (<anonymous>)\n"
                   "    at refresh (https://shop.example/assets/cart.js:88:3)\n"
                   "    at https://shop.example/assets/app.js:10:1"),
-        "occurredAt": "2026-11-20T10:00:00Z",
+        "occurredAt": OCCURRED_AT,
         "context": {"email": "ann@example.com", "request": {"remoteAddr": FULL_IP}},
         **extra,
     }
