@@ -90,7 +90,9 @@ async def open_shop(wordpress: WordPress, service: Service, make_tenant) -> Shop
             delete_option('visitor_service_dropped');
             delete_option('visitor_service_last_check');
             delete_option('visitor_service_delivery_hold');
-            global $wpdb;
+            global $wpdb;  // and the per-address counters: every test comes from 127.0.0.1
+            $wpdb->query("DELETE FROM $wpdb->options
+                WHERE option_name LIKE '\\_transient%visitor\\_service\\_rl\\_%'");
             $wpdb->query('TRUNCATE TABLE ' . \\VisitorService\\Outbox::table());
             return \\VisitorService\\Settings::checkConnection();
         """)

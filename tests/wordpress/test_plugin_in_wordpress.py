@@ -247,10 +247,15 @@ async def test_a_lead_accepted_while_the_service_is_down_arrives_once_when_it_is
     answer = await shop.http("/wp-json/service/v1/leads", "POST", headers=JSON, body=json.dumps(
         {"visitorId": "visitor-down-1", "email": "down@example.com", "url": shop.url + "/"}))
     assert answer.code == 202
-    row = await shop.wp.php("""global $wpdb;
-        return $wpdb->get_row('SELECT attempts, next_attempt_at - UNIX_TIMESTAMP() AS wait,
-            last_error FROM ' . \\VisitorService\\Outbox::table(), ARRAY_A);""")
-    assert int(row["attempts"]) == 1 and int(row["wait"]) > 0, row  # backed off
+
+    async def tried() -> dict[str, Any] | None:  # by the loopback delivery, after the answer
+        row = await shop.wp.php("""global $wpdb;
+            return $wpdb->get_row('SELECT attempts, next_attempt_at - UNIX_TIMESTAMP() AS wait,
+                last_error FROM ' . \\VisitorService\\Outbox::table(), ARRAY_A);""")
+        return row if int(row["attempts"]) == 1 else None
+
+    row = await eventually(tried, message="the first delivery attempt")
+    assert int(row["wait"]) > 0, row  # backed off
     # Pageviews and PHP errors are not kept: dropped, and counted.
     warned = await shop.http("/?svc_warn=1", headers={"Cookie": "svc_vid=visitor-down-1"})
     assert warned.code == 200
@@ -263,8 +268,9 @@ async def test_a_lead_accepted_while_the_service_is_down_arrives_once_when_it_is
     assert pageview == 202
     settings_page = await shop.wp.php("""wp_set_current_user(1); ob_start();
         \\VisitorService\\Settings::render(); return ob_get_clean();""")
-    assert "Waiting to be re-sent: 1 leads" in settings_page
-    assert "unreachable: 1 pageviews, 1 PHP errors" in settings_page
+    assert "1 lead or survey answer is waiting to be sent." in settings_page
+    assert "1 pageview was dropped while the service was unreachable." in settings_page
+    assert "1 PHP error was dropped while the service was unreachable." in settings_page
     assert shop.tenant.api_key not in settings_page
 
     shop.service.start()

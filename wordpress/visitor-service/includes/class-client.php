@@ -79,8 +79,20 @@ final class Client
      */
     public static function fireAndForget(string $path, array $body, float $connectTimeout = 0.5): bool
     {
-        $url = Options::serviceUrl();
-        $parts = parse_url($url . $path);
+        return self::writeAndLeave(Options::serviceUrl() . $path, $body, [
+            'X-Service-Key' => Options::apiKey(),
+        ], $connectTimeout);
+    }
+
+    /**
+     * Writes one JSON POST to $url and closes the connection without reading the answer.
+     *
+     * @param array<string, mixed> $body
+     * @param array<string, string> $headers
+     */
+    public static function writeAndLeave(string $url, array $body, array $headers, float $connectTimeout): bool
+    {
+        $parts = parse_url($url);
         if (!is_array($parts) || empty($parts['host'])) {
             return false;
         }
@@ -89,16 +101,23 @@ final class Client
         $target = ($tls ? 'tls://' : 'tcp://') . $parts['host'] . ':' . $port;
         $errno = 0;
         $errstr = '';
-        $socket = @stream_socket_client($target, $errno, $errstr, $connectTimeout);
+        $context = stream_context_create(['ssl' => [
+            // As WordPress's own loopback requests (spawn_cron): a local certificate need not verify.
+            'verify_peer' => self::isOwnHost((string) $parts['host'])
+                ? (bool) apply_filters('https_local_ssl_verify', false) : true,
+        ]]);
+        $socket = @stream_socket_client($target, $errno, $errstr, $connectTimeout, STREAM_CLIENT_CONNECT, $context);
         if ($socket === false) {
             return false;
         }
         $json = (string) json_encode($body, JSON_UNESCAPED_SLASHES | JSON_INVALID_UTF8_SUBSTITUTE);
         $host = $parts['host'] . (isset($parts['port']) ? ':' . $parts['port'] : '');
-        $request = 'POST ' . ($parts['path'] ?? '/') . " HTTP/1.1\r\n"
-            . 'Host: ' . $host . "\r\n"
-            . 'X-Service-Key: ' . Options::apiKey() . "\r\n"
-            . "Content-Type: application/json\r\n"
+        $path = ($parts['path'] ?? '/') . (isset($parts['query']) ? '?' . $parts['query'] : '');
+        $request = 'POST ' . $path . " HTTP/1.1\r\n" . 'Host: ' . $host . "\r\n";
+        foreach ($headers as $name => $value) {
+            $request .= $name . ': ' . $value . "\r\n";
+        }
+        $request .= "Content-Type: application/json\r\n"
             . 'Content-Length: ' . strlen($json) . "\r\n"
             . "Connection: close\r\n\r\n" . $json;
         stream_set_timeout($socket, 1);
@@ -107,13 +126,31 @@ final class Client
         return $written === strlen($request);
     }
 
-    /** Lets the visitor go before the work done after the response (FPM, LiteSpeed). */
-    public static function finishResponse(): void
+    private static function isOwnHost(string $host): bool
+    {
+        return function_exists('home_url') && $host === (string) wp_parse_url(home_url(), PHP_URL_HOST);
+    }
+
+    /** Whether this server can release the visitor's response before the script ends. */
+    public static function canFinishResponse(): bool
+    {
+        return function_exists('fastcgi_finish_request') || function_exists('litespeed_finish_request');
+    }
+
+    /**
+     * Lets the visitor go before the work done after the response (FPM, LiteSpeed). Answers
+     * whether it did: without either (php -S, Apache's mod_php) the visitor waits for whatever
+     * the script still does, so nothing after this may wait on the service there.
+     */
+    public static function finishResponse(): bool
     {
         if (function_exists('fastcgi_finish_request')) {
-            fastcgi_finish_request();
-        } elseif (function_exists('litespeed_finish_request')) {
-            litespeed_finish_request();
+            return fastcgi_finish_request();
         }
+        if (function_exists('litespeed_finish_request')) {
+            litespeed_finish_request();
+            return true;
+        }
+        return false;
     }
 }

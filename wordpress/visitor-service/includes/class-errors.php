@@ -164,10 +164,7 @@ final class Errors
             return;
         }
         $context = self::visitorContext();
-        $finished = $afterResponse && function_exists('fastcgi_finish_request');
-        if ($afterResponse) {
-            Client::finishResponse();
-        }
+        $finished = $afterResponse && Client::finishResponse();
         $lost = 0;
         foreach ($errors as $index => $error) {
             $body = $error + $context;

@@ -26,11 +26,14 @@ final class Options
     public const SETTINGS_READ_AT = 'visitor_service_settings_read_at';
     /** Set when the database copy of a key now defined in wp-config.php was removed (a notice). */
     public const KEY_REMOVED = 'visitor_service_key_removed';
+    /** Until when no delivery of the outbox is started (one runs, or the service is unreachable). */
+    public const DELIVERY_HOLD = 'visitor_service_delivery_hold';
 
     /** Every option the plugin writes, removed by uninstall.php. */
     public const ALL = [
         self::URL, self::PUBLIC_KEY, self::API_KEY, self::REQUIRE_CONSENT, self::DROPPED,
         self::LAST_CHECK, self::DB_VERSION, self::SETTINGS_READ_AT, self::KEY_REMOVED,
+        self::DELIVERY_HOLD,
     ];
 
     public static function serviceUrl(): string

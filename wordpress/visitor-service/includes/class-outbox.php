@@ -24,6 +24,10 @@ final class Outbox
     public const DURABLE = ['/ingest/leads', '/ingest/surveys'];
     private const BATCH = 50;
     private const MAX_BACKOFF = 6 * HOUR_IN_SECONDS;
+    /** Seconds one send may wait for the service (never on a visitor's request). */
+    private const TIMEOUT = 5.0;
+    /** How long one delivery may run; no other is started meanwhile. */
+    private const DELIVERY_SECONDS = 20;
 
     /** @var list<int> rows accepted in this request, sent after the response */
     private static array $pending = [];
@@ -95,13 +99,18 @@ final class Outbox
     }
 
     /**
-     * Keeps an item and sends it after the response. Answers false when it could not be kept.
+     * Keeps an item and sends it after the response. Answers false when it could not be kept
+     * (the outbox is full, counted, or the database refused).
      *
      * @param array<string, mixed> $body
      */
     public static function accept(string $path, array $body): bool
     {
         global $wpdb;
+        if (self::backlog() >= Limits::outboxCap()) {
+            Options::countDropped('outbox_full');
+            return false;
+        }
         $kept = $wpdb->insert(self::table(), [
             'path' => $path,
             'body' => (string) wp_json_encode($body, JSON_UNESCAPED_SLASHES),
@@ -120,16 +129,73 @@ final class Outbox
         return true;
     }
 
-    /** After the response: the items accepted in this request, once each. */
+    /**
+     * After the response, for the items accepted in this request. Where the server can release
+     * the visitor first (PHP-FPM, LiteSpeed), they are sent right here. Elsewhere (php -S,
+     * Apache's mod_php) the visitor would wait for every byte of this script, so the delivery is
+     * handed to a request of its own: a loopback POST to the deliver route, written and not
+     * waited for. While a delivery is under way or the service was just found unreachable
+     * (the hold), nothing is started: WP-Cron delivers those items.
+     */
     public static function sendPending(): void
     {
         $ids = self::$pending;
         self::$pending = [];
-        if ($ids === []) {
+        if ($ids === [] || self::held()) {
             return;
         }
-        Client::finishResponse();
-        self::sendRows(self::rows('id IN (' . implode(',', array_map('intval', $ids)) . ')'));
+        self::hold(self::DELIVERY_SECONDS);
+        if (Client::finishResponse()) {
+            self::deliverFresh();
+            return;
+        }
+        $at = time();
+        $sent = Client::writeAndLeave(rest_url(Rest::NAMESPACE . '/deliver'), [
+            'at' => $at,
+            'signature' => self::signature($at),
+        ], [], 0.5);
+        if (!$sent) {
+            self::hold(0); // the loopback could not be made: WP-Cron delivers
+        }
+    }
+
+    /** The deliver route's proof that this site asked for it (WordPress's own secret salt). */
+    public static function signature(int $at): string
+    {
+        return hash_hmac('sha256', 'visitor-service-deliver|' . $at, wp_salt('nonce'));
+    }
+
+    public static function validSignature(int $at, string $signature): bool
+    {
+        return abs(time() - $at) <= 5 * MINUTE_IN_SECONDS && hash_equals(self::signature($at), $signature);
+    }
+
+    /**
+     * The items not tried yet, in batches, until there are none or the service fails (the
+     * deliver route, or after fastcgi_finish_request). Ends the hold, unless the service was
+     * unreachable: then it holds for a minute and WP-Cron takes over.
+     */
+    public static function deliverFresh(): void
+    {
+        $until = time() + self::DELIVERY_SECONDS;
+        do {
+            $rows = self::rows('attempts = 0 AND next_attempt_at <= %d', time());
+            $reachable = self::sendRows($rows);
+        } while ($reachable && count($rows) === self::BATCH && time() < $until);
+        self::hold($reachable ? 0 : MINUTE_IN_SECONDS);
+        if ($reachable && self::rows('attempts = 0 AND next_attempt_at <= %d', time()) !== []) {
+            self::deliverFresh(); // accepted while this delivery ran, and not handed to one
+        }
+    }
+
+    private static function held(): bool
+    {
+        return (int) get_option(Options::DELIVERY_HOLD, 0) > time();
+    }
+
+    private static function hold(int $seconds): void
+    {
+        update_option(Options::DELIVERY_HOLD, $seconds > 0 ? time() + $seconds : 0, false);
     }
 
     /** WP-Cron: every item that is due, oldest first, at most one batch per run. */
@@ -138,27 +204,44 @@ final class Outbox
         if (!Options::configured()) {
             return;
         }
-        global $wpdb;
-        self::sendRows(self::rows($wpdb->prepare('next_attempt_at <= %d', time())));
+        self::hold(self::sendRows(self::rows('next_attempt_at <= %d', time())) ? 0 : MINUTE_IN_SECONDS);
     }
 
-    /** @return list<object> */
-    private static function rows(string $where): array
+    /** The settings screen's "Retry now": every waiting item is due now, and one run sends them. */
+    public static function retryNow(): void
     {
         global $wpdb;
-        // $where is built from integers only.
-        // phpcs:ignore
-        $rows = $wpdb->get_results('SELECT * FROM ' . self::table() . " WHERE $where ORDER BY id LIMIT " . self::BATCH);
+        $wpdb->query($wpdb->prepare('UPDATE ' . self::table() . ' SET next_attempt_at = %d', 0));
+        self::retry();
+    }
+
+    /**
+     * @param string $condition a WHERE clause with one %d placeholder
+     * @return list<object>
+     */
+    private static function rows(string $condition, int $value): array
+    {
+        global $wpdb;
+        $table = self::table();
+        $rows = $wpdb->get_results($wpdb->prepare(
+            "SELECT * FROM $table WHERE $condition ORDER BY id LIMIT %d", // phpcs:ignore -- our own constant clauses
+            $value,
+            self::BATCH
+        ));
         return is_array($rows) ? $rows : [];
     }
 
-    /** @param list<object> $rows */
-    private static function sendRows(array $rows): void
+    /**
+     * Answers false when the service could not be reached (the rest would fail the same way).
+     *
+     * @param list<object> $rows
+     */
+    private static function sendRows(array $rows): bool
     {
         global $wpdb;
         foreach ($rows as $row) {
             $body = json_decode((string) $row->body, true);
-            $answer = is_array($body) ? Client::post((string) $row->path, $body, 5.0)
+            $answer = is_array($body) ? Client::post((string) $row->path, $body, self::TIMEOUT)
                 : ['status' => 422, 'error' => 'unreadable row'];
             $status = $answer['status'];
             if (($status >= 200 && $status < 300) || in_array($status, [400, 413, 415, 422], true)) {
@@ -176,9 +259,10 @@ final class Outbox
                 'last_error' => substr((string) $answer['error'], 0, 255),
             ], ['id' => (int) $row->id]);
             if ($status === 0) {
-                break; // unreachable: the rest would fail the same way; the next run tries again
+                return false; // unreachable: the next run tries again
             }
         }
+        return true;
     }
 
     /** How many accepted items the service does not have yet. */

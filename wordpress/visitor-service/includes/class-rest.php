@@ -29,6 +29,7 @@ final class Rest
     public static function hooks(): void
     {
         add_action('rest_api_init', [self::class, 'register']);
+        add_filter('rest_post_dispatch', [Limits::class, 'retryAfter']);
     }
 
     /** @return array<string, array<string, mixed>> */
@@ -52,7 +53,7 @@ final class Rest
         register_rest_route(self::NAMESPACE, '/statement', [
             'methods' => 'GET',
             'callback' => [self::class, 'statement'],
-            'permission_callback' => '__return_true',
+            'permission_callback' => static fn () => Limits::allow('statement'),
             'args' => ['url' => ['type' => 'string', 'required' => true, 'minLength' => 1, 'maxLength' => 4096]],
         ]);
         register_rest_route(self::NAMESPACE, '/pageview', [
@@ -71,7 +72,7 @@ final class Rest
         register_rest_route(self::NAMESPACE, '/leads', [
             'methods' => 'POST',
             'callback' => [self::class, 'lead'],
-            'permission_callback' => '__return_true',
+            'permission_callback' => static fn () => Limits::allow('leads'),
             'args' => [
                 'visitorId' => $context['visitorId'] + ['required' => true],
                 'email' => ['type' => 'string', 'required' => true, 'format' => 'email', 'maxLength' => 254],
@@ -85,10 +86,21 @@ final class Rest
                 ],
             ] + $context,
         ]);
+        // The shop's own loopback request that delivers the outbox (Outbox::sendPending): signed
+        // with WordPress's secret salt, so nobody else can make the site call the service.
+        register_rest_route(self::NAMESPACE, '/deliver', [
+            'methods' => 'POST',
+            'callback' => [self::class, 'deliver'],
+            'permission_callback' => [self::class, 'deliverAllowed'],
+            'args' => [
+                'at' => ['type' => 'integer', 'required' => true],
+                'signature' => ['type' => 'string', 'required' => true, 'pattern' => '^[0-9a-f]{64}$'],
+            ],
+        ]);
         register_rest_route(self::NAMESPACE, '/surveys', [
             'methods' => 'POST',
             'callback' => [self::class, 'survey'],
-            'permission_callback' => '__return_true',
+            'permission_callback' => static fn () => Limits::allow('surveys'),
             'args' => [
                 'surveyId' => ['type' => 'string', 'required' => true, 'minLength' => 1, 'maxLength' => 128],
                 'responseId' => $context['visitorId'],
@@ -110,6 +122,21 @@ final class Rest
                 ],
             ] + $context,
         ]);
+    }
+
+    public static function deliverAllowed(\WP_REST_Request $request): bool
+    {
+        return Outbox::validSignature((int) $request['at'], (string) $request['signature']);
+    }
+
+    /** POST deliver: the loopback request sends the outbox; nobody waits for its answer. */
+    public static function deliver(): \WP_REST_Response
+    {
+        ignore_user_abort(true);
+        if (Options::configured()) {
+            Outbox::deliverFresh();
+        }
+        return new \WP_REST_Response(null, 204);
     }
 
     /** GET statement: signed now, for this page view only; never cached by anyone. */
@@ -199,8 +226,10 @@ final class Rest
             $body['productId'] = $product;
         }
         add_action('shutdown', static function () use ($body): void {
-            Client::finishResponse();
-            if (Client::post('/ingest/pageviews', $body, 3.0)['status'] === 0) {
+            // Without FPM or LiteSpeed the visitor waits for this script: write, do not wait.
+            $sent = Client::finishResponse() ? Client::post('/ingest/pageviews', $body, 3.0)['status'] !== 0
+                : Client::fireAndForget('/ingest/pageviews', $body);
+            if (!$sent) {
                 Options::countDropped('pageviews');
             }
         }, 1);

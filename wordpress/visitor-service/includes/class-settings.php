@@ -26,6 +26,7 @@ final class Settings
         add_action('admin_init', [self::class, 'removeKeyCopyBesideConstant']);
         add_filter('pre_update_option_' . Options::API_KEY, [Options::class, 'saveApiKeyFromForm'], 10, 2);
         add_action('admin_post_visitor_service_check', [self::class, 'handleCheck']);
+        add_action('admin_post_visitor_service_retry_now', [self::class, 'handleRetryNow']);
         add_action(Outbox::CRON_HOOK, [self::class, 'refreshSiteSettings']);
     }
 
@@ -190,6 +191,18 @@ final class Settings
         exit;
     }
 
+    /** "Retry now": every waiting item is due at once and one delivery runs while the owner waits. */
+    public static function handleRetryNow(): void
+    {
+        if (!current_user_can('manage_options')) {
+            wp_die(esc_html__('Sorry, you are not allowed to do that.', 'visitor-service'), 403);
+        }
+        check_admin_referer('visitor_service_retry_now');
+        Outbox::retryNow();
+        wp_safe_redirect(admin_url('options-general.php?page=' . self::PAGE . '&retried=1'));
+        exit;
+    }
+
     public static function render(): void
     {
         if (!current_user_can('manage_options')) {
@@ -223,13 +236,93 @@ final class Settings
             ? __('The site requires consent: nothing is sent for visitors who have not given it.', 'visitor-service')
             : __('The site does not require consent before collecting.', 'visitor-service')) . '</p>';
         echo '<h2>' . esc_html__('Delivery', 'visitor-service') . '</h2>';
-        /* translators: %d: number of leads and survey answers waiting */
-        $backlog = __('Waiting to be re-sent: %d leads and survey answers.', 'visitor-service');
-        echo '<p id="visitor-service-backlog">' . esc_html(sprintf($backlog, Outbox::backlog())) . '</p>';
-        /* translators: 1: pageviews, 2: errors */
-        $lost = __('Dropped while the service was unreachable: %1$d pageviews, %2$d PHP errors.', 'visitor-service');
-        $lost = sprintf($lost, $dropped['pageviews'] ?? 0, $dropped['errors'] ?? 0);
-        echo '<p id="visitor-service-dropped">' . esc_html($lost) . '</p></div>';
+        $backlog = Outbox::backlog();
+        $waiting = sprintf(
+            /* translators: %d: number of leads and survey answers not delivered yet */
+            _n(
+                '%d lead or survey answer is waiting to be sent.',
+                '%d leads and survey answers are waiting to be sent.',
+                $backlog,
+                'visitor-service'
+            ),
+            $backlog
+        );
+        echo '<p id="visitor-service-backlog">' . esc_html($waiting) . '</p>';
+        if ($backlog > 0) {
+            echo '<form method="post" action="' . esc_url(admin_url('admin-post.php')) . '">';
+            echo '<input type="hidden" name="action" value="visitor_service_retry_now">';
+            wp_nonce_field('visitor_service_retry_now');
+            submit_button(__('Retry now', 'visitor-service'), 'secondary', 'retry-now', false);
+            echo '</form>';
+        }
+        echo '<ul id="visitor-service-dropped">';
+        foreach (self::droppedLines($dropped) as $line) {
+            echo '<li>' . esc_html($line) . '</li>';
+        }
+        echo '</ul></div>';
+    }
+
+    /**
+     * One sentence per kind of item that was dropped or refused, with its count.
+     *
+     * @param array<string, int> $dropped
+     * @return list<string>
+     */
+    private static function droppedLines(array $dropped): array
+    {
+        $count = static fn (string $kind): int => (int) ($dropped[$kind] ?? 0);
+        return [
+            sprintf(
+                /* translators: %d: number of pageviews */
+                _n(
+                    '%d pageview was dropped while the service was unreachable.',
+                    '%d pageviews were dropped while the service was unreachable.',
+                    $count('pageviews'),
+                    'visitor-service'
+                ),
+                $count('pageviews')
+            ),
+            sprintf(
+                /* translators: %d: number of PHP errors */
+                _n(
+                    '%d PHP error was dropped while the service was unreachable.',
+                    '%d PHP errors were dropped while the service was unreachable.',
+                    $count('errors'),
+                    'visitor-service'
+                ),
+                $count('errors')
+            ),
+            sprintf(
+                /* translators: %d: number of leads and survey answers */
+                _n(
+                    '%d lead or survey answer was refused by the service as invalid.',
+                    '%d leads and survey answers were refused by the service as invalid.',
+                    $count('rejected'),
+                    'visitor-service'
+                ),
+                $count('rejected')
+            ),
+            sprintf(
+                /* translators: %d: number of requests */
+                _n(
+                    '%d request to the public routes was refused: too many from one address in a minute.',
+                    '%d requests to the public routes were refused: too many from one address in a minute.',
+                    $count('rate_limited'),
+                    'visitor-service'
+                ),
+                $count('rate_limited')
+            ),
+            sprintf(
+                /* translators: %d: number of leads and survey answers */
+                _n(
+                    '%d lead or survey answer was refused because the outbox was full.',
+                    '%d leads and survey answers were refused because the outbox was full.',
+                    $count('outbox_full'),
+                    'visitor-service'
+                ),
+                $count('outbox_full')
+            ),
+        ];
     }
 
     /** Prints one form row; $field is already escaped HTML. */
