@@ -262,7 +262,9 @@ class SiteResources:
 
     async def _fetch(self, method: str, url: str) -> tuple[int, dict[str, str], bytes] | str:
         """The answer to the request, or why it was refused."""
-        if method != "GET" or origin_of(url) not in self.origins:
+        if method != "GET":
+            return "not a GET"
+        if origin_of(url) not in self.origins:
             return "not an allowed origin"
         if self.fetched + sum(self.refused.values()) >= self.limits.resources:
             return "too many requests"
