@@ -7,6 +7,7 @@ import json
 
 from playwright.async_api import Browser
 
+from tests.support.browser import eventually
 from tests.support.wordpress import ADMIN
 from tests.wordpress.conftest import Shop, ShopFactory, documents, log_in
 
@@ -82,6 +83,12 @@ async def test_retry_now_sends_the_backlog_while_the_owner_waits(
                                body=json.dumps({"visitorId": f"visitor-retry-{number}",
                                                 "email": f"retry{number}@example.com"}))
         assert lead.code == 202
+
+    async def tried() -> bool:  # the loopback delivery found the service down
+        return bool(await shop.wp.php("""global $wpdb; return (int) $wpdb->get_var(
+            'SELECT MAX(attempts) FROM ' . \\VisitorService\\Outbox::table());"""))
+
+    await eventually(tried, message="the first delivery attempt")
     shop.service.start()
     admin = await browser.new_context()
     await log_in(admin, shop, ADMIN)

@@ -20,8 +20,9 @@ from tests.support.browser import eventually
 from tests.wordpress.conftest import ShopFactory, documents, log_in
 
 JSON = {"Content-Type": "application/json"}
-LOADER_LINE = re.compile(r"<script>window\.svc.*?</script>\s*<script async src=\"[^\"]*sdk/v1/"
-                         r"loader\.js[^>]*></script>", re.S)
+# Enqueued by WordPress: the stub inline before the loader, whose tag gets async and the addresses.
+LOADER_LINE = re.compile(r"<script[^>]*>\s*window\.svc = .*?</script>\s*<script async [^>]*"
+                         r"src=[\"'][^\"']*sdk/v1/loader\.js[^>]*></script>", re.S)
 
 
 def _loader_block(html: str) -> str:

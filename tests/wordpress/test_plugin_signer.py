@@ -15,6 +15,7 @@ SIGNER = ROOT / "wordpress" / "visitor-service" / "includes" / "class-statements
 VECTORS = ROOT / "tests" / "privacy" / "statement_vectors.json"
 
 SCRIPT = """<?php
+define('ABSPATH', __DIR__ . '/');  // as inside WordPress: every plugin file checks it
 require $argv[1];
 $out = [];
 foreach (json_decode(stream_get_contents(STDIN), true) as $v) {

@@ -9,16 +9,16 @@
  * Author:            Visitor Service
  * License:           GPL-2.0-or-later
  * Text Domain:       visitor-service
+ * Domain Path:       /languages
  * WC requires at least: 7.0
+ * WC tested up to:   9.9
  *
  * @package VisitorService
  */
 
 declare(strict_types=1);
 
-if (!defined('ABSPATH')) {
-    exit;
-}
+defined('ABSPATH') || exit;
 
 define('VISITOR_SERVICE_VERSION', '0.2.0');
 define('VISITOR_SERVICE_FILE', __FILE__);
@@ -41,6 +41,10 @@ VisitorService\Errors::register();
 
 register_activation_hook(__FILE__, [VisitorService\Outbox::class, 'activate']);
 register_deactivation_hook(__FILE__, [VisitorService\Outbox::class, 'deactivate']);
+
+add_action('init', static function (): void {
+    load_plugin_textdomain('visitor-service', false, dirname(plugin_basename(__FILE__)) . '/languages');
+});
 
 VisitorService\Outbox::hooks();
 VisitorService\Rest::hooks();

@@ -10,6 +10,8 @@ declare(strict_types=1);
 
 namespace VisitorService;
 
+defined('ABSPATH') || exit;
+
 /**
  * Every call carries X-Service-Key; none is ever made on a page's path (only after the response,
  * from a REST route, from WP-Cron or from the settings screen).

@@ -10,6 +10,8 @@ declare(strict_types=1);
 
 namespace VisitorService;
 
+defined('ABSPATH') || exit;
+
 /**
  * An error handler and a shutdown function collect the request's errors; they are sent once the
  * response is out (fastcgi_finish_request where there is one, otherwise a request written and

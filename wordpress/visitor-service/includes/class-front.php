@@ -10,20 +10,25 @@ declare(strict_types=1);
 
 namespace VisitorService;
 
+defined('ABSPATH') || exit;
+
 /**
- * Prints the two script tags of docs/sdk.md with the public key, plus the CMS route and
- * admin-ajax addresses. What is printed is the same for every visitor of a page (so a full-page
- * cache may keep it): no user id, no nonce, no product statement. A product page is only marked
- * (data-product-page); the loader asks the never-cached route for a fresh statement.
+ * Enqueues the two script tags of docs/sdk.md (the queue stub, then the loader with the public
+ * key), the loader's tag carrying the CMS route and admin-ajax addresses. What is printed is the
+ * same for every visitor of a page (so a full-page cache may keep it): no user id, no nonce, no
+ * product statement. A product page is only marked (data-product-page); the loader asks the
+ * never-cached route for a fresh statement.
  */
 final class Front
 {
     /** Not identifying: only says "a WordPress login exists in this browser", so ask for a nonce. */
     public const LOGIN_MARKER = 'svc_wp_li';
+    public const HANDLE = 'visitor-service-loader';
 
     public static function hooks(): void
     {
-        add_action('wp_head', [self::class, 'printLoader'], 1);
+        add_action('wp_enqueue_scripts', [self::class, 'enqueueLoader']);
+        add_filter('script_loader_tag', [self::class, 'loaderTag'], 10, 2);
         add_action('set_logged_in_cookie', [self::class, 'markLogin'], 10, 4);
         add_action('clear_auth_cookie', [self::class, 'unmarkLogin']);
         add_action('template_redirect', [self::class, 'syncLoginMarker']);
@@ -44,25 +49,37 @@ final class Front
         }
     }
 
-    public static function printLoader(): void
+    /** wp_enqueue_scripts: the loader (in the head) and the queue stub that runs before it. */
+    public static function enqueueLoader(): void
     {
         if (is_admin() || !Options::configured()) {
             return;
         }
-        $src = add_query_arg('key', rawurlencode(Options::publicKey()), Options::serviceUrl() . '/sdk/v1/loader.js');
-        $attributes = [
-            'data-cms-route' => esc_url(rest_url(Rest::NAMESPACE . '/')),
-            'data-cms-ajax' => esc_url(admin_url('admin-ajax.php')),
-        ];
-        $line = '<script async src="' . esc_url($src) . '"';
-        foreach ($attributes as $name => $value) {
-            $line .= ' ' . $name . '="' . $value . '"';
+        $loader = Options::serviceUrl() . '/sdk/v1/loader.js';
+        $src = add_query_arg('key', rawurlencode(Options::publicKey()), $loader);
+        // No version: the service serves its current loader (and the ?key= is all it reads).
+        wp_enqueue_script(self::HANDLE, $src, [], null, false);
+        wp_add_inline_script(
+            self::HANDLE,
+            'window.svc = window.svc || function () { (svc.q = svc.q || []).push(arguments); };',
+            'before'
+        );
+    }
+
+    /**
+     * script_loader_tag: the loader's tag gets async and the addresses the loader reads. Only the
+     * loader's own <script> element is changed, not the inline stub printed before it.
+     */
+    public static function loaderTag(string $tag, string $handle): string
+    {
+        if ($handle !== self::HANDLE) {
+            return $tag;
         }
-        if (WooCommerce::isProductPage()) {
-            $line .= ' data-product-page';
-        }
-        echo "<script>window.svc = window.svc || function () { (svc.q = svc.q || []).push(arguments); };</script>\n";
-        echo $line . "></script>\n"; // phpcs:ignore -- every part escaped above
+        $attributes = ' async data-cms-route="' . esc_attr(esc_url(rest_url(Rest::NAMESPACE . '/'))) . '"'
+            . ' data-cms-ajax="' . esc_attr(esc_url(admin_url('admin-ajax.php'))) . '"'
+            . (WooCommerce::isProductPage() ? ' data-product-page' : '');
+        $element = '/<script(?=[^>]*\sid=["\']' . preg_quote(self::HANDLE, '/') . '-js["\'])/';
+        return (string) preg_replace($element, '<script' . $attributes, $tag, 1);
     }
 
     /**

@@ -10,6 +10,8 @@ declare(strict_types=1);
 
 namespace VisitorService;
 
+defined('ABSPATH') || exit;
+
 /**
  * /leads, /surveys and /statement answer anyone (pages are cached, so no nonce can be asked
  * for), and each accepted request makes the shop call the service. A one-minute window per

@@ -10,6 +10,8 @@ declare(strict_types=1);
 
 namespace VisitorService;
 
+defined('ABSPATH') || exit;
+
 /**
  * Option names and accessors. The API key never leaves the server: it is read here and used
  * only in requests to the service and to derive the statement signing key.

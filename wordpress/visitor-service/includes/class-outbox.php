@@ -10,6 +10,8 @@ declare(strict_types=1);
 
 namespace VisitorService;
 
+defined('ABSPATH') || exit;
+
 /**
  * What must not be lost is written to the plugin's own table before the route answers, sent
  * after the response, and deleted only once the service acknowledged it. What the service could

@@ -11,6 +11,8 @@ declare(strict_types=1);
 
 namespace VisitorService;
 
+defined('ABSPATH') || exit;
+
 /**
  * Registered with core's `wp_privacy_personal_data_exporters` / `_erasers` filters, so the shop
  * owner's one request by e-mail address also covers the service. Core's own screens and AJAX
@@ -71,7 +73,7 @@ final class Privacy
         }
         $answer = Client::post('/ingest/privacy/export', ['email' => $email, 'page' => max(1, $page)], 30.0);
         if ($answer['status'] !== 200 || !is_array($answer['body'])) {
-            return new \WP_Error('visitor_service_export', self::failure(__('export', 'visitor-service'), $answer));
+            return new \WP_Error('visitor_service_export', self::failure(true, $answer));
         }
         $items = [];
         foreach ((array) ($answer['body']['visitors'] ?? []) as $document) {
@@ -98,7 +100,7 @@ final class Privacy
         if ($answer['status'] !== 200 || !is_array($body)) {
             // Nothing is known to be erased: say so, and let the owner run the request again.
             $result['items_retained'] = true;
-            $result['messages'][] = self::failure(__('erasure', 'visitor-service'), $answer);
+            $result['messages'][] = self::failure(false, $answer);
             return $result;
         }
         $visitors = (int) ($body['visitors'] ?? 0);
@@ -112,17 +114,32 @@ final class Privacy
             (array) ($body['receipts'] ?? [])
         );
         $result['items_removed'] = $removed > 0 || $anonymised > 0;
-        $result['messages'][] = sprintf(
-            /* translators: 1: visitors, 2: items removed, 3: error records anonymised, 4: receipts */
-            __(
-                'Visitor Service erased %1$d visitor(s): %2$d item(s) removed, %3$d anonymised; receipts %4$s.',
-                'visitor-service'
+        $result['messages'][] = implode(' ', [
+            sprintf(
+                _n(
+                    /* translators: %d: number of visitors */
+                    'Visitor Service erased %d visitor.',
+                    'Visitor Service erased %d visitors.',
+                    $visitors,
+                    'visitor-service'
+                ),
+                $visitors
             ),
-            $visitors,
-            $removed,
-            $anonymised,
-            implode(', ', array_filter($receipts))
-        );
+            /* translators: %d: number of items */
+            sprintf(_n('%d item was removed.', '%d items were removed.', $removed, 'visitor-service'), $removed),
+            sprintf(
+                _n(
+                    /* translators: %d: number of error records */
+                    '%d error record was anonymised.',
+                    '%d error records were anonymised.',
+                    $anonymised,
+                    'visitor-service'
+                ),
+                $anonymised
+            ),
+            /* translators: %s: the erasure receipts' ids, separated by commas */
+            sprintf(__('Receipts: %s.', 'visitor-service'), implode(', ', array_filter($receipts))),
+        ]);
         foreach ((array) ($body['receipts'] ?? []) as $receipt) {
             if (is_array($receipt) && !empty($receipt['legacyFootageNote'])) {
                 $result['messages'][] = (string) $receipt['legacyFootageNote'] . ' '
@@ -217,7 +234,7 @@ final class Privacy
      *
      * @param array{status: int, body: mixed, error: string} $answer
      */
-    private static function failure(string $what, array $answer): string
+    private static function failure(bool $export, array $answer): string
     {
         if ($answer['status'] === 0) {
             $why = __('the service could not be reached', 'visitor-service');
@@ -230,14 +247,22 @@ final class Privacy
                 $answer['status']
             );
         }
-        return sprintf(
-            /* translators: 1: "export" or "erasure", 2: why it failed */
-            __(
-                'Visitor Service: the %1$s did not complete (%2$s); run the request again once it is reachable.',
-                'visitor-service'
-            ),
-            $what,
-            $why
-        );
+        return $export
+            ? sprintf(
+                __(
+                    /* translators: %s: why the export failed */
+                    'Visitor Service: the export did not complete (%s); run the request again once it is reachable.',
+                    'visitor-service'
+                ),
+                $why
+            )
+            : sprintf(
+                __(
+                    /* translators: %s: why the erasure failed */
+                    'Visitor Service: the erasure did not complete (%s); run the request again once it is reachable.',
+                    'visitor-service'
+                ),
+                $why
+            );
     }
 }

@@ -10,6 +10,8 @@ declare(strict_types=1);
 
 namespace VisitorService;
 
+defined('ABSPATH') || exit;
+
 /**
  * Reads the facts the service needs from the current request. Nothing here is ever printed into
  * a page: the user id and the visitor's address only travel from this server to the service.

@@ -10,6 +10,8 @@ declare(strict_types=1);
 
 namespace VisitorService;
 
+defined('ABSPATH') || exit;
+
 /**
  * Routes:
  * - GET  statement?url=  a fresh product statement for a product page (never cached);
@@ -195,7 +197,7 @@ final class Rest
             return new \WP_REST_Response(null, 204);
         }
         if (!Options::configured()) {
-            $message = 'The Visitor Service is not configured.';
+            $message = __('The Visitor Service is not configured.', 'visitor-service');
             return new \WP_REST_Response(['code' => 'not_configured', 'message' => $message], 503);
         }
         if (!Request::mayCollect(self::claimedConsent($request))) {
@@ -271,7 +273,8 @@ final class Rest
         if (!isset($body['visitorId']) && !isset($body['sessionId'])) {
             return new \WP_REST_Response([
                 'code' => 'rest_missing_callback_param',
-                'message' => 'visitorId or sessionId is required.',
+                /* translators: visitorId and sessionId are field names: not to be translated */
+                'message' => __('visitorId or sessionId is required.', 'visitor-service'),
                 'data' => ['status' => 400, 'params' => ['visitorId']],
             ], 400);
         }
@@ -284,7 +287,7 @@ final class Rest
     private static function keep(string $path, array $body, string $id): \WP_REST_Response
     {
         if (!Outbox::accept($path, $body)) {
-            $message = 'Could not keep the item; try again.';
+            $message = __('Could not keep the item; please try again later.', 'visitor-service');
             return new \WP_REST_Response(['code' => 'not_kept', 'message' => $message], 503);
         }
         return new \WP_REST_Response(['ok' => true, 'id' => $id], 202);

@@ -10,6 +10,8 @@ declare(strict_types=1);
 
 namespace VisitorService;
 
+defined('ABSPATH') || exit;
+
 /**
  * Only for manage_options. The API key is never printed back: the field is always empty, an
  * empty submission keeps the saved key, and a key from wp-config.php cannot be edited here.
@@ -143,6 +145,7 @@ final class Settings
             $ok = false;
             $messages[] = $ingest['status'] === 401
                 ? __('API key refused by the service.', 'visitor-service')
+                /* translators: %s: the error */
                 : sprintf(__('API key could not be checked (%s).', 'visitor-service'), $ingest['error']);
         }
         $result = ['ok' => $ok, 'messages' => $messages];
@@ -238,8 +241,8 @@ final class Settings
         echo '<h2>' . esc_html__('Delivery', 'visitor-service') . '</h2>';
         $backlog = Outbox::backlog();
         $waiting = sprintf(
-            /* translators: %d: number of leads and survey answers not delivered yet */
             _n(
+                /* translators: %d: number of leads and survey answers not delivered yet */
                 '%d lead or survey answer is waiting to be sent.',
                 '%d leads and survey answers are waiting to be sent.',
                 $backlog,
@@ -273,8 +276,8 @@ final class Settings
         $count = static fn (string $kind): int => (int) ($dropped[$kind] ?? 0);
         return [
             sprintf(
-                /* translators: %d: number of pageviews */
                 _n(
+                    /* translators: %d: number of pageviews */
                     '%d pageview was dropped while the service was unreachable.',
                     '%d pageviews were dropped while the service was unreachable.',
                     $count('pageviews'),
@@ -283,8 +286,8 @@ final class Settings
                 $count('pageviews')
             ),
             sprintf(
-                /* translators: %d: number of PHP errors */
                 _n(
+                    /* translators: %d: number of PHP errors */
                     '%d PHP error was dropped while the service was unreachable.',
                     '%d PHP errors were dropped while the service was unreachable.',
                     $count('errors'),
@@ -293,8 +296,8 @@ final class Settings
                 $count('errors')
             ),
             sprintf(
-                /* translators: %d: number of leads and survey answers */
                 _n(
+                    /* translators: %d: number of leads and survey answers */
                     '%d lead or survey answer was refused by the service as invalid.',
                     '%d leads and survey answers were refused by the service as invalid.',
                     $count('rejected'),
@@ -303,8 +306,8 @@ final class Settings
                 $count('rejected')
             ),
             sprintf(
-                /* translators: %d: number of requests */
                 _n(
+                    /* translators: %d: number of requests */
                     '%d request to the public routes was refused: too many from one address in a minute.',
                     '%d requests to the public routes were refused: too many from one address in a minute.',
                     $count('rate_limited'),
@@ -313,8 +316,8 @@ final class Settings
                 $count('rate_limited')
             ),
             sprintf(
-                /* translators: %d: number of leads and survey answers */
                 _n(
+                    /* translators: %d: number of leads and survey answers */
                     '%d lead or survey answer was refused because the outbox was full.',
                     '%d leads and survey answers were refused because the outbox was full.',
                     $count('outbox_full'),

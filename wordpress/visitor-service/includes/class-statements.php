@@ -10,6 +10,8 @@ declare(strict_types=1);
 
 namespace VisitorService;
 
+defined('ABSPATH') || exit;
+
 /**
  * Signs "a visitor viewed product P on page U at time T" with the key derived from the site API
  * key. A statement is single-use and expires, so one is made per page view by the never-cached

@@ -10,6 +10,8 @@ declare(strict_types=1);
 
 namespace VisitorService;
 
+defined('ABSPATH') || exit;
+
 /**
  * Uses only WooCommerce's public API (WC(), the cart and session objects, wc_get_order-style
  * order objects, the checkout hook). Everything here switches off when WooCommerce is not active.
