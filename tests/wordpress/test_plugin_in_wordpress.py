@@ -414,7 +414,7 @@ async def test_the_settings_screen_is_for_administrators_and_checks_the_connecti
     await page.wait_for_load_state()
     await page.click("#check")
     await page.wait_for_url("**checked=1")
-    notice = await page.text_content(".notice-success")
+    notice = await page.text_content("#visitor-service-check.notice-success")
     assert "API key: accepted." in notice and "Public key and this site" in notice
     assert shop.tenant.api_key not in await page.content()
     await admin.close()

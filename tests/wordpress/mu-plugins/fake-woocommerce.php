@@ -4,12 +4,16 @@
  * Plugin Name: Fake WooCommerce (tests only)
  * Description: The few public WooCommerce functions, objects and hooks the Visitor Service adapter
  *              calls (WC(), cart, session, order, get_woocommerce_currency, is_product, the
- *              woocommerce_checkout_order_processed hook), and nothing more. WooCommerce itself
- *              cannot be installed from the registries these tests may use.
+ *              conditional tags is_checkout, is_order_received_page and is_account_page,
+ *              wc_get_checkout_url, the woocommerce_checkout_order_processed hook), and nothing
+ *              more. WooCommerce itself cannot be installed from the registries these tests may use.
  *
  * The cart lives in the cookie fake_wc_cart ({"productId": quantity}), the session id in the
  * cookie fake_wc_session. GET /?fake_wc_checkout=1&email=… places an order from the cart
- * (with &block=1 through the block checkout's Store API hook).
+ * (with &block=1 through the block checkout's Store API hook); POST /?wc-ajax=checkout&email=…
+ * places it as the classic checkout's AJAX request does, answering JSON. The checkout and My
+ * Account pages are the pages with the slugs checkout and my-account; the order-received page
+ * is the checkout page with ?order-received=ID (WooCommerce's endpoint, as a query argument).
  */
 
 declare(strict_types=1);
@@ -177,6 +181,26 @@ function is_product(): bool
     return is_singular('product');
 }
 
+function is_checkout(): bool
+{
+    return is_page('checkout');
+}
+
+function is_order_received_page(): bool
+{
+    return is_checkout() && isset($_GET['order-received']);
+}
+
+function is_account_page(): bool
+{
+    return is_page('my-account');
+}
+
+function wc_get_checkout_url(): string
+{
+    return home_url('/checkout/');
+}
+
 add_action('init', static function (): void {
     register_post_type('product', [
         'public' => true,
@@ -187,7 +211,8 @@ add_action('init', static function (): void {
 });
 
 add_action('template_redirect', static function (): void {
-    if (!isset($_GET['fake_wc_checkout'])) {
+    $ajax = isset($_GET['wc-ajax']) && $_GET['wc-ajax'] === 'checkout';
+    if (!isset($_GET['fake_wc_checkout']) && !$ajax) {
         return;
     }
     $email = sanitize_email(wp_unslash((string) ($_GET['email'] ?? '')));
@@ -198,6 +223,9 @@ add_action('template_redirect', static function (): void {
         do_action('woocommerce_checkout_order_processed', $order->get_id(), ['billing_email' => $email], $order);
     }
     WC()->cart->empty_cart();
+    if ($ajax) {
+        wp_send_json(['result' => 'success', 'redirect' => wc_get_checkout_url() . '?order-received=' . $order->get_id()]);
+    }
     nocache_headers();
     echo '<!doctype html><title>Order received</title><p id="order">Order ' . (int) $order->get_id() . ' received</p>';
     exit;

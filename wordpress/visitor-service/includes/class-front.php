@@ -24,11 +24,13 @@ final class Front
     /** Not identifying: only says "a WordPress login exists in this browser", so ask for a nonce. */
     public const LOGIN_MARKER = 'svc_wp_li';
     public const HANDLE = 'visitor-service-loader';
+    public const MASK_TEXT_CLASS = 'rr-mask';
 
     public static function hooks(): void
     {
         add_action('wp_enqueue_scripts', [self::class, 'enqueueLoader']);
         add_filter('script_loader_tag', [self::class, 'loaderTag'], 10, 2);
+        add_filter('body_class', [self::class, 'maskPersonalPages']);
         add_action('set_logged_in_cookie', [self::class, 'markLogin'], 10, 4);
         add_action('clear_auth_cookie', [self::class, 'unmarkLogin']);
         add_action('template_redirect', [self::class, 'syncLoginMarker']);
@@ -80,6 +82,22 @@ final class Front
             . (WooCommerce::isProductPage() ? ' data-product-page' : '');
         $element = '/<script(?=[^>]*\sid=["\']' . preg_quote(self::HANDLE, '/') . '-js["\'])/';
         return (string) preg_replace($element, '<script' . $attributes, $tag, 1);
+    }
+
+    /**
+     * body_class: on checkout, order-received and My Account pages every text of the page is
+     * masked in recordings, not only the inputs. rrweb, which the loader records with, masks
+     * the text of every element inside one with the class `rr-mask` (its default maskTextClass).
+     *
+     * @param list<string> $classes
+     * @return list<string>
+     */
+    public static function maskPersonalPages(array $classes): array
+    {
+        if (WooCommerce::isPersonalPage()) {
+            $classes[] = self::MASK_TEXT_CLASS;
+        }
+        return $classes;
     }
 
     /**

@@ -73,14 +73,17 @@ final class Request
         return mb_substr($agent, 0, 2048);
     }
 
-    /** The current page's absolute URL, as the browser shows it (without any fragment). */
+    /**
+     * The current page's absolute URL (without any fragment): the site's own scheme, host and
+     * port from home_url(), never the request's Host header, which the client chooses.
+     */
     public static function currentUrl(): string
     {
         $uri = isset($_SERVER['REQUEST_URI']) ? (string) $_SERVER['REQUEST_URI'] : '/';
         $home = wp_parse_url(home_url());
-        $scheme = is_ssl() ? 'https' : ($home['scheme'] ?? 'http');
-        $host = isset($_SERVER['HTTP_HOST']) ? (string) $_SERVER['HTTP_HOST'] : ($home['host'] ?? '');
-        return mb_substr($scheme . '://' . $host . $uri, 0, 4096);
+        $origin = ($home['scheme'] ?? 'http') . '://' . ($home['host'] ?? '')
+            . (isset($home['port']) ? ':' . $home['port'] : '');
+        return mb_substr($origin . '/' . ltrim($uri, '/'), 0, 4096);
     }
 
     /**

@@ -27,7 +27,7 @@ final class Settings
         add_action('admin_init', [self::class, 'registerSettings']);
         add_action('admin_init', [self::class, 'removeKeyCopyBesideConstant']);
         add_filter('pre_update_option_' . Options::API_KEY, [Options::class, 'saveApiKeyFromForm'], 10, 2);
-        add_action('admin_post_visitor_service_check', [self::class, 'handleCheck']);
+        add_action('admin_init', [self::class, 'checkAfterSaving']);
         add_action('admin_post_visitor_service_retry_now', [self::class, 'handleRetryNow']);
         add_action(Outbox::CRON_HOOK, [self::class, 'refreshSiteSettings']);
     }
@@ -124,8 +124,19 @@ final class Settings
         $messages = [];
         $ok = true;
         if (!Options::configured()) {
-            $missing = __('Service URL, public key and API key are all needed.', 'visitor-service');
-            return ['ok' => false, 'messages' => [$missing]];
+            $missing = [];
+            if (Options::serviceUrl() === '') {
+                $missing[] = __('The service URL is missing.', 'visitor-service');
+            }
+            if (Options::publicKey() === '') {
+                $missing[] = __('The public key is missing.', 'visitor-service');
+            }
+            if (Options::apiKey() === '') {
+                $missing[] = __('The API key is missing.', 'visitor-service');
+            }
+            $result = ['ok' => false, 'messages' => $missing];
+            update_option(Options::LAST_CHECK, $result + ['at' => time()], false);
+            return $result;
         }
         [$config, $origin] = self::readSiteSettings();
         if ($config['status'] === 200) {
@@ -183,15 +194,24 @@ final class Settings
         }
     }
 
-    public static function handleCheck(): void
+    /**
+     * "Save and check connection" is a button of the settings form, so the check proves what
+     * was typed: core's options.php checks the nonce and the capability and saves, and just
+     * before it redirects back, the saved values are checked.
+     */
+    public static function checkAfterSaving(): void
     {
-        if (!current_user_can('manage_options')) {
-            wp_die(esc_html__('Sorry, you are not allowed to do that.', 'visitor-service'), 403);
+        $page = isset($_POST['option_page']) ? sanitize_key(wp_unslash((string) $_POST['option_page'])) : '';
+        if (isset($_POST['visitor_service_check']) && $page === self::GROUP && current_user_can('manage_options')) {
+            add_filter('wp_redirect', [self::class, 'checkSavedValues']);
         }
-        check_admin_referer('visitor_service_check');
+    }
+
+    public static function checkSavedValues(string $location): string
+    {
+        remove_filter('wp_redirect', [self::class, 'checkSavedValues']);
         self::checkConnection();
-        wp_safe_redirect(admin_url('options-general.php?page=' . self::PAGE . '&checked=1'));
-        exit;
+        return add_query_arg('checked', '1', $location);
     }
 
     /** "Retry now": every waiting item is due at once and one delivery runs while the owner waits. */
@@ -211,11 +231,13 @@ final class Settings
         if (!current_user_can('manage_options')) {
             return;
         }
-        $check = get_option(Options::LAST_CHECK, null);
+        // The result of the check just made, once: not a stale one on every later visit.
+        $check = isset($_GET['checked']) ? get_option(Options::LAST_CHECK, null) : null;
         $dropped = Options::dropped();
         echo '<div class="wrap"><h1>' . esc_html__('Visitor Service', 'visitor-service') . '</h1>';
         if (is_array($check)) {
-            echo '<div class="notice ' . ($check['ok'] ? 'notice-success' : 'notice-error') . '">';
+            echo '<div id="visitor-service-check" class="notice '
+                . ($check['ok'] ? 'notice-success' : 'notice-error') . '">';
             foreach ((array) $check['messages'] as $message) {
                 echo '<p>' . esc_html((string) $message) . '</p>';
             }
@@ -229,13 +251,22 @@ final class Settings
         $public = self::input('vs-public', 'text', Options::PUBLIC_KEY, Options::publicKey());
         self::row('vs-public', __('Public key', 'visitor-service'), $public);
         self::row('vs-api', __('Site API key', 'visitor-service'), self::apiKeyField());
-        echo '</table>';
-        submit_button();
-        echo '</form><form method="post" action="' . esc_url(admin_url('admin-post.php')) . '">';
-        echo '<input type="hidden" name="action" value="visitor_service_check">';
-        wp_nonce_field('visitor_service_check');
-        submit_button(__('Check connection', 'visitor-service'), 'secondary', 'check', false);
-        echo '</form><p id="visitor-service-consent">' . esc_html(Options::requireConsent()
+        $where = [
+            __('All three are in the Visitor Service dashboard: Settings → Install on your shop.', 'visitor-service'),
+            __('The API key is shown in full only when it is created or rotated (Settings → Keys).', 'visitor-service'),
+        ];
+        echo '</table><p class="description" id="visitor-service-keys-from">' . esc_html(implode(' ', $where))
+            . '</p><p class="submit">';
+        submit_button(__('Save Changes', 'visitor-service'), 'primary', 'submit', false);
+        echo ' ';
+        submit_button(
+            __('Save and check connection', 'visitor-service'),
+            'secondary',
+            'visitor_service_check',
+            false,
+            ['id' => 'check']
+        );
+        echo '</p></form><p id="visitor-service-consent">' . esc_html(Options::requireConsent()
             ? __('The site requires consent: nothing is sent for visitors who have not given it.', 'visitor-service')
             : __('The site does not require consent before collecting.', 'visitor-service')) . '</p>';
         echo '<h2>' . esc_html__('Delivery', 'visitor-service') . '</h2>';

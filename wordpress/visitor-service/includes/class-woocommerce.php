@@ -69,6 +69,42 @@ final class WooCommerce
         return $id > 0 && get_post_type($id) === 'product' ? (string) $id : null;
     }
 
+    /**
+     * The pages where WooCommerce prints the customer's own data as text (name, addresses,
+     * e-mail, phone, order lines): checkout, order received, My Account.
+     */
+    public static function isPersonalPage(): bool
+    {
+        if (!self::active()) {
+            return false;
+        }
+        foreach (['is_checkout', 'is_order_received_page', 'is_account_page'] as $conditional) {
+            if (function_exists($conditional) && $conditional()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The page the customer placed the order on. The classic checkout posts to ?wc-ajax=checkout
+     * and the block checkout to the Store API: neither address is a page, so the checkout page
+     * that sent the request (its Referer, when it is this shop's) is used, else the shop's
+     * checkout page, else the request's own address.
+     */
+    private static function checkoutPageUrl(): string
+    {
+        $background = wp_doing_ajax() || isset($_GET['wc-ajax']) || (defined('REST_REQUEST') && REST_REQUEST);
+        if (!$background) {
+            return Request::currentUrl();
+        }
+        $referer = wp_get_referer(); // only an address of this site (wp_validate_redirect)
+        if (is_string($referer) && $referer !== '' && wp_parse_url($referer, PHP_URL_HOST) !== null) {
+            return mb_substr($referer, 0, 4096);
+        }
+        return function_exists('wc_get_checkout_url') ? (string) wc_get_checkout_url() : Request::currentUrl();
+    }
+
     public static function isProductPage(): bool
     {
         return self::active() && function_exists('is_product') && is_product();
@@ -147,7 +183,7 @@ final class WooCommerce
             'leadId' => 'wc-order-' . (int) $order->get_id() . '-' . substr(md5(home_url()), 0, 8),
             'kind' => 'checkout',
             'visitorId' => $visitor,
-            'url' => Request::currentUrl(),
+            'url' => self::checkoutPageUrl(),
             'email' => $email,
             'name' => mb_substr($name, 0, 200),
             'phone' => mb_substr((string) $order->get_billing_phone(), 0, 50),
