@@ -115,14 +115,14 @@ else
 	$(BIN)/visitor-service serve
 endif
 
-# Two runs: the whole suite on the embedded store, then every test that touches the store
-# (marked `store` by tests/conftest.py) again through the real driver on a fresh SecantusDB.
-test: deps system-deps wordpress-deps test-store sdk dashboard plugin-lint plugin-zip
-	$(BIN)/ruff check .
-	@echo "=== the whole suite on the embedded store (mongomock-motor)"
-	$(BIN)/python -m pytest -q
-	@echo "=== every test that touches the store, on the wire (SecantusDB, real driver)"
-	$(BIN)/python -m pytest -q --store=wire -m store -rs
+# Everything the suite needs, installed when missing.
+test-deps: deps system-deps wordpress-deps test-store sdk dashboard plugin-zip
+
+# The phases, each timed (scripts/test-phases.sh): install, lint, the whole suite on the embedded
+# store, then the tests marked `wire` again through the real driver on a fresh SecantusDB. Both
+# runs use TEST_WORKERS processes (2; 0 runs in one). tests/README.md says what runs where.
+test:
+	@MAKE="$(MAKE)" scripts/test-phases.sh
 
 lint: deps
 	$(BIN)/ruff check .

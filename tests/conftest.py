@@ -8,9 +8,10 @@ Two store back-ends:
   (e.g. mongodb://localhost:27017/?replicaSet=rs0). Each test gets its own database, dropped
   afterwards.
 
-Every test that uses the `store` fixture (directly or through the app) is marked `store`, so
-`pytest --store=wire -m store` runs exactly the tests that touch the store on the wire. Tests
-about the embedded store itself are marked `embedded_only(reason)` and skipped on the wire.
+Every test that uses the `store` fixture (directly or through the app) is marked `store`; those
+whose module is not in RUN_ONCE (and that are not `embedded_only`) are marked `wire`, and
+`pytest --store=wire -m wire` runs them on the wire. Tests about the embedded store itself are
+marked `embedded_only(reason)` and skipped if run on the wire.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import json
 import os
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import bcrypt
@@ -49,8 +51,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "SecantusDB and run through the real MongoDB driver")
 
 
+#: Tests that reach the store but run once, on the embedded store: what they check does not depend
+#: on how the store behaves, and the store paths they pass through are tested on the wire by the
+#: modules named in the reason. Paths are relative to tests/; tests/README.md gives the rule.
+RUN_ONCE: dict[str, str] = {
+    "ui": "the dashboard's pages in Chromium; their data is dashboard_api's, on the wire",
+    "browser": "the loader in Chromium; what it sends is stored by ingest and recordings code "
+               "that ingest/, recordings/ and sdk/ test on the wire",
+    "wordpress": "the plugin inside WordPress; the service side is ingest/'s, on the wire",
+    "realtime": "the live bus, hub and sockets; the errors they carry are tasks/', on the wire",
+    "handlers/test_route_sweep.py": "authentication and status of every route (HTTP shapes)",
+    "handlers/test_error_shape.py": "the one error shape (HTTP shapes)",
+    "handlers/test_api_docs.py": "the API documentation page",
+    "handlers/test_slow_body.py": "slow request bodies (the HTTP server)",
+    "heatmaps/test_render_ssrf.py": "what the renderer's Chromium may fetch",
+    "hardening/test_live_memory.py": "memory of live sockets that never read",
+    "hardening/test_queue_depth.py": "the queue-depth gauge",
+    "config/test_logging.py": "what reaches the logs",
+    "test_openapi.py": "routes against docs/openapi.yaml",
+}
+TESTS_ROOT = Path(__file__).resolve().parent
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "store: the test touches the store (set automatically)")
+    config.addinivalue_line(
+        "markers", "wire: runs again on the wire: it touches the store and its module is not in "
+                   "RUN_ONCE (set automatically)")
     config.addinivalue_line(
         "markers", "embedded_only(reason): about the embedded store itself; skipped on the wire")
 
@@ -59,14 +86,24 @@ def _on_the_wire(config: pytest.Config) -> bool:
     return config.getoption("--store") == "wire" or bool(os.environ.get("MONGODB_URI"))
 
 
+def _runs_once(item: pytest.Item) -> bool:
+    relative = item.path.relative_to(TESTS_ROOT).as_posix()
+    return any(relative == key or relative.startswith(key + "/") for key in RUN_ONCE)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     wire = _on_the_wire(config)
     for item in items:
+        marker = item.get_closest_marker("embedded_only")
         if "store" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.store)
-        marker = item.get_closest_marker("embedded_only")
+            if marker is None and not _runs_once(item):
+                item.add_marker(pytest.mark.wire)
         if wire and marker is not None:
             item.add_marker(pytest.mark.skip(reason=f"embedded store only: {marker.args[0]}"))
+        if item.path.is_relative_to(TESTS_ROOT / "wordpress"):
+            # One WordPress per test process is started on first use: keep them on one.
+            item.add_marker(pytest.mark.xdist_group("wordpress"))
 
 
 #: bcrypt's lowest cost: production keeps 12 (tests/config holds that), which is slow on purpose.

@@ -111,7 +111,7 @@ async def test_a_gzip_bomb_is_rejected_without_inflating_it_and_never_served(
     (gzip.compress(b'{"type": 4}'), "not_rrweb_events"),
     (b"\x1f\x8b" + b"\x00" * 40, "not_gzip"),
     (gzip.compress(b"[]")[:-6], "truncated"),
-])
+], ids=["not_json", "not_rrweb_events", "not_gzip", "truncated"])  # gzip bytes carry the time
 async def test_a_segment_that_is_not_an_rrweb_array_is_rejected(
         deps, send_segment: SendSegment, body: bytes, reason: str):
     await send_segment(new_recording_id(), 0, body=body)
