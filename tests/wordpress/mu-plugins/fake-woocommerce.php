@@ -14,6 +14,8 @@
  * places it as the classic checkout's AJAX request does, answering JSON. The checkout and My
  * Account pages are the pages with the slugs checkout and my-account; the order-received page
  * is the checkout page with ?order-received=ID (WooCommerce's endpoint, as a query argument).
+ * POST register=1&email=…&first_name=… registers a customer as My Account's form does
+ * (woocommerce_created_customer, with the documented $new_customer_data).
  */
 
 declare(strict_types=1);
@@ -162,6 +164,20 @@ function wc_load_cart(): void
     WC()->cart = WC()->cart ?? new Fake_WC_Cart();
     WC()->session = WC()->session ?? new Fake_WC_Session();
 }
+
+// As WC_Form_Handler::process_registration on wp_loaded: the account, then the hook.
+add_action('wp_loaded', static function (): void {
+    if (!isset($_POST['register'], $_POST['email'])) {
+        return;
+    }
+    $data = ['user_login' => 'new-customer', 'user_pass' => 'x', 'role' => 'customer',
+        'user_email' => sanitize_email(wp_unslash((string) $_POST['email'])),
+        'first_name' => sanitize_text_field(wp_unslash((string) ($_POST['first_name'] ?? ''))),
+        'last_name' => sanitize_text_field(wp_unslash((string) ($_POST['last_name'] ?? '')))];
+    do_action('woocommerce_created_customer', 4242, $data, false);
+    wp_safe_redirect(home_url('/my-account/'));
+    exit;
+});
 
 // As WooCommerce: front-end requests get the cart, REST requests do not.
 add_action('wp_loaded', static function (): void {

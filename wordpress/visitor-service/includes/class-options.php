@@ -30,12 +30,14 @@ final class Options
     public const KEY_REMOVED = 'visitor_service_key_removed';
     /** Until when no delivery of the outbox is started (one runs, or the service is unreachable). */
     public const DELIVERY_HOLD = 'visitor_service_delivery_hold';
+    /** Which form plugins' submissions count as leads (Forms). */
+    public const FORM_SOURCES = 'visitor_service_form_sources';
 
     /** Every option the plugin writes, removed by uninstall.php. */
     public const ALL = [
         self::URL, self::PUBLIC_KEY, self::API_KEY, self::REQUIRE_CONSENT, self::DROPPED,
         self::LAST_CHECK, self::DB_VERSION, self::SETTINGS_READ_AT, self::KEY_REMOVED,
-        self::DELIVERY_HOLD,
+        self::DELIVERY_HOLD, self::FORM_SOURCES,
     ];
 
     public static function serviceUrl(): string

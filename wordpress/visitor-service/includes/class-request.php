@@ -87,6 +87,25 @@ final class Request
     }
 
     /**
+     * The page the visitor was on. A request made in the background (admin-ajax, ?wc-ajax, the
+     * REST API: how checkouts and most form plugins submit) is not a page: its Referer is used
+     * when it is an address of this site (wp_get_referer() checks), else $fallback, else the
+     * request's own address.
+     */
+    public static function pageUrl(?string $fallback = null): string
+    {
+        $background = wp_doing_ajax() || isset($_GET['wc-ajax']) || (defined('REST_REQUEST') && REST_REQUEST);
+        if (!$background) {
+            return self::currentUrl();
+        }
+        $referer = wp_get_referer();
+        if (is_string($referer) && $referer !== '' && wp_parse_url($referer, PHP_URL_HOST) !== null) {
+            return mb_substr($referer, 0, 4096);
+        }
+        return $fallback ?? self::currentUrl();
+    }
+
+    /**
      * What the service's VisitorContext needs from this server: address, agent, GPC, consent,
      * and the logged-in user id (read from the WordPress cookie, never from the page).
      *

@@ -55,6 +55,10 @@ final class Settings
             'sanitize_callback' => [self::class, 'sanitizeKey'],
             'default' => '',
         ]);
+        register_setting(self::GROUP, Forms::OPTION, [
+            'type' => 'array',
+            'sanitize_callback' => [Forms::class, 'sanitize'],
+        ]);
         if (Options::apiKeyFromConstant()) {
             return; // no field, and no copy in the database
         }
@@ -251,6 +255,7 @@ final class Settings
         $public = self::input('vs-public', 'text', Options::PUBLIC_KEY, Options::publicKey());
         self::row('vs-public', __('Public key', 'visitor-service'), $public);
         self::row('vs-api', __('Site API key', 'visitor-service'), self::apiKeyField());
+        self::row('vs-forms-contact-form-7', __('Forms that count as leads', 'visitor-service'), self::formsField());
         $where = [
             __('All three are in the Visitor Service dashboard: Settings → Install on your shop.', 'visitor-service'),
             __('The API key is shown in full only when it is created or rotated (Settings → Keys).', 'visitor-service'),
@@ -370,6 +375,20 @@ final class Settings
     {
         return '<input id="' . esc_attr($id) . '" class="regular-text" type="' . esc_attr($type) . '" name="'
             . esc_attr($name) . '" value="' . esc_attr($value) . '">';
+    }
+
+    /** One checkbox per form source; a source's plugin need not be active to be chosen. */
+    private static function formsField(): string
+    {
+        $chosen = Forms::sources();
+        $html = '<fieldset id="visitor-service-forms">';
+        foreach (Forms::labels() as $source => $label) {
+            $html .= '<label><input type="checkbox" id="' . esc_attr('vs-forms-' . $source) . '" name="'
+                . esc_attr(Forms::OPTION) . '[]" value="' . esc_attr($source) . '"'
+                . (in_array($source, $chosen, true) ? ' checked' : '') . '> ' . esc_html($label) . '</label><br>';
+        }
+        $note = __('Their e-mail address, name and phone are sent as a lead; no other field.', 'visitor-service');
+        return $html . '</fieldset><p class="description">' . esc_html($note) . '</p>';
     }
 
     /** The API key is never printed back: an empty password field, or a note about wp-config.php. */

@@ -29,6 +29,22 @@ final class WooCommerce
         add_action('woocommerce_checkout_order_processed', [self::class, 'checkoutProcessed'], 20, 3);
         // The block checkout (Store API) places orders through its own hook.
         add_action('woocommerce_store_api_checkout_order_processed', [self::class, 'blockCheckoutProcessed']);
+        // An account registered at the checkout or on My Account.
+        add_action('woocommerce_created_customer', [self::class, 'customerCreated'], 10, 2);
+    }
+
+    /**
+     * woocommerce_created_customer($customer_id, $new_customer_data, $password_generated): the
+     * new account's e-mail address (and name, when the form asked for one) becomes a lead.
+     *
+     * @param mixed $customerId
+     * @param mixed $data
+     */
+    public static function customerCreated($customerId, $data = []): void
+    {
+        $data = is_array($data) ? $data : [];
+        $name = trim((string) ($data['first_name'] ?? '') . ' ' . (string) ($data['last_name'] ?? ''));
+        Forms::capture('woocommerce-registration', 'account', (string) ($data['user_email'] ?? ''), $name);
     }
 
     /** @param object $order a WC_Order */
@@ -84,25 +100,6 @@ final class WooCommerce
             }
         }
         return false;
-    }
-
-    /**
-     * The page the customer placed the order on. The classic checkout posts to ?wc-ajax=checkout
-     * and the block checkout to the Store API: neither address is a page, so the checkout page
-     * that sent the request (its Referer, when it is this shop's) is used, else the shop's
-     * checkout page, else the request's own address.
-     */
-    private static function checkoutPageUrl(): string
-    {
-        $background = wp_doing_ajax() || isset($_GET['wc-ajax']) || (defined('REST_REQUEST') && REST_REQUEST);
-        if (!$background) {
-            return Request::currentUrl();
-        }
-        $referer = wp_get_referer(); // only an address of this site (wp_validate_redirect)
-        if (is_string($referer) && $referer !== '' && wp_parse_url($referer, PHP_URL_HOST) !== null) {
-            return mb_substr($referer, 0, 4096);
-        }
-        return function_exists('wc_get_checkout_url') ? (string) wc_get_checkout_url() : Request::currentUrl();
     }
 
     public static function isProductPage(): bool
@@ -183,7 +180,9 @@ final class WooCommerce
             'leadId' => 'wc-order-' . (int) $order->get_id() . '-' . substr(md5(home_url()), 0, 8),
             'kind' => 'checkout',
             'visitorId' => $visitor,
-            'url' => self::checkoutPageUrl(),
+            // The classic checkout posts to ?wc-ajax=checkout, the block checkout to the Store
+            // API: the checkout page that sent it is the page the customer was on.
+            'url' => Request::pageUrl(function_exists('wc_get_checkout_url') ? (string) wc_get_checkout_url() : null),
             'email' => $email,
             'name' => mb_substr($name, 0, 200),
             'phone' => mb_substr((string) $order->get_billing_phone(), 0, 50),
