@@ -423,6 +423,8 @@ async def test_the_settings_screen_is_for_administrators_and_checks_the_connecti
 async def test_deactivation_stops_collection_and_uninstall_removes_everything(
         open_shop: ShopFactory):
     shop = await open_shop()
+    statement = await shop.http("/wp-json/service/v1/statement?url=x")  # a per-address counter
+    assert statement.code == 200
     try:
         await shop.wp.php("deactivate_plugins('visitor-service/visitor-service.php'); return 1;")
         await shop.http("/__cache/purge", "POST")
@@ -433,7 +435,7 @@ async def test_deactivation_stops_collection_and_uninstall_removes_everything(
         left = await shop.wp.php("""uninstall_plugin('visitor-service/visitor-service.php');
             global $wpdb;
             return ['options' => $wpdb->get_col("SELECT option_name FROM $wpdb->options
-                        WHERE option_name LIKE 'visitor\\\\_service\\\\_%'"),
+                        WHERE option_name LIKE '%visitor\\\\_service\\\\_%'"),
                     'table' => $wpdb->get_var(
                         "SHOW TABLES LIKE '{$wpdb->prefix}visitor_service_outbox'")];""")
         assert left == {"options": [], "table": None}
