@@ -149,6 +149,8 @@ async def seed_demo_activity(deps: Any, site_id: str, *, now: datetime | None = 
                                                                               minutes=20))
     await deps.segment_sweeper.sweep()
     await _wait_for_errors(deps.store, site_id, len(DEMO_ERRORS))
+    # The dashboard opens on figures that count all of it.
+    await deps.derivation.fold()
 
 
 async def _seed_recording(deps: Any, site: dict[str, Any], visitor_id: str,

@@ -71,6 +71,7 @@ from privacy.statements import derive_statement_key
 from privacy.useragent import UserAgentParser
 from realtime.bus import EventBus, InProcessBus, RedisBus
 from realtime.hub import LiveHub
+from tasks.derivation import FigureDeriver
 from tasks.heatmaps import HEATMAP_CHROMIUM, HeatmapRenderer
 from tasks.notifications import Notifier
 from tasks.worker import open_error_queue, run_worker
@@ -132,6 +133,10 @@ async def build_deps(settings: Settings, *, store: Store | None = None,
         segment_sweeper=SegmentSweeper(
             store, metrics, recordings, max_inflated_bytes=settings.segment_max_inflated_bytes,
             interval_seconds=settings.segment_sweep_interval_seconds),
+        # With REDIS_URL the worker folds; a server process then only measures the lag.
+        derivation=FigureDeriver(store, metrics,
+                                 interval_seconds=settings.derivation_interval_seconds,
+                                 folds=not settings.redis_url),
         rate_limiter=(
             SharedSiteRateLimiter(settings.redis_url, settings.site_rate_per_second,
                                   settings.site_rate_burst)
@@ -159,6 +164,7 @@ async def build_deps(settings: Settings, *, store: Store | None = None,
     deps.closers.append(deps.bus.close)
     deps.closers.append(deps.rate_limiter.close)
     deps.closers.append(deps.segment_sweeper.close)
+    deps.closers.append(deps.derivation.close)
     deps.closers.append(deps.hub.close)
     deps.closers.append(deps.notifier.close)
     deps.bus.listen(deps.hub.dispatch)
@@ -275,6 +281,8 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     # Segments are served only once checked, so every serving process also checks them;
     # leases keep several processes (and workers) from checking the same one.
     deps.segment_sweeper.start()
+    # The figures are folded here on the embedded default; with REDIS_URL, by the worker.
+    deps.derivation.start()
     # Heatmap backgrounds are rendered off the request path, where Debian's Chromium is.
     renderer = HeatmapRenderer(
         deps.store, chromium_path=HEATMAP_CHROMIUM,

@@ -262,6 +262,13 @@ class Settings:
         "and ends recordings idle past RECORDING_INACTIVITY_SECONDS.",
         _positive_float,
     )
+    derivation_interval_seconds: float = _setting(
+        "DERIVATION_INTERVAL_SECONDS",
+        1.0,
+        "Pause between passes of the derivation that folds new data into the dashboard's "
+        "figures (in the server on the embedded default, in the worker when REDIS_URL is set).",
+        _positive_float,
+    )
     error_retry_base_seconds: float = _setting(
         "ERROR_RETRY_BASE_SECONDS",
         0.5,

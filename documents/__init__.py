@@ -6,6 +6,7 @@ from documents import (
     accounts,
     activity,
     audit,
+    derivation,
     engagement,
     error_outbox,
     error_records,
@@ -29,8 +30,9 @@ from documents.store import Index, Store
 def declared_indexes() -> list[Index]:
     """Every index every collection family declares."""
     return [
-        *accounts.INDEXES, *activity.INDEXES, *audit.INDEXES, *engagement.INDEXES,
-        *error_outbox.INDEXES, *error_records.INDEXES, *heatmaps.INDEXES, *interactions.INDEXES,
+        *accounts.INDEXES, *activity.INDEXES, *audit.INDEXES, *derivation.INDEXES,
+        *engagement.INDEXES, *error_outbox.INDEXES, *error_records.INDEXES, *heatmaps.INDEXES,
+        *interactions.INDEXES,
         *leads.INDEXES, *notifications.INDEXES, *queries.INDEXES, *recordings.INDEXES,
         *requests.INDEXES, *rollups.INDEXES, *sites.INDEXES, *statement_nonces.INDEXES,
         *surveys.INDEXES, *visitors.INDEXES,
@@ -41,7 +43,7 @@ def declared_collections() -> list[str]:
     """Every collection start-up creates: those with indexes, and those declared bare."""
     named = {index.collection for index in declared_indexes()}
     return sorted(named | {*accounts.COLLECTIONS, *rollups.COLLECTIONS, migrations.COLLECTION,
-                           notifications.CHANNELS})
+                           derivation.LEASES, notifications.CHANNELS})
 
 
 async def prepare_store(store: Store) -> None:
@@ -49,5 +51,5 @@ async def prepare_store(store: Store) -> None:
     idempotent, never drops anything."""
     await store.ensure_collections(declared_collections())
     await store.ensure_indexes(declared_indexes())
-    await migrations.run_once(store, "daily-figures-v1", rollups.rebuild_all_sites)
+    await migrations.run_once(store, "daily-figures-v1", derivation.rebuild_all_sites)
     await migrations.run_once(store, "recording-facts-v1", recordings.backfill_facts)

@@ -7,6 +7,7 @@ images rendered from a visitor's recordings (spec §4.3 effect 6).
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -171,12 +172,26 @@ async def add_to_aggregates(store: Store, site_id: str, shares: list[dict[str, A
 
 
 async def subtract_visitor(store: Store, site_id: str, visitor_id: str, *,
+                           unfolded: list[dict[str, Any]] | None = None,
                            session: Any = None) -> int:
-    """Remove the visitor's share from the aggregates (erasure); returns the shares removed."""
+    """Remove the visitor's share from the aggregates (erasure); returns the shares removed.
+
+    `unfolded` are shares of stored events not added yet (documents/derivation.py): left out.
+    """
     cursor = store.collection(interactions.COLLECTION).find(
         {"siteId": site_id, "visitorId": visitor_id}, {"events": 1}, session=session)
-    shares = [event["heatmap"] async for bucket in cursor for event in bucket.get("events", [])
-              if event.get("heatmap")]
+    pending = Counter(repr(sorted(share.items())) for share in unfolded or [])
+    shares = []
+    async for bucket in cursor:
+        for event in bucket.get("events", []):
+            share = event.get("heatmap")
+            if not share:
+                continue
+            key = repr(sorted(share.items()))
+            if pending[key] > 0:
+                pending[key] -= 1
+                continue
+            shares.append(share)
     if not shares:
         return 0
     await _apply_shares(store, site_id, shares, -1, session)

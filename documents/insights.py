@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from documents import error_records, interactions, queries, recordings, rollups, visitors
+from documents import (
+    derivation,
+    error_records,
+    interactions,
+    queries,
+    recordings,
+    rollups,
+    visitors,
+)
 from documents.rollups import page_path
 from documents.store import ASCENDING, DESCENDING, Store
 from errors import InvalidInput
@@ -373,6 +381,7 @@ async def overview(store: Store, site_id: str, first: date, last: date) -> dict[
     previously = _figures(before)
     return {
         "from": first.isoformat(), "to": last.isoformat(),
+        "figuresAsOf": await derivation.oldest_unfolded(store, site_id),
         "previous": {"from": before_first.isoformat(), "to": before_last.isoformat()},
         "figures": {name: {"value": value, "previous": previously[name],
                            "change": _change(value, previously[name])}

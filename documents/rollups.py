@@ -11,12 +11,15 @@ per day of the range instead of every pageview in it.
 * `visitor_days`, one per (site, visitor, day): the visitor's previous active day, country and
   device. It is the chain the gaps are kept on, and the visitor's data: erased with them.
 
-Every increment is made in the transaction that stores what it counts, and each document's
-`_id` is its key, so increments are upserts by `_id`. A visitor's share is worked out again
-from their stored data (`visitor_share`): erasure takes it out, restriction takes it out and
-lifting the restriction puts it back. `rebuild_site` recomputes a site from its stored data,
-which is how a store written before these figures existed gets them (decision "Issue 21: daily
-figures" in docs/decisions.md).
+What each kind of stored record adds to them is one table, `FIGURE_SOURCES`; counting,
+a visitor's share and the rebuild all read it. The increments are made off the request path
+by the derivation (documents/derivation.py), which folds each record's unfolded fact exactly
+once; each document's `_id` is its key, so increments are upserts by `_id`. A visitor's share
+is worked out again from their stored data (`visitor_share`): erasure takes out its folded
+part, restriction takes it out and lifting the restriction puts it back. `rebuild_site`
+recomputes a site from its stored data, which is how a store written before these figures
+existed gets them (decisions "Issue 21: daily figures" and "Figures are derived off the
+request path" in docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -32,7 +35,6 @@ from urllib.parse import urlsplit
 
 from documents import activity, error_records, interactions
 from documents.store import ASCENDING, DESCENDING, Index, Store
-from documents.visitors import VisitorFacts
 
 SITE_DAYS = "site_days"
 PAGE_DAYS = "page_days"
@@ -161,6 +163,12 @@ class Tally:
         key = visitor_key(gap_between(day, previous_day), country, device)
         self._day(who, day, f"visitors.{key}", amount)
 
+    def leave_out(self, other: Tally) -> None:
+        """Take `other`'s increments out of these (what is not folded yet, say)."""
+        for key, counts in other.increments.items():
+            self.keys.setdefault(key, other.keys[key])
+            self.increments[key].subtract(counts)
+
     def documents(self, sign: int = 1) -> Iterable[tuple[str, str, dict[str, Any],
                                                          dict[str, int]]]:
         """(collection, `_id`, key fields, increments) of every document touched."""
@@ -185,30 +193,80 @@ class Tally:
                     "pageviews", *CLICK_FIELDS.values())}}, session=session)
 
 
-# At ingest ------------------------------------------------------------------------------------
+# What feeds the figures ---------------------------------------------------------------------
 
 
-async def count_pageview(store: Store, site_id: str, visitor_id: str, *, at: datetime, url: Any,
-                         facts: VisitorFacts, session: Any) -> None:
-    """Count a stored pageview: its day and page, and the visitor's day when it is their first
+@dataclass(frozen=True)
+class FigureSource:
+    """One kind of stored record and what each of its records adds to the derived figures.
+
+    Counting (the derivation's fold of unfolded facts), a visitor's share (erasure, restriction)
+    and the rebuild of a site all read this one table, as export and erasure read
+    `privacy.subject_data.VISITOR_DATA`.
+    """
+
+    #: The name an unfolded fact of this kind carries (documents/derivation.py).
+    kind: str
+    #: Where the records are stored, and the fields a share or a rebuild reads.
+    collection: str
+    projection: dict[str, int]
+    #: A stored document's records, each as {"at", "url"?, "kind"?}.
+    records: Callable[[dict[str, Any]], Iterable[dict[str, Any]]]
+    #: What one record adds to the day documents.
+    count: Callable[[Tally, str | None, dict[str, Any]], None]
+    #: The records' days make the visitor's chain of active days (`visitor_days`).
+    chains_days: bool = False
+    #: The recording mark a record sets, if any (documents/recordings.py MARKS).
+    mark: Callable[[dict[str, Any]], str | None] = lambda _record: None
+    #: Each record carries the heatmap share it adds (documents/heatmaps.py).
+    heatmap: bool = False
+    #: Stored documents that add nothing (an error without a visitor).
+    skip: dict[str, Any] = field(default_factory=dict)
+
+
+def _events(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
+    return doc.get("events") or []
+
+
+PAGEVIEW, INTERACTION, LEAD, ERROR = "pageview", "interaction", "lead", "error"
+
+FIGURE_SOURCES: tuple[FigureSource, ...] = (
+    FigureSource(PAGEVIEW, activity.COLLECTION, {"visitorId": 1, "events.at": 1, "events.url": 1},
+                 _events, lambda tally, who, r: tally.pageview(who, r["at"], r.get("url")),
+                 chains_days=True),
+    FigureSource(INTERACTION, interactions.COLLECTION,
+                 {"visitorId": 1, "events.at": 1, "events.url": 1, "events.kind": 1},
+                 _events, lambda tally, _who, r: tally.click(r["at"], r.get("url"),
+                                                             r.get("kind", "")),
+                 mark=lambda r: r.get("kind") if r.get("kind") in CLICK_FIELDS else None,
+                 heatmap=True),
+    FigureSource(LEAD, "leads", {"visitorId": 1, "createdAt": 1},
+                 lambda doc: [{"at": doc["createdAt"]}],
+                 lambda tally, who, r: tally.lead(who, r["at"]), mark=lambda _r: "lead"),
+    FigureSource(ERROR, error_records.OCCURRENCES, {"visitorId": 1, "occurredAt": 1},
+                 lambda doc: [{"at": doc["occurredAt"]}],
+                 lambda tally, who, r: tally.error(who, r["at"]), mark=lambda _r: "error",
+                 skip={"visitorId": None}),
+)
+SOURCES = {source.kind: source for source in FIGURE_SOURCES}
+
+
+# Folding ------------------------------------------------------------------------------------
+
+
+async def chain_day(store: Store, tally: Tally, site_id: str, visitor_id: str, at: datetime, *,
+                    country: Any, device: Any, session: Any) -> None:
+    """Count a pageview on the visitor's day, and the day itself when it is their first
     pageview that day (linking the day into the visitor's chain of days)."""
-    country = facts.country
-    device = facts.device_type if facts.device_type != "unknown" else None
-    tally = Tally(site_id)
-    tally.pageview(visitor_id, at, url)
     day = day_of(at)
-    days = store.collection(VISITOR_DAYS)
     doc_id = visitor_day_id(site_id, visitor_id, day)
-    # Always inside the pageview's transaction: two first pageviews of a day conflict there
-    # and MongoDB retries one, which then finds the day.
-    before = await days.find_one_and_update(
+    before = await store.collection(VISITOR_DAYS).find_one_and_update(
         {"_id": doc_id}, {"$inc": {"pageviews": 1}, "$setOnInsert": {
             "siteId": site_id, "visitorId": visitor_id, "day": day, "previousDay": None,
             "country": country_code(country), "device": device}},
         upsert=True, projection={"_id": 1}, session=session)
     if before is None:
         await _link_day(store, tally, site_id, visitor_id, day, country, device, session)
-    await tally.write(store, session=session)
 
 
 async def _link_day(store: Store, tally: Tally, site_id: str, visitor_id: str, day: str,
@@ -266,33 +324,18 @@ async def count_error(store: Store, site_id: str, visitor_id: str | None, at: da
 
 async def visitor_share(store: Store, site_id: str, visitor_id: str, *,
                         session: Any = None) -> Tally:
-    """What the visitor's stored data added to the day documents."""
+    """What the visitor's stored data added to the day documents (once folded)."""
     tally = Tally(site_id)
     mine = {"siteId": site_id, "visitorId": visitor_id}
-    async for bucket in store.collection(activity.COLLECTION).find(
-            mine, {"events.at": 1, "events.url": 1}, session=session):
-        for event in bucket.get("events") or []:
-            tally.pageview(visitor_id, event["at"], event.get("url"))
-    async for bucket in store.collection(interactions.COLLECTION).find(
-            mine, {"events.at": 1, "events.url": 1, "events.kind": 1}, session=session):
-        for event in bucket.get("events") or []:
-            tally.click(event["at"], event.get("url"), event.get("kind", ""))
-    async for lead in store.collection("leads").find(mine, {"createdAt": 1}, session=session):
-        tally.lead(visitor_id, lead["createdAt"])
-    async for occurrence in store.collection(error_records.OCCURRENCES).find(
-            mine, {"occurredAt": 1}, session=session):
-        tally.error(visitor_id, occurrence["occurredAt"])
+    for source in FIGURE_SOURCES:
+        async for doc in store.collection(source.collection).find(mine, source.projection,
+                                                                  session=session):
+            for record in source.records(doc):
+                source.count(tally, visitor_id, record)
     async for day in store.collection(VISITOR_DAYS).find(mine, session=session):
         tally.visitor_day(visitor_id, day["day"], day.get("previousDay"), day.get("country"),
                           day.get("device"))
     return tally
-
-
-async def take_out_visitor(store: Store, site_id: str, visitor_id: str, *,
-                           session: Any) -> None:
-    """Take the visitor's share out of the figures (erasure)."""
-    await (await visitor_share(store, site_id, visitor_id, session=session)).write(
-        store, sign=-1, session=session)
 
 
 async def restriction_switched(store: Store, site_id: str, visitor_id: str, *,
@@ -318,27 +361,17 @@ async def rebuild_site(store: Store, site_id: str) -> None:
     held = {visitor for visitor, doc in profiles.items() if doc.get("restricted")}
     tally = Tally(site_id)
     active: dict[str, Counter[str]] = defaultdict(Counter)
-    async for bucket in store.collection(activity.COLLECTION).find(
-            {"siteId": site_id}, {"visitorId": 1, "events.at": 1, "events.url": 1}):
-        for event in bucket.get("events") or []:
-            # A restricted visitor's days stay chained, to be counted when it is lifted.
-            active[bucket["visitorId"]][day_of(event["at"])] += 1
-            if bucket["visitorId"] not in held:
-                tally.pageview(bucket["visitorId"], event["at"], event.get("url"))
-    async for bucket in store.collection(interactions.COLLECTION).find(
-            {"siteId": site_id}, {"visitorId": 1, "events.at": 1, "events.url": 1,
-                                  "events.kind": 1}):
-        if bucket.get("visitorId") not in held:
-            for event in bucket.get("events") or []:
-                tally.click(event["at"], event.get("url"), event.get("kind", ""))
-    async for lead in store.collection("leads").find({"siteId": site_id},
-                                                     {"visitorId": 1, "createdAt": 1}):
-        if lead.get("visitorId") not in held:
-            tally.lead(lead["visitorId"], lead["createdAt"])
-    async for occurrence in store.collection(error_records.OCCURRENCES).find(
-            {"siteId": site_id, "visitorId": {"$ne": None}}, {"visitorId": 1, "occurredAt": 1}):
-        if occurrence.get("visitorId") not in held:
-            tally.error(occurrence["visitorId"], occurrence["occurredAt"])
+    for source in FIGURE_SOURCES:
+        async for doc in store.collection(source.collection).find(
+                {"siteId": site_id, **{name: {"$ne": value} for name, value in
+                                       source.skip.items()}}, source.projection):
+            visitor_id = doc.get("visitorId")
+            for record in source.records(doc):
+                if source.chains_days:
+                    # A restricted visitor's days stay chained, to be counted when it is lifted.
+                    active[visitor_id][day_of(record["at"])] += 1
+                if visitor_id not in held:
+                    source.count(tally, visitor_id, record)
     chain = []
     for visitor_id, days in active.items():
         profile = profiles.get(visitor_id) or {}

@@ -23,6 +23,7 @@ from ingest.statements import StatementAttributor
 from privacy.sealing import SecretSealer
 from realtime.bus import EventBus
 from realtime.hub import LiveHub
+from tasks.derivation import FigureDeriver
 from tasks.notifications import Notifier
 from tasks.queue import ErrorQueue
 
@@ -45,6 +46,8 @@ class Deps:
     bus: EventBus
     recordings: RecordingLifecycle
     segment_sweeper: SegmentSweeper
+    #: Folds new data into the dashboard's figures (documents/derivation.py).
+    derivation: FigureDeriver
     queue: ErrorQueue
     hub: LiveHub
     notifier: Notifier

@@ -12,7 +12,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import recordings, rollups, sites, visitors
+from documents import derivation, recordings, sites, visitors
 from documents import requests as request_log
 from errors import NotFound
 from handlers.base import BaseHandler
@@ -150,8 +150,8 @@ class PrivacySwitchHandler(SubjectHandler):
             if before is None:
                 return False
             if field == "restricted" and before != body["on"]:
-                await rollups.restriction_switched(self.deps.store, site["_id"], visitor_id,
-                                                   restricted=body["on"], session=session)
+                await derivation.restriction_switched(self.deps.store, site["_id"], visitor_id,
+                                                      restricted=body["on"], session=session)
             await request_log.complete_request(self.deps.store, request["_id"],
                                                outcome={field: body["on"]}, session=session)
             await self.audit(f"visitor.{kind}_{'set' if body['on'] else 'lifted'}", site,

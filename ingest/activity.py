@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import activity, engagement, leads, rollups, visitors
+from documents import activity, derivation, engagement, leads, rollups, visitors
 from documents import recordings as recording_documents
 from documents.accounts import new_id
 from ingest.intake import Outcome, VisitorIntake, parse_time
@@ -61,8 +61,13 @@ async def record_pageview(intake: VisitorIntake, site: dict[str, Any], payload: 
         await activity.append_pageview(intake.store, site["_id"], payload["visitorId"], event,
                                        ordinal=int(counts.get("pageviews", 1)),
                                        may_repeat="pageviewId" in payload, session=session)
-        await rollups.count_pageview(intake.store, site["_id"], payload["visitorId"], at=at,
-                                     url=payload["url"], facts=facts, session=session)
+        # What the pageview adds to the figures is folded in later (documents/derivation.py):
+        # an insert of its own, which no other visitor's request can conflict with.
+        await derivation.add_fact(
+            intake.store, site["_id"], payload["visitorId"], rollups.PAGEVIEW,
+            [{"at": at, "url": payload["url"]}], country=facts.country,
+            device=facts.device_type if facts.device_type != "unknown" else None,
+            session=session)
 
     stored = await intake.store.write_once(write)
     intake.count("pageview", "stored" if stored else "duplicate")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import audit, heatmaps, rollups, visitors
+from documents import audit, derivation, visitors
 from documents import requests as request_log
 from documents.store import Store
 from errors import NotFound
@@ -95,13 +95,13 @@ async def _anonymise_errors(store: Store, query: dict[str, Any], session: Any) -
 
 
 async def _apply(store: Store, keys: SubjectKeys, session: Any) -> dict[str, int]:
-    # Before the raw interactions go: each holds the share it added to the heatmap counts,
-    # which is given back here (reported under "interactions", the data it came from).
-    await heatmaps.subtract_visitor(store, keys.site_id, keys.visitor_id, session=session)
-    # Likewise the daily figures, unless a restriction has already taken the share out.
-    if not (await visitors.privacy_flags(store, keys.site_id, keys.visitor_id,
-                                        session=session)).restricted:
-        await rollups.take_out_visitor(store, keys.site_id, keys.visitor_id, session=session)
+    # Before the raw data goes: the figures lose the share it added (reported under the data
+    # it came from), the heatmap counts always, the daily figures unless a restriction has
+    # already taken them out; what is not folded into them yet is deleted with the rest.
+    restricted = (await visitors.privacy_flags(store, keys.site_id, keys.visitor_id,
+                                               session=session)).restricted
+    await derivation.take_out_visitor(store, keys.site_id, keys.visitor_id,
+                                      restricted=restricted, session=session)
     counts: dict[str, int] = {}
     for source in VISITOR_DATA:
         query = source.find(keys)

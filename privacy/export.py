@@ -175,6 +175,7 @@ class VisitorExport:
                                                                  "failedAt"),
             "errorRecordsAnonymised": lambda query: self._error_records(query, keys),
             "activeDays": self._active_days,
+            "pendingFigureFacts": self._pending_facts,
         }
 
     def _find(self, collection: str, query: dict[str, Any], sort: str,
@@ -238,6 +239,13 @@ class VisitorExport:
     async def _active_days(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         async for day in self._find("visitor_days", query, "day"):
             yield {key: day.get(key) for key in ("day", "pageviews", "country", "device")}
+
+    async def _pending_facts(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        async for fact in self._find("unfolded_facts", query, "recordedAt",
+                                     {"_id": 0, "kind": 1, "recordedAt": 1, "records": 1}):
+            yield {"kind": fact.get("kind"), "recordedAt": fact.get("recordedAt"),
+                   "records": [{key: record.get(key) for key in ("at", "url", "kind")
+                                if key in record} for record in fact.get("records") or []]}
 
     async def _chats(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         async for transcript in self._find("chat_transcripts", query, "startedAt"):

@@ -113,6 +113,10 @@ VISITOR_DATA: tuple[VisitorDataSource, ...] = (
     # The days the visitor was active, with country and device: the chain the overview's
     # distinct-visitor figures are kept on (documents/rollups.py).
     VisitorDataSource("visitor_days", "activeDays", "delete", _by_visitor, "activeDays"),
+    # What the visitor's latest records add to the figures, not folded in yet
+    # (documents/derivation.py); erasure deletes them and takes out only the folded share.
+    VisitorDataSource("unfolded_facts", "pendingFigureFacts", "delete", _by_visitor,
+                      "pendingFigureFacts"),
     VisitorDataSource("visitors", "visitorProfile", "delete", _profile, "visitor"),
 )
 

@@ -5,8 +5,9 @@ the MongoDB outbox when REDIS_URL is set; the queue's `start` starts the outbox 
 `run_worker` is `visitor-service worker`: a Celery worker with 5 threads whose tasks run the
 async pipeline on one event loop thread that owns the Motor client, the bus and the real
 notifier (e-mail and webhooks), which is drained before that loop stops; the pipeline releases
-each finished job's outbox entry. Threads rather than prefork, because the work is waiting on
-MongoDB and a Motor client must not be created before a fork.
+each finished job's outbox entry. The same loop runs the derivation (tasks/derivation.py), which
+folds new data into the figures off the web processes. Threads rather than prefork, because
+the work is waiting on MongoDB and a Motor client must not be created before a fork.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from tasks.celery_app import (
     TaskConsumer,
     make_celery_app,
 )
+from tasks.derivation import FigureDeriver
 from tasks.notifications import Notifier
 from tasks.notify_port import Notifier as NotifierPort
 from tasks.outbox import ErrorOutbox
@@ -96,6 +98,11 @@ async def open_worker_clients(settings: Settings, *, store: Store | None = None
     return WorkerClients(store, RedisBus(settings.redis_url), notifier, owns_store)
 
 
+async def _start(deriver: FigureDeriver) -> None:
+    """Start the derivation's loop on the running loop (the worker's loop thread)."""
+    deriver.start()
+
+
 def run_worker(settings: Settings) -> None:
     """Run the errors-ingest Celery worker until it is stopped (blocks; needs the main thread)."""
     if not settings.redis_url or settings.embedded:
@@ -104,15 +111,20 @@ def run_worker(settings: Settings) -> None:
     runtime = LoopThread()
     runtime.start()
     clients = runtime.run(open_worker_clients(settings))
+    metrics = Metrics()
     pipeline = ErrorPipeline(clients.store, notifier=clients.notifier, bus=clients.bus,
-                             metrics=Metrics(), policy=retry_policy(settings),
+                             metrics=metrics, policy=retry_policy(settings),
                              outbox=error_outbox(settings, clients.store))
+    deriver = FigureDeriver(clients.store, metrics,
+                            interval_seconds=settings.derivation_interval_seconds, folds=True)
+    runtime.run(_start(deriver))
     app = make_celery_app(settings.redis_url, consumer=TaskConsumer(pipeline, runtime.run))
     try:
         app.Worker(pool="threads", concurrency=WORKER_CONCURRENCY, queues=[QUEUE_NAME],
                    loglevel=settings.log_level, without_mingle=True,
                    without_gossip=True).start()
     finally:
+        runtime.run(deriver.close())
         runtime.run(clients.close())
         runtime.stop()
         app.close()

@@ -31,6 +31,7 @@ async def test_daily_stats_count_distinct_pageviews_and_errors_per_day(
     third = datetime.fromisoformat(day[2]).replace(tzinfo=UTC)
     await _occurrence(deps.store, tenant.site_id, "j1", third + timedelta(hours=1), "a")
     await _occurrence(deps.store, tenant.site_id, "j2", third + timedelta(hours=2), "b")
+    await deps.derivation.fold()
     answer = await fetch(f"/api/v1/sites/{tenant.site_id}/stats/daily?from={day[0]}"
                          f"&to={day[3]}", token=viewer_token)
     assert answer.code == 200, answer
@@ -43,8 +44,9 @@ async def test_daily_stats_count_distinct_pageviews_and_errors_per_day(
 
 
 async def test_daily_stats_default_to_the_last_thirty_days(fetch: Fetch, tenant: Tenant,
-                                                           ingest):
+                                                           deps, ingest):
     await ingest("pageviews", {"visitorId": "a", "url": "https://shop.example/"})
+    await deps.derivation.fold()
     days = (await fetch(f"/api/v1/sites/{tenant.site_id}/stats/daily",
                         token=tenant.token)).json()
     assert len(days) == 30
@@ -52,11 +54,13 @@ async def test_daily_stats_default_to_the_last_thirty_days(fetch: Fetch, tenant:
                         "errors": 0}
 
 
-async def test_daily_stats_leave_out_restricted_visitors(fetch: Fetch, tenant: Tenant, ingest):
+async def test_daily_stats_leave_out_restricted_visitors(fetch: Fetch, tenant: Tenant, deps,
+                                                         ingest):
     await ingest("pageviews", {"visitorId": "a", "url": "https://shop.example/"})
     await ingest("pageviews", {"visitorId": "b", "url": "https://shop.example/"})
     await fetch(f"/api/v1/sites/{tenant.site_id}/visitors/b/restriction", "PUT",
                 token=tenant.token, json_body={"on": True})
+    await deps.derivation.fold()
     days = (await fetch(f"/api/v1/sites/{tenant.site_id}/stats/daily",
                         token=tenant.token)).json()
     assert days[-1]["pageviews"] == 1

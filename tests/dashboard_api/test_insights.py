@@ -41,6 +41,7 @@ async def _session(ingest: Ingest, deps, visitor: str, *, ip: str, agent: str, p
         await send_errors(ingest, deps, [{
             **context, "source": "javascript", "type": "TypeError",
             "message": "coupon.rules is undefined"}])
+    await deps.derivation.fold()
     return recording_id
 
 
@@ -182,6 +183,7 @@ async def test_the_overview_compares_the_period_with_the_one_before(
     for hours in (200, 201):
         await ingest("pageviews", {"visitorId": "old", "url": f"{SHOP}/",
                                    "occurredAt": (now - timedelta(hours=hours)).isoformat()})
+    await deps.derivation.fold()
     first = (now - timedelta(days=6)).date().isoformat()
     answer = await fetch(_site(tenant, f"/overview?from={first}&to={now.date().isoformat()}"),
                          token=viewer_token)

@@ -74,8 +74,10 @@ async def _recorded_visit(dashboard: Dashboard, deps, visitor: str, *, ip: str, 
             "stack": "TypeError: coupon.rules is undefined\n    at applyCoupon (cart.js:88:13)"})
         await deps.queue.join()
 
-    # The segment sweeper's pass, as the running service makes it, makes the segment servable.
+    # The segment sweeper's pass, as the running service makes it, makes the segment servable;
+    # the derivation's pass counts the visit in the figures.
     await deps.segment_sweeper.sweep()
+    await deps.derivation.fold()
     segment = await deps.store.bucket("segments").files.find_one(
         {"metadata.recordingId": recording_id})
     assert segment["metadata"].get("consoleChecked"), segment["metadata"]

@@ -1,0 +1,81 @@
+"""The derivation stage's runner: folds unfolded facts into the figures on a short interval.
+
+The fold itself is documents/derivation.py. Where it runs: in the server process on the
+embedded default (one process, nothing else to install), in the worker when REDIS_URL is set
+(`visitor-service worker`), so that web processes in production only measure the lag. Several
+runners may run side by side: a lease per site keeps them off each other's work, and the
+fold's transactions keep every fact counted once even when two meet.
+
+The lag, the age of the oldest fact not folded yet, is the gauge `derivation_lag_seconds`
+in /metrics, read by every runner (folding or not) on each pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+
+from config.background import stop_task
+from config.metrics import Metrics
+from documents import derivation
+from documents.accounts import new_id
+from documents.store import Store
+
+log = logging.getLogger(__name__)
+
+LAG_METRIC = "derivation_lag_seconds"
+LAG_HELP = "Age in seconds of the oldest fact not yet folded into the figures (0: none)."
+FOLDED_METRIC = "derivation_facts_folded_total"
+FOLDED_HELP = "Facts folded into the figures by this process."
+
+
+class FigureDeriver:
+    """Folds pending facts into the figures (or, with `folds` off, only measures the lag)."""
+
+    def __init__(self, store: Store, metrics: Metrics, *, interval_seconds: float,
+                 folds: bool) -> None:
+        self.store = store
+        self.metrics = metrics
+        self.interval = interval_seconds
+        self.folds = folds
+        #: One owner name per process, so its leases are its own.
+        self.owner = new_id()
+        self.lag_seconds = 0.0
+        self._task: asyncio.Task[None] | None = None
+        metrics.gauge(LAG_METRIC, LAG_HELP, lambda: self.lag_seconds)
+
+    async def fold(self) -> int:
+        """Fold every pending fact this process can lease now; returns how many."""
+        done = await derivation.fold_all(self.store, self.owner)
+        if done.folded:
+            self.metrics.count(FOLDED_METRIC, FOLDED_HELP, amount=done.folded)
+        return done.folded
+
+    async def measure(self) -> float:
+        """Read the lag from the store; returns it in seconds."""
+        oldest = await derivation.oldest_unfolded(self.store)
+        self.lag_seconds = (max(0.0, (datetime.now(UTC) - oldest).total_seconds())
+                            if oldest is not None else 0.0)
+        return self.lag_seconds
+
+    def start(self) -> None:
+        """Run in the background until `close`."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def close(self) -> None:
+        """Stop the background loop (a fold cut off here is undone by its transaction)."""
+        await stop_task(self._task)
+        self._task = None
+
+    async def _run(self) -> None:
+        steps = [("figure derivation", self.fold)] if self.folds else []
+        steps.append(("derivation lag", self.measure))
+        while True:
+            for name, step in steps:
+                try:
+                    await step()
+                except Exception:  # noqa: BLE001 - the loop outlives one bad pass; leases expire
+                    log.exception("%s failed", name)
+            await asyncio.sleep(self.interval)
