@@ -131,7 +131,8 @@ final class Options
             delete_option(self::API_KEY);
             return true;
         }
-        if (!in_array($autoload, ['no', 'off'], true)) {
+        // 'no' before WordPress 6.6; 'off' and 'auto-off' since.
+        if (!in_array($autoload, ['no', 'off', 'auto-off'], true)) {
             self::saveApiKey((string) get_option(self::API_KEY, ''));
         }
         return false;
