@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from documents import heatmaps
 from documents.store import ASCENDING
 from tests.support.app import Fetch, Tenant
 
 SHOP = "https://shop.example"
-DAY = "2026-01-05"
+#: Yesterday: a client time older than 30 days is taken as the time of receipt (issue 28).
+DAY = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
 
 
 def click(kind: str = "click", *, selector: str = "button#buy", ox: float = 0.5,
