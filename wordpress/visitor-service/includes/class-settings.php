@@ -205,8 +205,11 @@ final class Settings
      */
     public static function checkAfterSaving(): void
     {
-        $page = isset($_POST['option_page']) ? sanitize_key(wp_unslash((string) $_POST['option_page'])) : '';
-        if (isset($_POST['visitor_service_check']) && $page === self::GROUP && current_user_can('manage_options')) {
+        $nonce = isset($_POST['_wpnonce']) ? sanitize_text_field(wp_unslash((string) $_POST['_wpnonce'])) : '';
+        if (!isset($_POST['visitor_service_check']) || !wp_verify_nonce($nonce, self::GROUP . '-options')) {
+            return; // options.php refuses such a request itself; nothing to check
+        }
+        if (current_user_can('manage_options')) {
             add_filter('wp_redirect', [self::class, 'checkSavedValues']);
         }
     }
