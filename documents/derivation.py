@@ -12,11 +12,11 @@ together, so each fact is counted exactly once across crashes, retries and sever
 two folders deleting the same fact conflict and one of them aborts and starts again. A lease
 per site (`claim`) keeps folders from doing the same work twice in the first place.
 
-Erasure takes out only the folded share (what the visitor's stored data adds up to, less their
-pending facts, which it deletes); a restriction folds the visitor's pending facts first, inside
-its transaction (`fold_visitor`), then takes out or puts back what their stored data adds up
-to. Either way both stay exact whether or not a folder had got to the visitor's facts (decision
-"Figures are derived off the request path" in docs/decisions.md).
+Erasure and restriction take out (or put back) only the folded share: what the visitor's
+stored data adds up to, less what their pending facts will add. Erasure deletes those facts; a
+fact of a restricted visitor is folded into their chain of days but not counted, as a rebuild
+leaves them out. Both stay exact whether or not a folder had got to the visitor's facts
+(decision "Figures are derived off the request path" in docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from documents import heatmaps, recordings, rollups
+from documents import heatmaps, recordings, rollups, visitors
 from documents.accounts import new_id
 from documents.store import ASCENDING, DuplicateKeyError, Index, Store
 
@@ -76,15 +76,22 @@ async def _fold(store: Store, site_id: str, facts: list[dict[str, Any]], *,
     if deleted.deleted_count != len(ids):
         raise FoldRaced(f"{len(ids) - deleted.deleted_count} facts were folded elsewhere")
     tally = rollups.Tally(site_id)
+    # A restricted visitor's records are not counted in the daily figures while it holds (they
+    # are when it is lifted, from the stored data), but their days are chained, as a rebuild
+    # chains them.
+    held = await visitors.restricted_among(
+        store, site_id, sorted({f["visitorId"] for f in facts if f.get("visitorId")}),
+        session=session)
     shares: list[dict[str, Any]] = []
     for fact in facts:
         source = rollups.SOURCES[fact["kind"]]
         who = fact.get("visitorId")
+        counted = tally if who not in held else rollups.Tally(site_id)
         marks = []
         for record in fact["records"]:
-            source.count(tally, who, record)
+            source.count(counted, who, record)
             if source.chains_days and who:
-                await rollups.chain_day(store, tally, site_id, who, record["at"],
+                await rollups.chain_day(store, counted, site_id, who, record["at"],
                                         country=fact.get("country"),
                                         device=fact.get("device"), session=session)
             if source.heatmap and record.get("heatmap"):
@@ -116,23 +123,9 @@ async def fold_partition(store: Store, site_id: str, *, batch: int = FOLD_BATCH)
         return 0
 
 
-async def fold_visitor(store: Store, site_id: str, visitor_id: str, *, session: Any) -> int:
-    """Fold the visitor's pending facts in the caller's transaction (erasure, restriction), so
-    that their share of the figures is what their stored data adds up to."""
-    facts = await store.collection(COLLECTION).find(
-        {"siteId": site_id, "visitorId": visitor_id}, session=session,
-    ).sort([("recordedAt", ASCENDING), ("_id", ASCENDING)]).to_list(None)
-    if facts:
-        await _fold(store, site_id, facts, session=session)
-    return len(facts)
-
-
-async def take_out_visitor(store: Store, site_id: str, visitor_id: str, *, restricted: bool,
-                           session: Any) -> None:
-    """Take the visitor's folded share out of every figure (erasure), in the caller's
-    transaction: what their stored data adds up to, less what their pending facts, deleted
-    with the rest of their data, would have added. A restricted visitor's daily figures are
-    out already."""
+async def _unfolded_share(store: Store, site_id: str, visitor_id: str, *, session: Any
+                          ) -> tuple[rollups.Tally, list[dict[str, Any]]]:
+    """What the visitor's pending facts will add: to the daily figures, and heatmap shares."""
     unfolded = rollups.Tally(site_id)
     shares: list[dict[str, Any]] = []
     async for fact in store.collection(COLLECTION).find(
@@ -142,6 +135,16 @@ async def take_out_visitor(store: Store, site_id: str, visitor_id: str, *, restr
             source.count(unfolded, visitor_id, record)
             if source.heatmap and record.get("heatmap"):
                 shares.append(record["heatmap"])
+    return unfolded, shares
+
+
+async def take_out_visitor(store: Store, site_id: str, visitor_id: str, *, restricted: bool,
+                           session: Any) -> None:
+    """Take the visitor's folded share out of every figure (erasure), in the caller's
+    transaction: what their stored data adds up to, less what their pending facts, deleted
+    with the rest of their data, would have added. A restricted visitor's daily figures are
+    out already."""
+    unfolded, shares = await _unfolded_share(store, site_id, visitor_id, session=session)
     await heatmaps.subtract_visitor(store, site_id, visitor_id, unfolded=shares,
                                     session=session)
     if not restricted:
@@ -152,11 +155,18 @@ async def take_out_visitor(store: Store, site_id: str, visitor_id: str, *, restr
 
 async def restriction_switched(store: Store, site_id: str, visitor_id: str, *,
                                restricted: bool, session: Any) -> None:
-    """Fold the visitor's pending facts, then take their share out of the figures (or put it
-    back when the restriction is lifted)."""
-    await fold_visitor(store, site_id, visitor_id, session=session)
-    await rollups.restriction_switched(store, site_id, visitor_id, restricted=restricted,
-                                       session=session)
+    """A restricted visitor's data is not processed (Art. 18): the folded share of the daily
+    figures is taken out while the restriction holds and put back when it is lifted; a pending
+    fact is folded by the rule in force when it is folded."""
+    unfolded, _ = await _unfolded_share(store, site_id, visitor_id, session=session)
+    # Writing the pending facts makes a fold that read them before this switch conflict with
+    # it and run again, so it cannot count them by the rule this switch replaces.
+    await store.collection(COLLECTION).update_many(
+        {"siteId": site_id, "visitorId": visitor_id},
+        {"$set": {"restrictionSwitchedAt": datetime.now(UTC)}}, session=session)
+    share = await rollups.visitor_share(store, site_id, visitor_id, session=session)
+    share.leave_out(unfolded)
+    await share.write(store, sign=-1 if restricted else 1, session=session)
 
 
 # Leases ---------------------------------------------------------------------------------------

@@ -338,14 +338,6 @@ async def visitor_share(store: Store, site_id: str, visitor_id: str, *,
     return tally
 
 
-async def restriction_switched(store: Store, site_id: str, visitor_id: str, *,
-                               restricted: bool, session: Any) -> None:
-    """A restricted visitor's data is not processed (Art. 18): their share leaves the figures
-    while the restriction holds, and comes back when it is lifted."""
-    await (await visitor_share(store, site_id, visitor_id, session=session)).write(
-        store, sign=-1 if restricted else 1, session=session)
-
-
 # Rebuilding a site ---------------------------------------------------------------------------
 
 

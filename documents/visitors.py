@@ -117,6 +117,16 @@ async def privacy_flags(store: Store, site_id: str, visitor_id: str | None, *,
     return PrivacyFlags(bool(doc.get("restricted")), bool(doc.get("objected")))
 
 
+async def restricted_among(store: Store, site_id: str, visitor_ids: list[str], *,
+                           session: Any = None) -> set[str]:
+    """Which of these visitors are restricted, in one query."""
+    if not visitor_ids:
+        return set()
+    return set(await store.collection("visitors").distinct(
+        "visitorId", {"_id": {"$in": [profile_id(site_id, v) for v in visitor_ids]},
+                      "restricted": True}, session=session))
+
+
 async def set_privacy_flag(store: Store, site_id: str, visitor_id: str, flag: str, on: bool,
                            *, now: datetime, session: Any = None) -> bool | None:
     """Switch `restricted` or `objected` on or off; returns the flag as it was before, None
