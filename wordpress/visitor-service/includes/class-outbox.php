@@ -180,13 +180,15 @@ final class Outbox
     public static function deliverFresh(): void
     {
         $until = time() + self::DELIVERY_SECONDS;
-        do {
-            $rows = self::rows('attempts = 0 AND next_attempt_at <= %d', time());
-            $reachable = self::sendRows($rows);
-        } while ($reachable && count($rows) === self::BATCH && time() < $until);
-        self::hold($reachable ? 0 : MINUTE_IN_SECONDS);
-        if ($reachable && self::rows('attempts = 0 AND next_attempt_at <= %d', time()) !== []) {
-            self::deliverFresh(); // accepted while this delivery ran, and not handed to one
+        $reachable = true;
+        // A second round, once the hold is lifted, for items accepted while the first ran: they
+        // saw the hold and started no delivery of their own.
+        for ($round = 0; $round < 2 && $reachable; $round++) {
+            do {
+                $rows = self::rows('attempts = 0 AND next_attempt_at <= %d', time());
+                $reachable = self::sendRows($rows);
+            } while ($reachable && $rows !== [] && time() < $until);
+            self::hold($reachable ? 0 : MINUTE_IN_SECONDS);
         }
     }
 
