@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from documents import activity, derivation, engagement, leads, rollups, visitors
-from documents import recordings as recording_documents
 from documents.accounts import new_id
 from ingest.intake import Outcome, VisitorIntake, parse_time
 from ingest.recordings import RecordingLifecycle
@@ -128,11 +127,10 @@ async def record_lead(intake: VisitorIntake, bus: EventBus, recordings: Recordin
             activity={"kind": "lead", "at": at, "leadId": lead_id},
             counts={"leads": 1}, display_name=display_name, email=email, session=session,
         )
-        await rollups.count_lead(intake.store, site["_id"], payload["visitorId"], at,
-                                 session=session)
-        await recording_documents.add_marks(intake.store, site["_id"], payload["visitorId"],
-                                            payload.get("sessionId"), [("lead", at)],
-                                            session=session)
+        # Its day's count and its recording's mark are folded in later (documents/derivation.py).
+        await derivation.add_fact(intake.store, site["_id"], payload["visitorId"],
+                                  rollups.LEAD, [{"at": at}],
+                                  sessionId=payload.get("sessionId"), session=session)
 
     stored = await intake.store.write_once(write)
     intake.count("lead", "stored" if stored else "duplicate")

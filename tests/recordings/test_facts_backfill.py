@@ -51,6 +51,7 @@ async def test_the_backfill_gives_an_old_recording_the_facts_the_list_used_to_lo
     await _post(fetch, tenant, "errors", {**context, "source": "javascript",
                                           "type": "TypeError", "message": "coupon is undefined"})
     await deps.queue.join()
+    await deps.derivation.fold()
     stored = deps.store.collection("recordings")
     counted = await stored.find_one({"_id": recording_id})
     # Stored by an earlier version: no facts, however the events of its time were stored.

@@ -1,5 +1,6 @@
 """Marks: a recording counts the rage and dead clicks, leads and errors that arrive during it,
-in the transaction that stores them, so a retry never counts twice and a failure never counts.
+folded in from the facts stored with them (documents/derivation.py), so a retry never counts
+twice and a failure never counts.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ async def test_clicks_a_lead_and_an_error_during_a_recording_count_once_however_
     assert (await _post(fetch, tenant, "errors", js_error(
         **context(), occurredAt=datetime.now(UTC).isoformat()))).code == 200
     await deps.queue.join()
+    await deps.derivation.fold()
 
     assert await _marks(deps, recording_id) == {
         "error": 1, "rage_click": 1, "dead_click": 2, "lead": 1}
@@ -72,6 +74,7 @@ async def test_an_error_job_processed_twice_marks_its_recording_once(
     for _ in range(2):
         await process_error(deps.store, job, notifier=RecordingNotifier(), bus=deps.bus,
                             metrics=deps.metrics)
+    await deps.derivation.fold()
 
     assert (await _marks(deps, recording_id))["error"] == 1
 
@@ -88,6 +91,7 @@ async def test_what_happened_outside_the_recording_or_in_another_session_marks_n
     for job in (_job(tenant, occurredAt=earlier), _job(tenant, sessionId="other-tab")):
         await process_error(deps.store, job, notifier=RecordingNotifier(), bus=deps.bus,
                             metrics=deps.metrics)
+    await deps.derivation.fold()
 
     assert await _marks(deps, recording_id) == NONE
 
@@ -107,12 +111,13 @@ async def test_a_click_that_arrives_before_the_segment_covering_it_marks_the_run
     for visitor in ("visitor-1", "visitor-2"):
         await _post(fetch, tenant, "recordings/interactions", context(
             visitorId=visitor, interactions=[{"kind": "dead_click", "selector": "h1"}]))
+    await deps.derivation.fold()
 
     assert (await _marks(deps, running))["dead_click"] == 1
     assert (await _marks(deps, ended))["dead_click"] == 0
 
 
-@pytest.mark.parametrize("kind", ["recordings/interactions", "leads"])
+@pytest.mark.parametrize("kind", ["recordings/interactions"])
 async def test_a_failed_mark_stores_nothing_and_the_retry_counts_once(
         fetch: Fetch, tenant: Tenant, deps, kind: str):
     recording_id = await _start(fetch, tenant)
@@ -130,6 +135,29 @@ async def test_a_failed_mark_stores_nothing_and_the_retry_counts_once(
     assert await deps.store.collection("interaction_buckets").count_documents({}) == 0
     deps.store.faults.clear()
     assert (await _post(fetch, tenant, kind, body)).code == 200
+    marks = await _marks(deps, recording_id)
+    assert sum(marks.values()) == (1 if kind == "leads" else 3)
+
+
+@pytest.mark.parametrize("kind", ["leads"])
+async def test_a_fold_that_fails_at_a_mark_counts_nothing_and_the_next_counts_once(
+        fetch: Fetch, tenant: Tenant, deps, kind: str):
+    recording_id = await _start(fetch, tenant)
+    body = context(batchId="batch-1", interactions=CLICKS) if kind != "leads" else context(
+        leadId="lead-1", email="ada@example.com")
+    for _ in range(2):  # a retried request
+        assert (await _post(fetch, tenant, kind, body)).code == 200
+    pending = await deps.store.collection("unfolded_facts").count_documents({})
+    deps.store.faults.fail("recordings", "update_one")
+
+    with pytest.raises(InjectedFault):
+        await deps.derivation.fold()
+
+    assert await _marks(deps, recording_id) == NONE
+    assert await deps.store.collection("unfolded_facts").count_documents({}) == pending
+    deps.store.faults.clear()
+    await deps.derivation.fold()
+    await deps.derivation.fold()
     marks = await _marks(deps, recording_id)
     assert sum(marks.values()) == (1 if kind == "leads" else 3)
 
