@@ -48,6 +48,7 @@ async def test_one_address_is_refused_after_its_limit_per_minute_and_refusals_ar
     page = await _settings_page(shop)
     assert ("3 requests to the public routes were refused: too many from one address in a "
             "minute.") in page
+    assert "visitor_service_client_ip" in page  # the hint for a shop behind a proxy
     # What was accepted arrived; what was refused did not.
     leads = await documents(deps, "leads", shop.tenant.site_id)
     assert "flood10@example.com" not in {lead["email"] for lead in leads}

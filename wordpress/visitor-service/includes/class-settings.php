@@ -301,7 +301,17 @@ final class Settings
         foreach (self::droppedLines($dropped) as $line) {
             echo '<li>' . esc_html($line) . '</li>';
         }
-        echo '</ul></div>';
+        echo '</ul>';
+        if (($dropped['rate_limited'] ?? 0) > 0) {
+            // Behind a proxy or CDN that WordPress does not know of, every visitor has its address.
+            $hint = [
+                __('Requests are counted per visitor address.', 'visitor-service'),
+                __('If this shop is behind a proxy or CDN, all visitors may share its address.', 'visitor-service'),
+                __('Pass the real address with the visitor_service_client_ip filter.', 'visitor-service'),
+            ];
+            echo '<p id="visitor-service-proxy-hint">' . esc_html(implode(' ', $hint)) . '</p>';
+        }
+        echo '</div>';
     }
 
     /**
