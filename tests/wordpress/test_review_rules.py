@@ -179,7 +179,7 @@ def test_the_pot_holds_exactly_the_plugins_strings_with_translators_comments():
     assert in_pot == translated_strings(), "run wordpress/make-pot.sh"
 
 
-def test_every_translation_call_names_the_plugins_text_domain():
+def test_every_translation_call_has_a_literal_string_and_the_plugins_text_domain():
     for path in PHP_FILES:
         toks = tokens(path)
         for index, (_, text) in enumerate(toks):
@@ -192,6 +192,9 @@ def test_every_translation_call_names_the_plugins_text_domain():
                     if depth == 0:
                         break
                 assert toks[end - 2][1] == "'visitor-service'", (path.name, toks[index:end])
+                # A literal, which translation tools can read (never a variable or a sum).
+                assert toks[index + 2][0] == "T_CONSTANT_ENCAPSED_STRING", toks[index:end]
+                assert toks[index + 3][1] in (",", ")"), toks[index:end]
 
 
 def test_the_readme_says_what_the_directory_asks():
