@@ -6,7 +6,6 @@ import re
 
 import server
 from handlers.base import BaseHandler
-from handlers.validation import SchemaValidator
 
 METHODS = ("get", "post", "put", "patch", "delete", "options")
 
@@ -25,8 +24,8 @@ def _template_regex(path: str) -> re.Pattern[str]:
     return re.compile("^" + re.sub(r"\\\{[^}]+\\\}", r"[^/]+", re.escape(path)) + "$")
 
 
-async def test_every_route_and_method_is_in_the_openapi_document(settings, deps):
-    document = SchemaValidator().document
+async def test_every_route_and_method_is_in_the_openapi_document(settings, deps, schemas):
+    document = schemas.document
     templates = [(_template_regex(path), item) for path, item in document["paths"].items()]
     app = server.make_app(settings, deps)
     missing = []
@@ -43,16 +42,16 @@ async def test_every_route_and_method_is_in_the_openapi_document(settings, deps)
     assert not missing, f"not in docs/openapi.yaml: {missing}"
 
 
-def test_every_schema_reference_resolves():
-    document = SchemaValidator().document
+def test_every_schema_reference_resolves(schemas):
+    document = schemas.document
     text = repr(document)
     for name in set(re.findall(r"#/components/schemas/(\w+)", text)):
         assert name in document["components"]["schemas"], name
 
 
-def test_every_operation_with_query_parameters_documents_the_422_they_may_cause():
+def test_every_operation_with_query_parameters_documents_the_422_they_may_cause(schemas):
     """Declared query parameters are checked against their schemas (handlers/validation.py)."""
-    validator = SchemaValidator()
+    validator = schemas
     document = validator.document
     missing = []
     for path, item in document["paths"].items():

@@ -46,8 +46,9 @@ def _resolve(document: dict[str, Any], reference: str) -> Any:
     return node
 
 
-def test_every_reference_in_the_openapi_document_resolves_parameters_and_responses_included():
-    document = SchemaValidator().document
+def test_every_reference_in_the_openapi_document_resolves_parameters_and_responses_included(
+        schemas):
+    document = schemas.document
     missing = []
     for reference in sorted(_references(document)):
         try:
@@ -77,27 +78,27 @@ def test_every_operation_with_a_json_body_documents_400_413_and_415(
 
 
 async def test_a_restriction_with_a_body_that_is_not_utf8_is_the_documented_400(
-        fetch: Fetch, tenant: Tenant):
+        fetch: Fetch, tenant: Tenant, schemas):
     answer = await fetch(f"/api/v1/sites/{tenant.site_id}/visitors/v-1/restriction", "PUT",
                          token=tenant.token, body=b'}\xffer',
                          headers={"Content-Type": "application/json"})
     assert answer.code == 400 and answer.error_code == "malformed_request", answer
-    operation = SchemaValidator().document["paths"][
+    operation = schemas.document["paths"][
         "/api/v1/sites/{siteId}/visitors/{visitorId}/restriction"]["put"]
     assert "400" in operation["responses"]
 
 
 async def test_logout_with_a_refresh_token_of_the_wrong_shape_is_the_documented_422(
-        fetch: Fetch):
+        fetch: Fetch, schemas):
     answer = await fetch("/auth/logout", "POST", json_body={"refreshToken": 12})
     assert answer.code == 422, answer
-    assert "422" in SchemaValidator().document["paths"]["/auth/logout"]["post"]["responses"]
+    assert "422" in schemas.document["paths"]["/auth/logout"]["post"]["responses"]
 
 
-async def test_the_loader_with_an_unknown_key_is_the_documented_json_404(fetch: Fetch):
+async def test_the_loader_with_an_unknown_key_is_the_documented_json_404(fetch: Fetch, schemas):
     answer = await fetch("/sdk/v1/loader.js?key=pk_unknown")
     assert answer.code == 404 and answer.error_code == "not_found", answer
-    assert "404" in SchemaValidator().document["paths"]["/sdk/v1/loader.js"]["get"]["responses"]
+    assert "404" in schemas.document["paths"]["/sdk/v1/loader.js"]["get"]["responses"]
 
 
 def test_numbers_of_any_length_normalise_alike_and_hex_ids_still_do():
