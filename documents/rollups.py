@@ -303,22 +303,6 @@ async def count_clicks(store: Store, site_id: str, events: Iterable[dict[str, An
     await tally.write(store, session=session)
 
 
-async def count_lead(store: Store, site_id: str, visitor_id: str, at: datetime, *,
-                     session: Any) -> None:
-    """Count a stored lead on its day."""
-    tally = Tally(site_id)
-    tally.lead(visitor_id, at)
-    await tally.write(store, session=session)
-
-
-async def count_error(store: Store, site_id: str, visitor_id: str | None, at: datetime, *,
-                      session: Any) -> None:
-    """Count a stored error occurrence on its day."""
-    tally = Tally(site_id)
-    tally.error(visitor_id, at)
-    await tally.write(store, session=session)
-
-
 # A visitor's share ----------------------------------------------------------------------------
 
 

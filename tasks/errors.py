@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from config.metrics import Metrics
-from documents import error_records, recordings, rollups
+from documents import derivation, error_records, rollups
 from documents.accounts import new_id
 from documents.store import Store
 from errors import InvalidInput
@@ -187,18 +187,18 @@ def occurrence_from_job(job: dict[str, Any]) -> error_records.Occurrence:
 
 
 async def keep_occurrence(store: Store, occurrence: error_records.Occurrence) -> bool:
-    """Store what the visitor hit, and count it on its day and on the recording it happened
-    in, together and once per job."""
+    """Store what the visitor hit, with the fact that counts it on its day and on the
+    recording it happened in (folded in later, documents/derivation.py), together and once
+    per job."""
 
     async def keep(session: Any) -> bool:
         if not await error_records.record_occurrence(store, occurrence, session=session):
             return False
-        await rollups.count_error(store, occurrence.site_id, occurrence.visitor_id,
-                                  occurrence.occurred_at,
-                                  session=session)
-        await recordings.add_marks(store, occurrence.site_id, occurrence.visitor_id,
-                                   occurrence.session_id, [("error", occurrence.occurred_at)],
-                                   session=session)
+        # Five worker threads keep occurrences at once: a day's or a recording's shared
+        # document updated here would make them conflict; an insert of its own cannot.
+        await derivation.add_fact(store, occurrence.site_id, occurrence.visitor_id,
+                                  rollups.ERROR, [{"at": occurrence.occurred_at}],
+                                  sessionId=occurrence.session_id, session=session)
         return True
 
     return bool(await store.transaction(keep))

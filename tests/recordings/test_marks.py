@@ -162,19 +162,22 @@ async def test_a_fold_that_fails_at_a_mark_counts_nothing_and_the_next_counts_on
     assert sum(marks.values()) == (1 if kind == "leads" else 3)
 
 
-async def test_a_failed_error_mark_stores_no_occurrence_and_the_retry_counts_once(
+async def test_a_fold_that_fails_at_an_error_mark_counts_nothing_and_the_next_counts_once(
         fetch: Fetch, tenant: Tenant, deps):
     recording_id = await _start(fetch, tenant)
     job = _job(tenant)
+    for _ in range(2):  # a job processed twice is kept, and recorded for the fold, once
+        await process_error(deps.store, job, notifier=RecordingNotifier(), bus=deps.bus,
+                            metrics=deps.metrics)
+    assert await deps.store.collection("unfolded_facts").count_documents({}) == 1
     deps.store.faults.fail("recordings", "update_one")
 
     with pytest.raises(InjectedFault):
-        await process_error(deps.store, job, notifier=RecordingNotifier(), bus=deps.bus,
-                            metrics=deps.metrics)
+        await deps.derivation.fold()
 
-    assert await deps.store.collection("error_occurrences").count_documents({}) == 0
+    assert await deps.store.collection("error_occurrences").count_documents({}) == 1
     assert (await _marks(deps, recording_id))["error"] == 0
     deps.store.faults.clear()
-    await process_error(deps.store, job, notifier=RecordingNotifier(), bus=deps.bus,
-                        metrics=deps.metrics)
+    await deps.derivation.fold()
+    await deps.derivation.fold()
     assert (await _marks(deps, recording_id))["error"] == 1
