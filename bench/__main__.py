@@ -106,6 +106,10 @@ def _wordpress_rows(f: dict[str, Any]) -> list[Row]:
             f["p50_ratio"]),
         row("wordpress", "service connections while pages rendered",
             f["service_connections_while_rendering"], None, "0"),
+        *(row("wordpress", f"{kind}: p50 ms added with the service hung", added, None,
+              "<= 50 ms") for kind, added in f["service_hung"]["p50_added_ms"].items()),
+        row("wordpress", "items kept in the outbox while the service hung",
+            f["service_hung"]["kept_while_hung"], f["service_hung"]["sent_while_hung"]),
     ]
 
 
