@@ -108,12 +108,37 @@ _IPV6_IN_TEXT = re.compile(
     r"(?:%[0-9A-Za-z]+)?(?![\w:])")
 
 
+#: What stands right before the host of a URL: `scheme://`, a protocol-relative `//`, a user
+#: name's `@`, and the `[` of an IPv6 host.
+_URL_HOST_LEAD = re.compile(r"(?://|@)\[?$")
+
+
+def _is_url_host(text: str, start: int) -> bool:
+    """Whether the address found at `start` is the host of a URL written in `text`."""
+    return _URL_HOST_LEAD.search(text, max(0, start - 3), start) is not None
+
+
 def _anonymised_match(match: re.Match[str]) -> str:
+    # A URL's host is the server the page came from (the shop, a referring site), never a
+    # visitor's address: anonymising it changes which server the URL names and kills the link.
+    if _is_url_host(match.string, match.start()):
+        return match.group(0)
     return anonymise_ip(match.group(0)) or match.group(0)
 
 
-def anonymise_addresses_in(text: str) -> str:
-    """`text` with every IPv4 and IPv6 address written in it replaced by its anonymised form."""
+def anonymise_addresses_in(text: str,
+                           visitor: tuple[tuple[str, ...], str] | None = None) -> str:
+    """`text` with every IPv4 and IPv6 address written in it replaced by its anonymised form,
+    except where it is a URL's host; `visitor` (`address_spellings`) is replaced however the
+    visitor's own address is written, again except as a URL's host."""
+    if visitor is not None:
+        spellings, anonymised = visitor
+        for full in spellings:
+            if full in text:
+                text = re.sub(
+                    re.escape(full),
+                    lambda found: (found.group(0) if _is_url_host(found.string, found.start())
+                                   else anonymised), text)
     # Every address written out holds a dot or a colon; most short texts hold neither.
     if ":" in text:
         text = _IPV6_IN_TEXT.sub(_anonymised_match, text)

@@ -115,17 +115,14 @@ def _scrubbed(value: Any, replace: Callable[[str], str]) -> Any:
 
 def _address_scrubber(address: tuple[tuple[str, ...], str] | None) -> Callable[[str], str]:
     """Replace the visitor's own address (`address_spellings`, however written) and every IPv4
-    and IPv6 address in the text with its anonymised form."""
-    spellings, anonymised = address if address is not None else ((), "")
+    and IPv6 address in the text with its anonymised form, except a URL's host."""
 
     def replace(text: str) -> str:
         # Every address written out holds a dot or a colon; most strings of an error (its type,
         # source, ids) hold neither and need no search.
         if "." not in text and ":" not in text:
             return text
-        for full in spellings:
-            text = text.replace(full, anonymised)
-        return anonymise_addresses_in(text)
+        return anonymise_addresses_in(text, address)
 
     return replace
 

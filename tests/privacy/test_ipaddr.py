@@ -224,12 +224,15 @@ def test_address_spellings_of_no_address_is_none(raw: str | None) -> None:
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("https://shop.example/?from=203.0.113.77", "https://shop.example/?from=203.0.113.0"),
-    ("http://[2001:db8:abcd:12::7]/admin", "http://[2001:db8:abcd::]/admin"),
+    ("http://[2001:db8:abcd:12::7]/admin", "http://[2001:db8:abcd:12::7]/admin"),
+    ("at f (http://127.0.0.1:8080/a.js:1:2) for 127.0.0.1",
+     "at f (http://127.0.0.1:8080/a.js:1:2) for 127.0.0.0"),
     ("Order for 2001:db8:abcd:12::7 (198.51.100.23)", "Order for 2001:db8:abcd:: (198.51.100.0)"),
     ("Sale 10:00-12:00, 1.2.3 items, Foo::bar", "Sale 10:00-12:00, 1.2.3 items, Foo::bar"),
     ("", ""),
 ])
-def test_addresses_written_in_free_text_are_anonymised(text: str, expected: str) -> None:
+def test_addresses_written_in_free_text_are_anonymised_but_never_a_urls_host(
+        text: str, expected: str) -> None:
     assert anonymise_addresses_in(text) == expected
 
 
@@ -246,5 +249,5 @@ def test_request_texts_of_an_item_are_anonymised_and_other_fields_left() -> None
             "referrer": "http://198.51.100.23/", "visitorId": "203.0.113.77"}
     anonymise_request_texts(item)
     assert item == {"url": "https://shop.example/?ip=203.0.113.0",
-                    "title": "From 2001:db8:1::", "referrer": "http://198.51.100.0/",
+                    "title": "From 2001:db8:1::", "referrer": "http://198.51.100.23/",
                     "visitorId": "203.0.113.77"}
