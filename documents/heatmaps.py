@@ -62,13 +62,15 @@ async def read_image(store: Store, site_id: str, file_id: str) -> bytes | None:
     return b"".join([chunk async for chunk in bucket.read_chunks(file_id)])
 
 
-# --- Aggregates kept at ingest -------------------------------------------------------------------
+# --- Aggregates folded from the interactions ------------------------------------------------------
 #
 # One document per (site, page, width class, kind, day, target, cell) holding counts only: `n`
 # events, `xSum`/`ySum` (page position fallbacks). Scroll documents (kind "scroll", no target)
 # hold `views`, `foldSum` and `reach.<depth>`: how many views reached each depth bucket. Nothing
-# in them names a visitor; each raw interaction event keeps the `heatmap` contribution it added,
-# so erasure subtracts exactly the visitor's share (decision "Heatmaps (issue 22)").
+# in them names a visitor; each raw interaction event keeps the `heatmap` contribution it adds,
+# which the derivation folds in (documents/derivation.py), so erasure subtracts exactly the
+# visitor's folded share (decisions "Heatmaps (issue 22)" and "Figures are derived off the
+# request path").
 
 COUNTS = "heatmap_counts"
 
@@ -167,7 +169,7 @@ async def _apply_shares(store: Store, site_id: str, shares: list[dict[str, Any]]
 
 async def add_to_aggregates(store: Store, site_id: str, shares: list[dict[str, Any]], *,
                             session: Any = None) -> int:
-    """Count the shares of newly stored interactions; returns the documents touched."""
+    """Count the shares of stored interactions (the fold); returns the documents touched."""
     return await _apply_shares(store, site_id, shares, 1, session)
 
 

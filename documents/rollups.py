@@ -294,15 +294,6 @@ async def _link_day(store: Store, tally: Tally, site_id: str, visitor_id: str, d
                               session=session)
 
 
-async def count_clicks(store: Store, site_id: str, events: Iterable[dict[str, Any]], *,
-                       session: Any) -> None:
-    """Count a stored batch's rage and dead clicks on their pages."""
-    tally = Tally(site_id)
-    for event in events:
-        tally.click(event["at"], event.get("url"), event.get("kind", ""))
-    await tally.write(store, session=session)
-
-
 # A visitor's share ----------------------------------------------------------------------------
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import heatmaps, interactions, recordings, rollups, visitors
+from documents import derivation, heatmaps, interactions, rollups, visitors
 from documents.accounts import new_id
 from documents.store import Store
 from ingest.intake import VisitorIntake, parse_time
@@ -70,9 +70,9 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
     facts = intake.describe_visitor(body)
 
     async def write(session: Any) -> None:
-        # The events, the profile's count, the heatmap counts and the marks of the recordings
-        # they happened in go together: a batch is counted exactly when it is stored, and a
-        # retry after any failure stores it all once.
+        # The events, the profile's count and the fact that counts them go together: a batch
+        # is counted (heatmap cells, page figures, recording marks, folded in later by
+        # documents/derivation.py) exactly when it is stored, and a retry stores it all once.
         if batch_id is None:
             await interactions.append_interactions(store, site_id, visitor_id, admitted,
                                                    cap=cap, session=session)
@@ -81,12 +81,11 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
                                             cap=cap, session=session)
         await visitors.touch(store, site_id, visitor_id, seen_at=now, facts=facts,
                              counts={"interactions": len(admitted)}, session=session)
-        await heatmaps.add_to_aggregates(store, site_id, [
-            event["heatmap"] for event in admitted if "heatmap" in event], session=session)
-        await rollups.count_clicks(store, site_id, admitted, session=session)
-        await recordings.add_marks(store, site_id, visitor_id, body.get("sessionId"), [
-            (event["kind"], event["at"]) for event in admitted
-            if event["kind"] in recordings.MARKS], session=session)
+        await derivation.add_fact(store, site_id, visitor_id, rollups.INTERACTION, [
+            {name: event[name] for name in ("at", "url", "kind", "heatmap") if name in event}
+            for event in admitted
+            if "heatmap" in event or event["kind"] in rollups.CLICK_FIELDS],
+            sessionId=body.get("sessionId"), session=session)
 
     if not await store.write_once(write):
         intake.count("interaction", "duplicate", amount=len(admitted))

@@ -5,6 +5,7 @@ restriction stay exact whether or not a fact was folded; the lag is visible."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -52,18 +53,40 @@ async def _pageviews(ingest: Ingest, visitors: int = 6, days: int = 3) -> None:
                                "occurredAt": _at(today)})
 
 
-async def test_a_pageviews_ingest_transaction_writes_no_figure_only_its_fact(
-        tenant: Tenant, deps, ingest: Ingest):
-    await ingest("pageviews", {"visitorId": "warm", "url": f"{SHOP}/"})
+async def _ingest_writes(deps, send) -> set[tuple[str, str]]:
+    """The writes made inside transactions while `send()` runs."""
     deps.store.faults.clear()
     deps.store.faults.record_calls = True
-    await ingest("pageviews", {"visitorId": "ada", "url": f"{SHOP}/cart", "ip": GB_IP})
-    deps.store.faults.record_calls = False
-    written = {call for call in deps.store.faults.transaction_calls if call[1] in WRITES}
-    assert not {collection for collection, _ in written} & FIGURES, written
-    assert (derivation.COLLECTION, "insert_one") in written
+    try:
+        await send()
+        await deps.queue.join()
+    finally:
+        deps.store.faults.record_calls = False
+    return {call for call in deps.store.faults.transaction_calls if call[1] in WRITES}
+
+
+async def test_no_ingest_transaction_writes_a_figure_only_its_own_fact(
+        tenant: Tenant, deps, ingest: Ingest):
+    context = {"visitorId": "ada", "sessionId": "ada-s", "ip": GB_IP, "url": f"{SHOP}/cart"}
+    await ingest("pageviews", {"visitorId": "warm", "url": f"{SHOP}/"})
+    await ingest("recordings/start", {**context, "recordingId": str(uuid.uuid4())})
+    sends = {
+        "pageview": lambda: ingest("pageviews", context),
+        "interactions": lambda: ingest("recordings/interactions", {**context, "interactions": [
+            {"kind": "rage_click", "selector": "#coupon", "count": 4, "x": 5, "y": 5,
+             "vw": 1280}, {"kind": "scroll_depth", "depth": 60}]}),
+        "lead": lambda: ingest("leads", {**context, "email": "ada@example.com"}),
+        "error": lambda: ingest("errors", {**context, "source": "javascript",
+                                           "type": "TypeError", "message": "m"}),
+    }
+    for name, send in sends.items():
+        written = await _ingest_writes(deps, send)
+        touched = {collection for collection, _ in written}
+        assert not touched & (FIGURES | {"recordings"}), (name, written)
+        assert (derivation.COLLECTION, "insert_one") in written, name
     assert await _figures(deps.store, tenant.site_id) == {}
-    assert await _pending(deps.store, tenant.site_id) == 2
+    assert await deps.store.collection(heatmaps.COUNTS).count_documents({}) == 0
+    assert await _pending(deps.store, tenant.site_id) == 5
 
 
 async def test_each_fact_is_folded_once_when_folders_race_and_one_dies_mid_batch(
@@ -167,3 +190,36 @@ async def test_the_lag_is_in_the_metrics_and_the_overview_until_the_fold_catches
     overview = await _overview(fetch, tenant, viewer_token, today, today)
     assert overview["figuresAsOf"] is None
     assert overview["figures"]["pageviews"]["value"] == 1
+
+
+async def test_an_erasure_before_the_fold_leaves_no_heatmap_cell_or_page_figure_behind(
+        fetch: Fetch, tenant: Tenant, deps, ingest: Ingest):
+    def batch(visitor: str, selector: str, page: str) -> dict:
+        return {"visitorId": visitor, "ip": GB_IP, "userAgent": DESKTOP, "url": f"{SHOP}{page}",
+                "interactions": [
+                    {"kind": "rage_click", "selector": selector, "count": 4, "x": 5, "y": 5,
+                     "ox": 0.5, "oy": 0.5, "vw": 1280},
+                    {"kind": "dead_click", "selector": "h1", "ox": 0.5, "oy": 0.5, "vw": 1280},
+                    {"kind": "scroll_depth", "depth": 60, "vw": 1280}]}
+
+    await ingest("recordings/interactions", batch("bob", "#coupon", "/cart"))
+    await ingest("recordings/interactions", batch("ada", "#coupon", "/cart"))
+    await deps.derivation.fold()
+    # Ada comes back; her new clicks are stored but not folded when she is erased.
+    await ingest("recordings/interactions", batch("ada", "#only-ada", "/ada-page"))
+    await ingest("recordings/interactions", batch("ada", "#coupon", "/cart"))
+    erased = await fetch(f"/api/v1/sites/{tenant.site_id}/visitors/ada/data", "DELETE",
+                         token=tenant.token)
+    assert erased.code == 200, erased
+    await deps.derivation.fold()
+
+    cells = await deps.store.collection(heatmaps.COUNTS).find(
+        {"siteId": tenant.site_id}).to_list(None)
+    counted = {(cell["page"], cell["kind"], cell["target"]): cell.get("n", cell.get("views"))
+               for cell in cells if cell.get("n", cell.get("views"))}
+    assert counted == {("/cart", "rage_click", "#coupon"): 1, ("/cart", "dead_click", "h1"): 1,
+                       ("/cart", "scroll", ""): 1}
+    kept = await _figures(deps.store, tenant.site_id)
+    assert "ada-page" not in repr(kept) and "/ada-page" not in repr(cells)
+    assert kept == await _as_rebuilt(deps.store, tenant.site_id)
+    assert await _pending(deps.store, tenant.site_id) == 0

@@ -13,10 +13,12 @@ def _path(tenant: Tenant, tail: str = "") -> str:
     return f"/api/v1/sites/{tenant.site_id}/heatmaps{tail}"
 
 
-async def test_the_pages_list_shows_views_and_counts_per_page(fetch: Fetch, tenant: Tenant):
+async def test_the_pages_list_shows_views_and_counts_per_page(fetch: Fetch, tenant: Tenant,
+                                                              deps):
     await send(fetch, tenant, "v1", [click(), click("rage_click"), click("dead_click"),
                                      scroll(50), click(url=f"{SHOP}/about")])
     await send(fetch, tenant, "v2", [scroll(90)])
+    await deps.derivation.fold()
 
     answer = await fetch(_path(tenant, f"?from={DAY}&to={DAY}"), token=tenant.token)
 
@@ -27,9 +29,10 @@ async def test_the_pages_list_shows_views_and_counts_per_page(fetch: Fetch, tena
 
 
 async def test_a_pages_heatmap_places_clicks_on_their_element_and_says_why_there_is_no_image(
-        fetch: Fetch, tenant: Tenant):
+        fetch: Fetch, tenant: Tenant, deps):
     await send(fetch, tenant, "v1", [click(ox=0.12, oy=0.87), click(ox=0.14, oy=0.81),
                                      click(vw=390)])
+    await deps.derivation.fold()
 
     answer = await fetch(_path(tenant, f"/page?page=/cart&kind=click&width=desktop"
                                        f"&from={DAY}&to={DAY}"), token=tenant.token)
@@ -44,9 +47,10 @@ async def test_a_pages_heatmap_places_clicks_on_their_element_and_says_why_there
 
 
 async def test_the_scroll_heatmap_answers_the_share_of_views_reaching_each_depth(
-        fetch: Fetch, tenant: Tenant):
+        fetch: Fetch, tenant: Tenant, deps):
     await send(fetch, tenant, "v1", [scroll(100, fold=40)])
     await send(fetch, tenant, "v2", [scroll(50, fold=60)])
+    await deps.derivation.fold()
 
     view = (await fetch(_path(tenant, f"/page?page=/cart&kind=scroll&from={DAY}&to={DAY}"),
                         token=tenant.token)).json()

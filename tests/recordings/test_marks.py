@@ -117,29 +117,7 @@ async def test_a_click_that_arrives_before_the_segment_covering_it_marks_the_run
     assert (await _marks(deps, ended))["dead_click"] == 0
 
 
-@pytest.mark.parametrize("kind", ["recordings/interactions"])
-async def test_a_failed_mark_stores_nothing_and_the_retry_counts_once(
-        fetch: Fetch, tenant: Tenant, deps, kind: str):
-    recording_id = await _start(fetch, tenant)
-    body = context(batchId="batch-1", interactions=CLICKS) if kind != "leads" else context(
-        leadId="lead-1", email="ada@example.com")
-    before = await deps.store.collection("visitors").find_one({})
-    deps.store.faults.fail("recordings", "update_one")
-
-    failed = await _post(fetch, tenant, kind, body)
-
-    assert failed.code == 503, failed
-    assert await _marks(deps, recording_id) == NONE
-    assert await deps.store.collection("visitors").find_one({}) == before
-    assert await deps.store.collection("leads").count_documents({}) == 0
-    assert await deps.store.collection("interaction_buckets").count_documents({}) == 0
-    deps.store.faults.clear()
-    assert (await _post(fetch, tenant, kind, body)).code == 200
-    marks = await _marks(deps, recording_id)
-    assert sum(marks.values()) == (1 if kind == "leads" else 3)
-
-
-@pytest.mark.parametrize("kind", ["leads"])
+@pytest.mark.parametrize("kind", ["recordings/interactions", "leads"])
 async def test_a_fold_that_fails_at_a_mark_counts_nothing_and_the_next_counts_once(
         fetch: Fetch, tenant: Tenant, deps, kind: str):
     recording_id = await _start(fetch, tenant)
