@@ -82,6 +82,7 @@ async def test_a_shops_clicks_are_drawn_on_the_clicked_button_at_desktop_and_pho
     for width in WIDTHS:
         visitors[width], boxes[width] = await _visit(browser, shop, deps, width)
     await deps.segment_sweeper.sweep()
+    await deps.derivation.fold()
     site = await deps.store.collection("sites").find_one({"_id": site_id})
     # The test shop is on 127.0.0.1: allowed here as HEATMAP_ALLOW_PRIVATE_ADDRESSES would.
     images = {width: await render_heatmap(deps.store, site, "/", width,

@@ -16,7 +16,7 @@ TODAY = datetime.now(UTC).strftime("%Y-%m-%d")
 BOXES = {"desktop": [600, 300, 200, 50], "phone": [20, 500, 350, 60]}
 
 
-async def _interactions(dashboard: Dashboard) -> None:
+async def _interactions(dashboard: Dashboard, deps) -> None:
     at = f"{TODAY}T10:00:00Z"
     items = []
     for vw in (1280, 390):
@@ -31,11 +31,12 @@ async def _interactions(dashboard: Dashboard) -> None:
     answer = await ingest(dashboard, "/ingest/recordings/interactions",
                           {"visitorId": "heat-visitor", "interactions": items})
     assert answer.code == 200, answer
+    await deps.derivation.fold()  # the counts the heatmap draws, as the service folds them
 
 
 async def test_clicks_are_drawn_on_their_element_at_desktop_and_phone_width(
         page: Page, dashboard: Dashboard, deps, artifacts):
-    await _interactions(dashboard)
+    await _interactions(dashboard, deps)
     for width, box in BOXES.items():
         await heatmaps.store_heatmap(
             deps.store, dashboard.site_id, PAGE, b"\x89PNG\r\n\x1a\n", [],
@@ -74,8 +75,8 @@ async def test_clicks_are_drawn_on_their_element_at_desktop_and_phone_width(
 
 
 async def test_a_page_without_an_image_is_drawn_on_an_outline_that_says_why(
-        page: Page, dashboard: Dashboard, artifacts):
-    await _interactions(dashboard)
+        page: Page, dashboard: Dashboard, deps, artifacts):
+    await _interactions(dashboard, deps)
     await sign_in(page, dashboard)
     await page.goto(dashboard.page_url(f"/heatmaps/{PAGE.replace('/', '%2F')}"))
 
