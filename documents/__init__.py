@@ -53,3 +53,4 @@ async def prepare_store(store: Store) -> None:
     await store.ensure_indexes(declared_indexes())
     await migrations.run_once(store, "daily-figures-v1", derivation.rebuild_all_sites)
     await migrations.run_once(store, "recording-facts-v1", recordings.backfill_facts)
+    await migrations.run_once(store, "error-titles-v1", error_records.drop_repeated_types)

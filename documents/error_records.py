@@ -19,6 +19,7 @@ before the aggregate, and the aggregate's upsert is the last write a job makes.
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -60,6 +61,29 @@ RECENT_JOBS = 2000
 WITHOUT_JOB_IDS = {"recentJobIds": 0}
 
 _ERROR_ID_NAMESPACE = uuid.UUID("0d5a3b52-6a3f-4d1e-9a51-4f0c1d7e2b90")
+
+#: A message that begins with what the title already says: Chromium's `ErrorEvent.message` is
+#: "Uncaught TypeError: x is undefined", and the title is "type: message".
+_REPEATED_TYPE = re.compile(r"^(?:Uncaught )?(?P<type>[A-Za-z_$][\w$.]*): (?=\S)")
+
+
+def title_message(error_type: str, message: str) -> str:
+    """The message as the title shows it after the type: without a repeated "[Uncaught ]type: "."""
+    found = _REPEATED_TYPE.match(message)
+    if found is None or found.group("type") != error_type.strip():
+        return message
+    return message[found.end():]
+
+
+async def drop_repeated_types(store: Store) -> None:
+    """Migration: titles of stored errors and occurrences no longer repeat their type."""
+    for name in (ERRORS, OCCURRENCES):
+        collection = store.collection(name)
+        async for stored in collection.find({"message": {"$regex": _REPEATED_TYPE.pattern}},
+                                            {"type": 1, "message": 1}):
+            shown = title_message(stored.get("type") or "", stored["message"])
+            if shown != stored["message"]:
+                await collection.update_one({"_id": stored["_id"]}, {"$set": {"message": shown}})
 
 
 def error_id_for(site_id: str, fingerprint: str) -> str:

@@ -169,7 +169,9 @@ def occurrence_from_job(job: dict[str, Any]) -> error_records.Occurrence:
         fingerprint=fingerprint(error["type"], error["message"], error.get("frames"),
                                 error.get("stack")),
         type=error["type"],
-        message=error["message"],
+        # The fingerprint above reads the message as sent, so a fault keeps its group whatever
+        # the title shows; the title drops a type the browser repeated ("Uncaught TypeError:").
+        message=error_records.title_message(error["type"], error["message"]),
         source=error["source"],
         occurred_at=parse_time(error.get("occurredAt"), now=received),
         visitor_id=error.get("visitorId"),
