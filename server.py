@@ -283,12 +283,15 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     deps.segment_sweeper.start()
     # The figures are folded here on the embedded default; with REDIS_URL, by the worker.
     deps.derivation.start()
-    # Heatmap backgrounds are rendered off the request path, where Debian's Chromium is.
-    renderer = HeatmapRenderer(
-        deps.store, chromium_path=HEATMAP_CHROMIUM,
-        allow_private_addresses=settings.heatmap_allow_private_addresses)
-    if renderer.start():
-        deps.closers.append(renderer.close)
+    # Heatmap backgrounds are rendered off the request path, where Debian's Chromium is: here
+    # on the embedded default, by the worker when REDIS_URL is set (a browser competes with
+    # the requests for the web process's cores).
+    if not settings.redis_url:
+        renderer = HeatmapRenderer(
+            deps.store, chromium_path=HEATMAP_CHROMIUM,
+            allow_private_addresses=settings.heatmap_allow_private_addresses)
+        if renderer.start():
+            deps.closers.append(renderer.close)
     app = make_app(settings, deps)
     server = make_http_server(settings, app)
     # Everything built so far (modules, schemas, routes, the demo data) lives as long as the

@@ -5,9 +5,11 @@ the MongoDB outbox when REDIS_URL is set; the queue's `start` starts the outbox 
 `run_worker` is `visitor-service worker`: a Celery worker with 5 threads whose tasks run the
 async pipeline on one event loop thread that owns the Motor client, the bus and the real
 notifier (e-mail and webhooks), which is drained before that loop stops; the pipeline releases
-each finished job's outbox entry. The same loop runs the derivation (tasks/derivation.py), which
-folds new data into the figures off the web processes. Threads rather than prefork, because
-the work is waiting on MongoDB and a Motor client must not be created before a fork.
+each finished job's outbox entry. The same loop runs the background work that would compete
+with requests in a web process: the derivation (tasks/derivation.py), which folds new data into
+the figures, and the heatmap renderer (tasks/heatmaps.py), where Chromium is installed. Threads
+rather than prefork, because the work is waiting on MongoDB and a Motor client must not be
+created before a fork.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from tasks.celery_app import (
     make_celery_app,
 )
 from tasks.derivation import FigureDeriver
+from tasks.heatmaps import HEATMAP_CHROMIUM, HeatmapRenderer
 from tasks.notifications import Notifier
 from tasks.notify_port import Notifier as NotifierPort
 from tasks.outbox import ErrorOutbox
@@ -98,9 +101,19 @@ async def open_worker_clients(settings: Settings, *, store: Store | None = None
     return WorkerClients(store, RedisBus(settings.redis_url), notifier, owns_store)
 
 
-async def _start(deriver: FigureDeriver) -> None:
-    """Start the derivation's loop on the running loop (the worker's loop thread)."""
+def background_work(settings: Settings, store: Store, metrics: Metrics
+                    ) -> tuple[FigureDeriver, HeatmapRenderer]:
+    """What the worker runs beside the queue: the derivation, folding, and the renderer."""
+    return (FigureDeriver(store, metrics, interval_seconds=settings.derivation_interval_seconds,
+                          folds=True),
+            HeatmapRenderer(store, chromium_path=HEATMAP_CHROMIUM,
+                            allow_private_addresses=settings.heatmap_allow_private_addresses))
+
+
+async def _start(deriver: FigureDeriver, renderer: HeatmapRenderer) -> None:
+    """Start the background loops on the running loop (the worker's loop thread)."""
     deriver.start()
+    renderer.start()
 
 
 def run_worker(settings: Settings) -> None:
@@ -115,15 +128,15 @@ def run_worker(settings: Settings) -> None:
     pipeline = ErrorPipeline(clients.store, notifier=clients.notifier, bus=clients.bus,
                              metrics=metrics, policy=retry_policy(settings),
                              outbox=error_outbox(settings, clients.store))
-    deriver = FigureDeriver(clients.store, metrics,
-                            interval_seconds=settings.derivation_interval_seconds, folds=True)
-    runtime.run(_start(deriver))
+    deriver, renderer = background_work(settings, clients.store, metrics)
+    runtime.run(_start(deriver, renderer))
     app = make_celery_app(settings.redis_url, consumer=TaskConsumer(pipeline, runtime.run))
     try:
         app.Worker(pool="threads", concurrency=WORKER_CONCURRENCY, queues=[QUEUE_NAME],
                    loglevel=settings.log_level, without_mingle=True,
                    without_gossip=True).start()
     finally:
+        runtime.run(renderer.close())
         runtime.run(deriver.close())
         runtime.run(clients.close())
         runtime.stop()
