@@ -3,7 +3,8 @@
 A recording (spec §2 "Recording session") belongs to a visitor and has a start, an end and the
 pages recorded. It also holds what the recordings list filters by: the visitor's country and
 device as it started, and its `marks`, how many errors, rage and dead clicks and leads fell in
-its window, counted by the ingest paths in the transactions that store them (`add_marks`);
+its window, counted by the derivation's fold of what ingest stored (`add_marks`,
+documents/derivation.py);
 recordings stored before they were kept get them once from `backfill_facts` (decision
 "Recording facts" in docs/decisions.md).
 
@@ -137,10 +138,10 @@ async def recordings_at(store: Store, site_id: str, visitor_id: str | None,
 
 async def add_marks(store: Store, site_id: str, visitor_id: str | None, session_id: str | None,
                     happened: list[tuple[str, datetime]], *, session: Any) -> None:
-    """Count each (mark, at) on the visitor's recordings running at `at`, as it arrives.
+    """Count each (mark, at) on the visitor's recordings running at `at`.
 
-    Runs inside the transaction that stores the events themselves: an event stored once is
-    counted once, however often it is sent, and one that fails is not counted.
+    Runs inside the fold's transaction that deletes the events' unfolded fact: an event stored
+    once is counted once, however often it is sent or folded, and one that fails is not.
     """
     if not visitor_id or not happened:
         return

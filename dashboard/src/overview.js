@@ -66,6 +66,15 @@ function rangeControls(app, site, data, query) {
   return h('div', { class: 'panel row range' }, h('span', { class: 'row presets' }, presets), form);
 }
 
+/** Figures are folded in off the request path within a second or so; say so when they lag. */
+const LAG_SHOWN_MS = 30000;
+
+function behind(asOf) {
+  if (!asOf || Date.now() - Date.parse(asOf) < LAG_SHOWN_MS) return null;
+  return h('p', { class: 'hint', id: 'figures-as-of', role: 'status' },
+    `Figures as of ${when(asOf)}: what arrived since is still being counted.`);
+}
+
 /** The overview page; `feed` draws the live feed section. */
 export async function overviewPage(app, site, query, feed) {
   // The last 7 days unless the address names a range.
@@ -86,7 +95,7 @@ export async function overviewPage(app, site, query, feed) {
     h('h1', {}, `${site.name}: overview`),
     rangeControls(app, site, data, query),
     h('section', { class: 'panel', 'aria-labelledby': 'figures-title' },
-      h('h2', { id: 'figures-title' }, `From ${period}`), cards),
+      h('h2', { id: 'figures-title' }, `From ${period}`), cards, behind(data.figuresAsOf)),
     h('div', { class: 'grid' },
       h('section', { class: 'panel' }, h('h2', {}, 'Top pages'),
         ranking('top-pages', data.topPages, 'Pages by pageviews', ['Page', 'Pageviews'], (row) => h('code', {}, row.name))),

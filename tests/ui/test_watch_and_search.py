@@ -244,3 +244,18 @@ async def test_the_overview_shows_a_range_against_the_period_before(
     await page.wait_for_url(f"**?from={custom_from}&to={today}")
     await expect(page.locator("figure.chart rect.bar-pv")).to_have_count(14)
     await _photograph(page, artifacts, "overview-custom")
+
+
+async def test_the_overview_says_as_of_when_its_figures_are_behind(
+        page: Page, dashboard: Dashboard, deps):
+    await sign_in(page, dashboard)
+    await expect(page.locator("#overview-figures")).to_be_visible()
+    await expect(page.locator("#figures-as-of")).to_have_count(0)
+    # A fact stored two minutes ago and not folded: the derivation is behind.
+    await deps.store.collection("unfolded_facts").insert_one({
+        "_id": str(uuid.uuid4()), "siteId": dashboard.site_id, "visitorId": "late",
+        "kind": "pageview", "recordedAt": datetime.now(UTC) - timedelta(minutes=2),
+        "records": [{"at": datetime.now(UTC), "url": f"{SHOP}/late"}]})
+    await page.reload()
+    await expect(page.locator("#figures-as-of")).to_contain_text("Figures as of")
+    await assert_accessible(page, "the overview while its figures are behind")
