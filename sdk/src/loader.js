@@ -77,20 +77,34 @@ function sessionId() {
   return id;
 }
 
+/**
+ * A CSS selector for the clicked element, unique enough to find it again (heatmaps look it up
+ * with querySelector): each step names its position among same-tag siblings where it has any.
+ */
 function selectorOf(el) {
+  const esc = (v) => (window.CSS && CSS.escape ? CSS.escape(v) : v);
   const parts = [];
   for (let node = el; node && node.nodeType === 1 && parts.length < 5; node = node.parentElement) {
     let part = node.localName;
     if (node.id) {
-      parts.unshift(`${part}#${node.id}`);
+      parts.unshift(`${part}#${esc(node.id)}`);
       break;
     }
     if (typeof node.className === 'string' && node.className.trim()) {
-      part += '.' + node.className.trim().split(/\s+/).slice(0, 2).join('.');
+      part += '.' + node.className.trim().split(/\s+/).slice(0, 2).map(esc).join('.');
     }
+    const same = node.parentElement
+      ? [...node.parentElement.children].filter((s) => s.localName === node.localName) : [];
+    if (same.length > 1) part += `:nth-of-type(${same.indexOf(node) + 1})`;
     parts.unshift(part);
   }
   return parts.join(' > ').slice(0, 1000);
+}
+
+function afterLoad(callback) {
+  // From a task of its own after the load event, so the load event itself ends no later.
+  if (document.readyState === 'complete') callback();
+  else addEventListener('load', () => setTimeout(callback), { once: true });
 }
 
 function start(script) {
@@ -120,6 +134,7 @@ function start(script) {
   let sentDepth = 0;
   let errors = 0;
   let recorder = null;
+  let loaded = false;
 
   const local = storage('localStorage');
   if (local && local.getItem(CONSENT_KEY) === 'granted') consent = 'granted';
@@ -204,30 +219,52 @@ function start(script) {
   }
 
   function trackScroll() {
+    if (!loaded) return;
     const doc = document.documentElement;
     const height = Math.max(doc.scrollHeight, 1);
     const depth = Math.min(100, Math.round(((scrollY + innerHeight) / height) * 100));
     if (depth > Math.abs(maxDepth)) maxDepth = depth;
   }
 
-  let recent = [];
   // Where in its target a click landed, in fractions of the target's box: heatmaps put it on
   // the same element at every width.
   const frac = (v, size) => (size > 0 ? Math.min(1, Math.max(0, Math.round((v / size) * 100) / 100)) : 0);
+  // Clicking into a form field or the survey widget does its work without changing the page.
+  const FIELDS = 'input,textarea,select,option,label,[contenteditable]:not([contenteditable="false"]),[data-svc-survey]';
+
+  // The clicks of one burst on one spot. Three or more make one rage click, sent with their real
+  // number once the burst is over; its clicks are then never dead clicks as well.
+  let burst = null;
+  function closeBurst() {
+    const b = burst;
+    if (!b) return;
+    burst = null;
+    clearTimeout(b.timer);
+    b.closed = true;
+    if (b.count >= RAGE_CLICKS) interactions.push({ kind: 'rage_click', count: b.count, ...b.base });
+    else b.dead.forEach((base) => interactions.push({ kind: 'dead_click', ...base }));
+  }
+
   function trackClick(event) {
     const now = Date.now();
     const at = new Date(now).toISOString();
-    const box = event.target.getBoundingClientRect ? event.target.getBoundingClientRect() : {};
-    const base = { at, url: location.href, selector: selectorOf(event.target),
+    const target = event.target;
+    const box = target.getBoundingClientRect ? target.getBoundingClientRect() : {};
+    const base = { at, url: location.href, selector: selectorOf(target),
       x: Math.max(0, Math.round(event.pageX)), y: Math.max(0, Math.round(event.pageY)),
       vw: innerWidth, ox: frac(event.clientX - box.left, box.width),
       oy: frac(event.clientY - box.top, box.height) };
     interactions.push({ kind: 'click', ...base });
-    recent = recent.filter((c) => now - c.t < RAGE_WINDOW_MS
-      && Math.hypot(c.x - event.clientX, c.y - event.clientY) <= RAGE_RADIUS_PX);
-    recent.push({ t: now, x: event.clientX, y: event.clientY });
-    if (recent.length === RAGE_CLICKS) interactions.push({ kind: 'rage_click', count: RAGE_CLICKS, ...base });
-    watchForDeadClick(base);
+    if (!burst || now - burst.t >= RAGE_WINDOW_MS
+        || Math.hypot(burst.x - event.clientX, burst.y - event.clientY) > RAGE_RADIUS_PX) {
+      closeBurst();
+      burst = { base, x: event.clientX, y: event.clientY, count: 0, dead: [] };
+    }
+    burst.t = now;
+    burst.count += 1;
+    clearTimeout(burst.timer);
+    burst.timer = setTimeout(closeBurst, RAGE_WINDOW_MS);
+    if (!(target.closest && target.closest(FIELDS))) watchForDeadClick(base, burst);
   }
 
   // Clicks waiting to be judged dead or alive; a later click settles them early, so its own
@@ -239,13 +276,16 @@ function start(script) {
     pending = pending.filter((w) => w !== watch);
     if (!watch.alive && location.href === watch.href
         && document.activeElement === watch.focused) {
-      interactions.push({ kind: 'dead_click', ...watch.base });
+      // A dead click waits for its burst: a rage click absorbs it.
+      if (!watch.burst.closed) watch.burst.dead.push(watch.base);
+      else if (watch.burst.count < RAGE_CLICKS) interactions.push({ kind: 'dead_click', ...watch.base });
     }
   }
 
-  function watchForDeadClick(base) {
+  function watchForDeadClick(base, of) {
     // Dead: no DOM mutation, navigation or focus change within 1 s of the click.
-    const watch = { base, alive: false, focused: document.activeElement, href: location.href };
+    const watch = { base, burst: of, alive: false, focused: document.activeElement,
+      href: location.href };
     watch.observer = new MutationObserver(() => { watch.alive = true; });
     watch.observer.observe(document.documentElement, { subtree: true, childList: true,
       attributes: true, characterData: true });
@@ -337,6 +377,7 @@ function start(script) {
         if (shownAt) visibleMs += Date.now() - shownAt;
         shownAt = 0;
         sendTimeOnPage();
+        closeBurst();
         flushInteractions(true);
         if (recorder) recorder.flush(true);
       } else {
@@ -346,6 +387,7 @@ function start(script) {
     addEventListener('pagehide', () => {
       sendTimeOnPage();
       trackScroll();
+      closeBurst();
       flushInteractions(true);
       if (recorder) recorder.flush(true);
     });
@@ -353,14 +395,20 @@ function start(script) {
     const pushState = history.pushState;
     history.pushState = function (...args) {
       sendTimeOnPage();
+      closeBurst();
       flushInteractions(false);
       const result = pushState.apply(this, args);
       newPageview();
       return result;
     };
-    trackScroll();
     setInterval(() => flushInteractions(false), FLUSH_MS);
-    loadRecorder();
+    // Nothing that forces a layout or competes with the page's own resources before its load
+    // event: the first scroll depth is read, and the recorder fetched, once the page has loaded.
+    afterLoad(() => {
+      loaded = true;
+      trackScroll();
+      loadRecorder();
+    });
     // The survey widget, only where an active survey may show (after the same gate as all else).
     if ((site.surveys || []).some((s) => s.pages.some((p) => matches(location.href, p)))) load('survey');
   }

@@ -87,7 +87,7 @@ async def test_clicks_rage_and_dead_clicks_scroll_an_error_and_a_navigation_reac
     assert any("#dead" in selector for selector in dead)
     assert not any("#grow" in selector or "#rage" in selector for selector in dead)
     rage = [event for event in events if event["kind"] == "rage_click"]
-    assert len(rage) == 1 and "#rage" in rage[0]["selector"] and rage[0]["count"] == 3
+    assert len(rage) == 1 and "#rage" in rage[0]["selector"] and rage[0]["count"] == 4
     assert max(e["depth"] for e in events if e["kind"] == "scroll_depth") == 100
 
     async def the_error() -> list[dict[str, Any]]:
