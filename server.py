@@ -333,8 +333,8 @@ def _demo_banner(settings: Settings, demo: dict[str, Any]) -> str:
         "\nVisitor Service is running on the embedded store (data lives in memory).\n\n"
         f"1. Open the dashboard: {url}/\n"
         f"   and sign in as {demo['email']} with the password {demo['password']}\n\n"
-        "2. Paste this into your shop's pages, before </head> (the page's origin must be one of\n"
-        "   the site's allowed origins, under Sites in the dashboard):\n"
+        "2. Paste this into your shop's pages, before </head> (add the page's origin first in\n"
+        "   the dashboard, under Settings > Allowed origins):\n"
         "   <script>window.svc = window.svc || function () { (svc.q = svc.q || [])"
         ".push(arguments); };</script>\n"
         f'   <script async src="{url}/sdk/v1/loader.js?key={demo["publicKey"]}"></script>\n\n'

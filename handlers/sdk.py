@@ -14,6 +14,7 @@ user agent come from the request, never from the body, and go through the same i
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -250,6 +251,7 @@ class SdkRecordingSegmentHandler(SdkHandler):
     async def post(self, _: str) -> None:
         upload = segment_upload(self.request, self.body, self.deps.schemas,
                                 self.accepted_content_types)
+        upload = replace(upload, user_agent=self.request.headers.get("User-Agent", "")[:2048])
         result = await self.deps.recordings.add_segment(self.site, upload)
         self.write_json(segment_answer(result))
 

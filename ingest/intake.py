@@ -1,6 +1,7 @@
 """Admission and enrichment shared by every ingest path (/ingest and /sdk/v1).
 
-`VisitorIntake.admit` applies the privacy gate to an item and counts a drop with its reason;
+`VisitorIntake.admit` applies the privacy gate to an item, leaves out bots and headless browsers
+(`bot_reason`), and counts a drop with its reason;
 `VisitorIntake.describe_visitor` turns the raw visitor context into what a profile may keep:
 the country from the full IP address, then only the anonymised address, and the parsed device.
 The full address never leaves this module.
@@ -25,6 +26,10 @@ from privacy.useragent import UserAgentParser
 
 ITEMS_METRIC = "ingest_items_total"
 ITEMS_HELP = "Items received by ingest, by kind and outcome (stored or dropped with a reason)."
+
+#: Drop reasons of items sent by automation rather than a visitor.
+BOT = "bot"
+HEADLESS = "headless_browser"
 
 #: Client clocks drift; times further ahead than this are taken as "now".
 MAX_FUTURE_SKEW = timedelta(minutes=5)
@@ -84,6 +89,11 @@ class VisitorIntake:
         An admitted item's request texts (URL, title, referrer) have every IP address in them
         anonymised in place, as the visitor's own address is (privacy rule 1).
         """
+        if not gpc and (automated := self.bot_reason(payload)) is not None:
+            # A crawler or a scripted browser is not a visitor: none of its items may become a
+            # visitor, a pageview, a device or any other figure. Counted apart, like GPC drops.
+            self.count(kind, "dropped", automated)
+            return GateDecision(False, automated)
         flags = await visitors.privacy_flags(self.store, site["_id"], payload.get("visitorId"))
         settings = {**site_documents.DEFAULT_SETTINGS, **site.get("settings", {})}
         decision = decide(CollectionContext(
@@ -102,6 +112,17 @@ class VisitorIntake:
         else:
             anonymise_request_texts(payload)
         return decision
+
+    def bot_reason(self, payload: dict[str, Any]) -> str | None:
+        """`headless_browser` or `bot` when the payload's user agent is one, else None.
+
+        privacy/useragent.py decides: ua-parser's "Spider" device class and browser families
+        naming a bot, crawler, spider, slurp or headless browser (`_BOT_FAMILY`).
+        """
+        device = self._user_agents.parse(payload.get("userAgent"))
+        if device.device_type != "bot":
+            return None
+        return HEADLESS if (device.browser or "").lower().startswith("headless") else BOT
 
     def count(self, kind: str, outcome: str, reason: str = "", amount: int = 1) -> None:
         """Count items of `kind` as stored or dropped (with a reason)."""

@@ -60,11 +60,13 @@ class SegmentUpload:
     gpc: bool = False
     consent: str | None = None
     order_completed: bool = False
+    #: The browser's User-Agent header, for segments a browser sends itself (never stored).
+    user_agent: str | None = None
 
     def gate_payload(self) -> dict[str, Any]:
         """The fields the privacy gate looks at."""
         return {"visitorId": self.visitor_id, "url": self.page_url, "gpc": self.gpc,
-                "consent": self.consent}
+                "consent": self.consent, "userAgent": self.user_agent}
 
 
 @dataclass(frozen=True)

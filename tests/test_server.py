@@ -99,6 +99,10 @@ async def test_the_banner_says_what_to_do_next_and_its_curl_line_sends_an_event(
         assert f"Open the dashboard: {url}/" in banner
         assert f'<script async src="{url}/sdk/v1/loader.js?key={demo["publicKey"]}">' in banner
         assert f"API reference: {url}/api/docs" in banner
+        # Where the dashboard really keeps them: the Settings tab's "Allowed origins" section.
+        assert "under Settings > Allowed origins" in banner
+        assert "['settings', 'Settings']" in (ROOT / "dashboard/src/main.js").read_text()
+        assert "'Allowed origins'" in (ROOT / "dashboard/src/settings.js").read_text()
         (curl,) = [line.strip() for line in banner.splitlines()
                    if line.strip().startswith("curl ")]
         sending = await asyncio.create_subprocess_exec(*shlex.split(curl),
