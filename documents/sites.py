@@ -292,19 +292,26 @@ async def sites_for_user(store: Store, user: AuthenticatedUser) -> list[dict[str
 async def update_site(store: Store, user: AuthenticatedUser, site: dict[str, Any],
                       changes: dict[str, Any], *, session: Any = None
                       ) -> tuple[dict[str, Any], list[str]]:
-    """Apply name/origin/settings changes; returns the site and the changed field names."""
+    """Apply name/origin/settings changes; returns the site and the names of the fields whose
+    value differs from what was stored (a form sends every field; only changes are audited)."""
     require_admin(user, site["organizationId"])
     update: dict[str, Any] = {}
     changed: list[str] = []
-    if "name" in changes:
+    if "name" in changes and changes["name"] != site.get("name"):
         update["name"] = changes["name"]
         changed.append("name")
     if "allowedOrigins" in changes:
-        update["allowedOrigins"] = sorted({normalise_origin(o) for o in changes["allowedOrigins"]})
-        changed.append("allowedOrigins")
+        origins = sorted({normalise_origin(o) for o in changes["allowedOrigins"]})
+        if origins != sorted(site.get("allowedOrigins", [])):
+            update["allowedOrigins"] = origins
+            changed.append("allowedOrigins")
     if "settings" in changes:
-        update["settings"] = normalise_settings(site.get("settings", {}), changes["settings"])
-        changed.extend(f"settings.{key}" for key in changes["settings"])
+        before = normalise_settings(site.get("settings", {}), {})
+        after = normalise_settings(site.get("settings", {}), changes["settings"])
+        moved = [key for key in changes["settings"] if after[key] != before.get(key)]
+        if moved:
+            update["settings"] = after
+            changed.extend(f"settings.{key}" for key in moved)
     if not update:
         return site, []
     update["updatedAt"] = datetime.now(UTC)

@@ -113,3 +113,28 @@ async def test_the_statement_key_is_sealed_not_stored_plain(fetch: Fetch, tenant
     assert plain not in await all_documents_text(deps.store)
     site = await deps.store.collection("sites").find_one({"_id": tenant.site_id})
     assert site["statementKeySealed"].startswith("v1.")
+
+
+async def test_saving_the_settings_form_with_new_origins_audits_only_the_origins(
+        fetch: Fetch, tenant: Tenant, deps):
+    """The dashboard's form sends every setting; the audit entry names what changed (issue 28
+    point 15), and a save that changes nothing writes no entry."""
+    site = f"/api/v1/sites/{tenant.site_id}"
+    form = {"settings": {"recordings": True, "consoleCapture": False, "requireConsent": False,
+                         "excludedUrls": [{"pattern": "/account*", "scope": "replay"}]}}
+    first = await fetch(site, "PATCH", token=tenant.token,
+                        json_body={**form, "allowedOrigins": ["https://shop.example"]})
+    assert first.code == 200, first
+    audit = deps.store.collection("audit_log")
+    [entry] = await audit.find({"action": "site.settings_changed"}).to_list(None)
+    assert entry["details"]["fields"] == ["settings.excludedUrls"]
+    answer = await fetch(site, "PATCH", token=tenant.token, json_body={
+        **form, "allowedOrigins": ["https://shop.example", "https://www.shop.example"]})
+    assert answer.code == 200, answer
+    assert answer.json()["allowedOrigins"] == ["https://shop.example", "https://www.shop.example"]
+    latest = await audit.find({"action": "site.settings_changed"}).sort("at", -1).to_list(None)
+    assert len(latest) == 2 and latest[0]["details"]["fields"] == ["allowedOrigins"]
+    again = await fetch(site, "PATCH", token=tenant.token, json_body={
+        **form, "allowedOrigins": ["https://www.shop.example", "https://shop.example"]})
+    assert again.code == 200, again
+    assert await audit.count_documents({"action": "site.settings_changed"}) == 2
