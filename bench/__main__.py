@@ -151,6 +151,40 @@ BENCHMARKS.append("bench.dashboard")
 ROWS_FOR["bench.dashboard"] = _dashboard_rows
 
 
+def _shop_rows(f: dict[str, Any]) -> list[Row]:
+    rows = []
+    for when in ("before", "after"):
+        if when not in f:
+            continue
+        one, many = f[when]["pageviews"]["1_connections"], f[when]["pageviews"]["16_connections"]
+        rows.append(row("shop", f"{when}: pageviews/s at 16 connections (baseline: at 1)",
+                        many["rps"], one["rps"], ">= 1"))
+        rows.append(row("shop", f"{when}: pageviews/s at 16 connections (baseline: bare)",
+                        many["rps"], f["bare_16_connections_rps"]))
+        rows.append(row("shop", f"{when}: store commands per pageview at 16 connections",
+                        many["commands_per_pageview"], one["commands_per_pageview"]))
+        for name, crowd in f[when].items():
+            if not name.startswith("shop_"):
+                continue
+            label = f"{when}: {crowd['visitors']} visitors"
+            rows.append(row("shop", f"{label}: 5xx answers", crowd["server_errors"], None, 0))
+            rows.append(row("shop", f"{label}: pageviews stored (baseline: answered 200)",
+                            crowd["pageviews_stored"], crowd["pageviews_answered_200"],
+                            "= answered"))
+            rows.append(row("shop", f"{label}: pageview p99 ms",
+                            crowd["paths"]["/ingest/pageviews"]["p99_ms"]))
+            rows.append(row("shop", f"{label}: interactions p99 ms",
+                            crowd["paths"]["/ingest/recordings/interactions"]["p99_ms"]))
+            rows.append(row("shop", f"{label}: service CPU ms per visitor-minute",
+                            crowd["cpu_ms_per_visitor_minute"]))
+    return rows
+
+
+# A shop under load on the production path (issue 30).
+BENCHMARKS.append("bench.shop")
+ROWS_FOR["bench.shop"] = _shop_rows
+
+
 def summary_table(rows: list[Row]) -> str:
     """The rows as a fixed-width text table."""
     def cell(value: Any) -> str:
