@@ -44,7 +44,6 @@ VISITOR_DAYS = "visitor_days"
 #: MongoDB retry one of them); a read sums the slots. Page figures are not: traffic spreads
 #: over pages by itself, and slots would multiply the documents a range's pages are read from.
 SLOTS = 8
-#: site_days is read by `_id` only, so no index declares it.
 COLLECTIONS = (SITE_DAYS, PAGE_DAYS, VISITOR_DAYS)
 
 #: Gaps at least this long count as "new": no range is longer (queries.MAX_CHART_DAYS), so a
@@ -57,6 +56,8 @@ CLICK_FIELDS = {"rage_click": "rageClicks", "dead_click": "deadClicks"}
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 INDEXES = [
+    # site_days is read by `_id`; this one serves a site's rebuild and its shard key.
+    Index(SITE_DAYS, (("siteId", ASCENDING), ("day", ASCENDING))),
     Index(PAGE_DAYS, (("siteId", ASCENDING), ("day", ASCENDING), ("page", ASCENDING))),
     Index(VISITOR_DAYS, (("siteId", ASCENDING), ("visitorId", ASCENDING), ("day", ASCENDING))),
 ]

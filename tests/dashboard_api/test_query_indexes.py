@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import documents
-from documents import error_records, heatmaps, rollups
+from documents import derivation, error_records, heatmaps, rollups
 
 DECLARED = documents.declared_indexes()
 
@@ -70,6 +70,13 @@ SHAPES = [
     ("recordings", {"siteId", "status"}, "lastActivityAt"),
     # the heatmap renderer claims the oldest request whose lease ran out.
     (heatmaps.RENDERS, set(), "leaseUntil"),
+    # the idle sweep ends recordings idle past the threshold, across sites.
+    ("recordings", {"status"}, "lastActivityAt"),
+    # the derivation (issue 30): a site's facts in the order stored, a visitor's pending
+    # facts (erasure, restriction, export), and the oldest fact of all (the lag).
+    (derivation.COLLECTION, {"siteId"}, "recordedAt"),
+    (derivation.COLLECTION, {"siteId", "visitorId"}, None),
+    (derivation.COLLECTION, set(), "recordedAt"),
 ]
 
 
