@@ -16,6 +16,10 @@ import { getRecordConsolePlugin } from '@rrweb/rrweb-plugin-console-record';
 import { gzipSync as gzipBytes } from 'fflate';
 
 const SEGMENT_MS = 5000;
+// The first snapshot waits for an idle main thread, but no longer than this.
+const IDLE_TIMEOUT_MS = 2000;
+// Without requestIdleCallback (Safari): a task of its own, after what is queued now.
+const IDLE_FALLBACK_MS = 50;
 // Small enough that what is left when the page goes usually fits in one keepalive part.
 const SEGMENT_BYTES = 64 * 1024;
 // Browsers refuse keepalive requests beyond 64 KiB of bodies in flight per page; the loader's
@@ -217,9 +221,20 @@ function createRecorder(ctx) {
     queue = queue.then(drain);
   }
 
+  // The segment timer restarts at every flush: a segment cut for its size is followed by one of
+  // about SEGMENT_MS, not by a sliver at the next tick of a fixed interval.
+  let timer = 0;
+  function restartTimer() {
+    clearTimeout(timer);
+    if (!stopped) timer = setTimeout(() => flush(false), SEGMENT_MS);
+  }
+
   /** Queue the events for the live upload or, when the page is hidden or left, send them now. */
   function flush(leaving) {
     if (stopped) return;
+    // A page left before its idle moment is still recorded: its snapshot is taken now.
+    if (leaving && !stopRecording) begin();
+    restartTimer();
     if (leaving) {
       leave();
     } else if (events.length) {
@@ -229,25 +244,33 @@ function createRecorder(ctx) {
     }
   }
 
-  const stopRecording = record({
-    emit(event) {
-      if (stopped) return;
-      const json = JSON.stringify(event);
-      events.push([event.timestamp, json]);
-      bytes += json.length;
-      if (bytes >= SEGMENT_BYTES) flush(false);
-    },
-    maskAllInputs: true,
-    maskInputOptions: { password: true, email: true, text: true, textarea: true, select: true },
-    slimDOMOptions: 'all',
-    plugins: ctx.consoleCapture ? [getRecordConsolePlugin()] : [],
-  });
-  const timer = setInterval(() => flush(false), SEGMENT_MS);
+  let stopRecording = null;
+  function begin() {
+    if (stopped || stopRecording) return;
+    stopRecording = record({
+      emit(event) {
+        if (stopped) return;
+        const json = JSON.stringify(event);
+        events.push([event.timestamp, json]);
+        bytes += json.length;
+        if (bytes >= SEGMENT_BYTES) flush(false);
+      },
+      maskAllInputs: true,
+      maskInputOptions: { password: true, email: true, text: true, textarea: true, select: true },
+      slimDOMOptions: 'all',
+      plugins: ctx.consoleCapture ? [getRecordConsolePlugin()] : [],
+    });
+    restartTimer();
+  }
+  // rrweb takes its first full snapshot as recording begins: a long task on a large page, so it
+  // waits until the main thread is idle (at most IDLE_TIMEOUT_MS).
+  if (typeof requestIdleCallback === 'function') requestIdleCallback(begin, { timeout: IDLE_TIMEOUT_MS });
+  else setTimeout(begin, IDLE_FALLBACK_MS);
 
   function stop() {
     if (stopped) return;
     stopped = true;
-    clearInterval(timer);
+    clearTimeout(timer);
     if (stopRecording) stopRecording();
     events = [];
     pending = [];
