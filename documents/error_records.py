@@ -295,3 +295,16 @@ async def change_status(store: Store, site_id: str, error_id: str, status: str, 
     after = {**before, "status": status, "statusChangedAt": now,
              "statusChangedBy": actor_user_id}
     return before.get("status", "open"), after
+
+
+async def recently_announced(store: Store, site_id: str, since: datetime,
+                             limit: int) -> list[dict[str, Any]]:
+    """The site's errors that were new or re-opened since `since` (what the live feed
+    announced), the most recently seen first."""
+    # lastSeen bounds the scan on the (siteId, lastSeen) index: a new or re-opened error was
+    # seen at or after that moment.
+    cursor = store.collection(ERRORS).find(
+        {"siteId": site_id, "lastSeen": {"$gte": since},
+         "$or": [{"firstSeen": {"$gte": since}}, {"reopenedAt": {"$gte": since}}]},
+        WITHOUT_JOB_IDS).sort("lastSeen", DESCENDING).limit(limit)
+    return await cursor.to_list(limit)

@@ -103,3 +103,15 @@ async def rectify_lead(store: Store, lead: dict[str, Any], values: dict[str, Any
 async def find_lead(store: Store, site_id: str, lead_id: str) -> dict[str, Any] | None:
     """One of the site's leads, or None."""
     return await store.collection("leads").find_one({"_id": lead_id, "siteId": site_id})
+
+
+async def recent_leads(store: Store, site_id: str, since: datetime, limit: int, *,
+                       left_out: list[str]) -> list[dict[str, Any]]:
+    """The site's leads created since `since`, the newest first, without `left_out` visitors."""
+    query: dict[str, Any] = {"siteId": site_id, "createdAt": {"$gte": since}}
+    if left_out:
+        query["visitorId"] = {"$nin": left_out}
+    cursor = store.collection("leads").find(
+        query, {"visitorId": 1, "name": 1, "email": 1, "createdAt": 1}).sort(
+        [("createdAt", DESCENDING), ("_id", DESCENDING)]).limit(limit)
+    return await cursor.to_list(limit)

@@ -16,6 +16,7 @@ from documents import requests as request_log
 from errors import InvalidInput, NotFound
 from handlers import ui
 from handlers.base import BaseHandler
+from realtime.recent import recent_events
 
 SITE_ID = r"([0-9a-f-]{36})"
 UUID = r"([0-9a-f-]{36})"
@@ -381,6 +382,14 @@ class OverviewHandler(SiteDataHandler):
                                                            first, last)))
 
 
+class RecentEventsHandler(SiteDataHandler):
+    """GET .../live/recent: the live feed's events of the past hour, for a fresh feed."""
+
+    async def get(self, site_id: str) -> None:
+        site = await self.readable_site(site_id)
+        self.write_json({"events": await recent_events(self.deps.store, site["_id"])})
+
+
 default_handlers = [
     (rf"/api/v1/sites/{SITE_ID}/visitors", VisitorsHandler),
     (rf"/api/v1/sites/{SITE_ID}/visitors/{CLIENT_ID}", VisitorProfileHandler),
@@ -398,4 +407,5 @@ default_handlers = [
     (rf"/api/v1/sites/{SITE_ID}/stats/daily", DailyStatsHandler),
     (rf"/api/v1/sites/{SITE_ID}/overview", OverviewHandler),
     (rf"/api/v1/sites/{SITE_ID}/install", InstallHandler),
+    (rf"/api/v1/sites/{SITE_ID}/live/recent", RecentEventsHandler),
 ]

@@ -19,7 +19,7 @@ from handlers.base import BaseHandler
 from handlers.data_api import json_ready
 from privacy.erasure import erase_visitor
 from privacy.export import VisitorExport
-from privacy.subject_data import SubjectKeys
+from privacy.subject_data import SubjectKeys, receipt_labels
 
 VISITOR_ID = r"([A-Za-z0-9_-]{1,64})"
 SITE_ID = r"([0-9a-f-]{36})"
@@ -102,7 +102,7 @@ async def _erase(handler: SubjectHandler, site_id: str, visitor_id: str) -> None
     except NotFound:
         await request_log.fail_request(handler.deps.store, request["_id"], "no data held")
         raise
-    handler.write_json(receipt.as_dict())
+    handler.write_json({**receipt.as_dict(), "labels": receipt_labels(receipt.counts)})
 
 
 class VisitorErasureHandler(SubjectHandler):

@@ -40,6 +40,8 @@ class VisitorDataSource:
     find: Callable[[SubjectKeys], dict[str, Any]]
     #: The access export's section for this data ("visitor" for the profile).
     section: str
+    #: The category in a shop owner's words, as an erasure receipt shows it.
+    label: str
 
 
 def _by_visitor(keys: SubjectKeys) -> dict[str, Any]:
@@ -82,43 +84,68 @@ def _profile(keys: SubjectKeys) -> dict[str, Any]:
 #: Every collection that can hold a visitor's personal data, in erasure order (the profile last,
 #: so an interrupted erasure on a store without transactions can always be found and redone).
 VISITOR_DATA: tuple[VisitorDataSource, ...] = (
-    VisitorDataSource("pageview_buckets", "pageviews", "delete", _by_visitor, "pageviews"),
+    VisitorDataSource("pageview_buckets", "pageviews", "delete", _by_visitor, "pageviews",
+                      "Pageview records"),
     VisitorDataSource("interaction_buckets", "interactions", "delete", _by_visitor,
-                      "interactions"),
+                      "interactions",
+                      "Click and scroll records"),
     VisitorDataSource("segments.files", "recordingSegments", "delete_files", _segments,
-                      "recordingSegments"),
-    VisitorDataSource("recordings", "recordings", "delete", _by_visitor, "recordings"),
+                      "recordingSegments",
+                      "Recording footage files"),
+    VisitorDataSource("recordings", "recordings", "delete", _by_visitor, "recordings",
+                      "Session recordings"),
     VisitorDataSource("heatmaps.files", "heatmapImages", "delete_files", _heatmaps,
-                      "heatmapImages"),
-    VisitorDataSource("leads", "leads", "delete", _by_visitor, "leads"),
+                      "heatmapImages",
+                      "Heatmap images drawn from their recordings"),
+    VisitorDataSource("leads", "leads", "delete", _by_visitor, "leads",
+                      "Leads"),
     VisitorDataSource("chat_transcripts", "chatTranscripts", "delete", _chats,
-                      "chatTranscripts"),
+                      "chatTranscripts",
+                      "Chat transcripts"),
     VisitorDataSource("survey_responses", "surveyResponses", "delete", _by_visitor_or_session,
-                      "surveyResponses"),
+                      "surveyResponses",
+                      "Survey answers"),
     VisitorDataSource("consent_decisions", "consentDecisions", "delete", _by_visitor,
-                      "consentDecisions"),
-    VisitorDataSource("error_occurrences", "errorOccurrences", "delete", _by_visitor, "faults"),
+                      "consentDecisions",
+                      "Consent decisions"),
+    VisitorDataSource("error_occurrences", "errorOccurrences", "delete", _by_visitor, "faults",
+                      "Errors the visitor hit"),
     VisitorDataSource("error_sessions", "errorSessionLinks", "delete", _by_visitor_or_session,
-                      "errorSessions"),
+                      "errorSessions",
+                      "Links between errors and the visitor's sessions"),
     # A job still waiting in the outbox holds the error as sent; erasing it also makes the
     # worker skip the job (tasks/outbox.py), so it cannot write the visitor back afterwards.
     VisitorDataSource("error_outbox", "pendingErrorJobs", "delete", _error_jobs,
-                      "pendingErrorReports"),
+                      "pendingErrorReports",
+                      "Error reports waiting to be processed"),
     VisitorDataSource("failed_jobs", "failedErrorJobs", "delete", _error_jobs,
-                      "unprocessedErrorReports"),
+                      "unprocessedErrorReports",
+                      "Error reports that could not be processed"),
     # The aggregate is anonymised, not deleted; the export shows it reduced to the fault and
     # what of it points at the visitor (spec §2 rule 2).
     VisitorDataSource("errors", "errorRecordsAnonymised", "anonymise", _by_visitor_or_session,
-                      "errorRecords"),
+                      "errorRecords",
+                      "Error records kept without the visitor (anonymised)"),
     # The days the visitor was active, with country and device: the chain the overview's
     # distinct-visitor figures are kept on (documents/rollups.py).
-    VisitorDataSource("visitor_days", "activeDays", "delete", _by_visitor, "activeDays"),
+    VisitorDataSource("visitor_days", "activeDays", "delete", _by_visitor, "activeDays",
+                      "Days the visitor was active, as the overview counts visitors"),
     # What the visitor's latest records add to the figures, not folded in yet
     # (documents/derivation.py); erasure deletes them and takes out only the folded share.
     VisitorDataSource("unfolded_facts", "pendingFigureFacts", "delete", _by_visitor,
-                      "pendingFigureFacts"),
-    VisitorDataSource("visitors", "visitorProfile", "delete", _profile, "visitor"),
+                      "pendingFigureFacts",
+                      "Activity not yet counted in the figures"),
+    VisitorDataSource("visitors", "visitorProfile", "delete", _profile, "visitor",
+                      "Visitor profile"),
 )
+
+#: Each category's label, for a receipt's `labels`.
+CATEGORY_LABELS: dict[str, str] = {source.category: source.label for source in VISITOR_DATA}
+
+
+def receipt_labels(counts: dict[str, int]) -> dict[str, str]:
+    """The label of every category in an erasure receipt's `counts`."""
+    return {category: CATEGORY_LABELS.get(category, category) for category in counts}
 
 
 async def _distinct(store: Store, collection: str, key: str, query: dict[str, Any],

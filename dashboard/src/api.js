@@ -1,5 +1,19 @@
 // The API client: the access token lives only in this closure (never in storage); the
 // refresh token is the HttpOnly svc_refresh cookie, which only /auth/* requests carry.
+// Scripts cannot see that cookie, so a flag in localStorage (no secret: "this browser signed
+// in") says whether a load may try to resume the session; without it, a first visit would
+// call /auth/refresh only to be told 401.
+const SIGNED_IN = 'svc_signed_in';
+
+function remember(signedIn) {
+  try {
+    if (signedIn) localStorage.setItem(SIGNED_IN, '1'); else localStorage.removeItem(SIGNED_IN);
+  } catch { /* storage switched off: every load then shows the sign-in form */ }
+}
+
+function remembered() {
+  try { return localStorage.getItem(SIGNED_IN) === '1'; } catch { return false; }
+}
 
 export class ApiError extends Error {
   constructor(status, code, message) {
@@ -46,6 +60,7 @@ export function createSession({ onSignedOut, onToken } = {}) {
   let timer = null;
 
   function adopt(pair) {
+    remember(true);
     accessToken = pair.accessToken;
     expiresAt = pair.accessTokenExpiresAt * 1000;
     clearTimeout(timer);
@@ -71,8 +86,19 @@ export function createSession({ onSignedOut, onToken } = {}) {
 
   async function refresh() {
     // Parallel callers share one rotation: presenting a rotated token twice would end the family.
-    refreshing ??= authCall('/auth/refresh').then(adopt).finally(() => { refreshing = null; });
+    refreshing ??= authCall('/auth/refresh').then(adopt, (error) => {
+      if (error.status === 401) remember(false);
+      throw error;
+    }).finally(() => { refreshing = null; });
     return refreshing;
+  }
+
+  /** Sign a returning user in from the refresh cookie; false, without asking, for a browser
+   * that has not signed in (or signed out) since. */
+  async function resume() {
+    if (!remembered()) return false;
+    await refresh();
+    return true;
   }
 
   async function login(email, password) {
@@ -81,6 +107,7 @@ export function createSession({ onSignedOut, onToken } = {}) {
 
   async function logout() {
     clearTimeout(timer);
+    remember(false);
     try { await authCall('/auth/logout'); } finally {
       accessToken = null;
       onSignedOut?.();
@@ -109,7 +136,7 @@ export function createSession({ onSignedOut, onToken } = {}) {
   }
 
   return {
-    login, logout, refresh, send,
+    login, logout, refresh, resume, send,
     get token() { return accessToken; },
     /** JSON answer of a request (null for 204). */
     async json(path, options) {

@@ -180,7 +180,8 @@ window.addEventListener('popstate', render);
 
 (async () => {
   try {
-    await app.session.refresh(); // the HttpOnly cookie signs a returning user in silently
+    // The HttpOnly cookie signs a returning user in silently; a first visit goes to sign-in.
+    if (!await app.session.resume()) throw new Error('not signed in');
     await start();
     if (!location.pathname.startsWith('/app/sites/')) {
       history.replaceState({}, '', `/app/sites/${app.sites[0]?.id || 'none'}`);

@@ -2,8 +2,9 @@
 // pageviews, errors, leads and leads per visitor against the previous period; top pages, top
 // errors, the pages with the most rage and dead clicks, countries and devices; the daily chart
 // and the live feed.
+import { ApiError, describeError } from './api.js';
 import { dailyChart } from './chart.js';
-import { empty, h, when } from './dom.js';
+import { alertBox, empty, h, when } from './dom.js';
 import { isoDay } from './filters.js';
 
 const api = (site) => `/api/v1/sites/${site.id}`;
@@ -47,23 +48,32 @@ function shares(id, rows) {
   }));
 }
 
-function rangeControls(app, site, data, query) {
+const INVERTED = 'The start date is after the end date. Choose a start on or before the end.';
+
+/** The date controls; `problem` is said beside them (a refused range), and they stay usable. */
+function rangeControls(app, site, data, query, problem = null) {
   const here = `/app/sites/${site.id}`;
   const chosen = `${data.from}/${data.to}`;
   const presets = PRESETS.map(([label, offset]) => {
     const href = `${here}?from=${isoDay(offset)}&to=${isoDay(0)}`;
     return h('a', { class: 'button secondary', href, 'aria-current': chosen === `${isoDay(offset)}/${isoDay(0)}` ? 'true' : null }, label);
   });
+  const said = h('div', { id: 'range-problem' }, problem ? alertBox(problem) : null);
   const form = h('form', { class: 'row', id: 'overview-range', 'aria-label': 'Custom date range', onsubmit: (event) => {
     event.preventDefault();
     const params = new URLSearchParams();
     for (const [name, value] of new FormData(form)) if (value) params.set(name, value);
+    if (params.get('from') && params.get('to') && params.get('from') > params.get('to')) {
+      said.replaceChildren(alertBox(INVERTED));
+      return;
+    }
     app.go(`${here}${params.size ? `?${params}` : ''}`);
   } },
   h('label', { for: 'range-from' }, 'From'), h('input', { id: 'range-from', name: 'from', type: 'date', value: query.get('from') || data.from }),
   h('label', { for: 'range-to' }, 'To'), h('input', { id: 'range-to', name: 'to', type: 'date', value: query.get('to') || data.to }),
   h('button', { type: 'submit', class: 'secondary' }, 'Show'));
-  return h('div', { class: 'panel row range' }, h('span', { class: 'row presets' }, presets), form);
+  return h('div', { class: 'panel range' },
+    h('div', { class: 'row' }, h('span', { class: 'row presets' }, presets), form), said);
 }
 
 /** Figures are folded in off the request path within a second or so; say so when they lag. */
@@ -79,7 +89,17 @@ function behind(asOf) {
 export async function overviewPage(app, site, query, feed) {
   // The last 7 days unless the address names a range.
   const range = new URLSearchParams({ from: query.get('from') || isoDay(-6), to: query.get('to') || isoDay(0) });
-  const data = await app.session.json(`${api(site)}/overview?${range}`);
+  const refused = (problem) => h('div', {}, h('h1', {}, `${site.name}: overview`),
+    rangeControls(app, site, { from: range.get('from'), to: range.get('to') }, query, problem));
+  // ISO dates compare as text; an address with an inverted range keeps the controls to fix it.
+  if (range.get('from') > range.get('to')) return refused(INVERTED);
+  let data;
+  try {
+    data = await app.session.json(`${api(site)}/overview?${range}`);
+  } catch (failure) {
+    if (!(failure instanceof ApiError) || failure.status !== 422) throw failure;
+    return refused(describeError(failure));
+  }
   const days = await app.session.json(`${api(site)}/stats/daily?from=${data.from}&to=${data.to}`);
   const length = Math.round((Date.parse(data.to) - Date.parse(data.from)) / 86400000) + 1;
   const period = data.from === data.to ? data.from : `${data.from} to ${data.to}`;

@@ -7,16 +7,6 @@ import { checks, choice, field, filterForm, picked, pager, yesNo } from './filte
 import { overviewPage } from './overview.js';
 import { replayControl, replayPage } from './replay.js';
 
-/** Receipt categories in words (the API's names are machine names). */
-const RECEIPT_LABELS = {
-  pageviews: 'Pageview buckets', interactions: 'Interaction buckets', recordingSegments: 'Recording segments',
-  recordings: 'Recordings', heatmapImages: 'Heatmap images', leads: 'Leads', chatTranscripts: 'Chat transcripts',
-  surveyResponses: 'Survey responses', consentDecisions: 'Consent decisions', errorOccurrences: 'Error occurrences',
-  errorSessionLinks: 'Error session links', pendingErrorJobs: 'Error reports waiting to be processed',
-  failedErrorJobs: 'Unprocessed error reports',
-  errorRecordsAnonymised: 'Error records anonymised', visitorProfile: 'Visitor profile',
-};
-
 const api = (site) => `/api/v1/sites/${site.id}`;
 
 function feedItem(site, event) {
@@ -31,9 +21,25 @@ function feedItem(site, event) {
     h('span', { class: 'hint' }, when(event.time)));
 }
 
+/** Add the site's recent events (GET .../live/recent) that the feed does not hold yet. */
+async function recentEvents(app, site) {
+  let events;
+  try {
+    ({ events } = await app.session.json(`${api(site)}/live/recent`));
+  } catch {
+    return; // the socket still fills the feed
+  }
+  const held = new Set(app.feed.map((event) => `${event.type}/${event.id}`));
+  for (const event of events) {
+    if (!held.has(`${event.type}/${event.id}`)) app.feed.push({ ...event, fresh: false });
+  }
+  app.feed.sort((a, b) => b.time.localeCompare(a.time));
+  app.feed.length = Math.min(app.feed.length, 100);
+}
+
 async function overview(app, site, item, query) {
   const list = h('ul', { class: 'feed', id: 'live-feed', 'aria-live': 'polite' });
-  const placeholder = empty('Nothing new yet', 'New errors and leads appear here the moment they are processed.');
+  const placeholder = empty('Nothing new in the past hour', 'New errors and leads appear here the moment they are processed.');
   const fill = () => {
     const items = app.feed.filter((event) => event.siteId === site.id);
     list.replaceChildren(...items.map((event) => feedItem(site, event)));
@@ -41,7 +47,11 @@ async function overview(app, site, item, query) {
     for (const event of items) event.fresh = false;
   };
   fill();
-  app.listen({ onEvent: fill });
+  // Live events are not replayed: the past hour's, from the server, fill a fresh feed and
+  // whatever a reconnect missed.
+  const recent = () => recentEvents(app, site).then(fill);
+  recent();
+  app.listen({ onEvent: fill, onReconnect: recent });
   return overviewPage(app, site, query, h('section', { class: 'panel', 'aria-labelledby': 'feed-title' },
     h('h2', { id: 'feed-title' }, 'Live feed'), placeholder, list));
 }
@@ -266,7 +276,7 @@ function eraseDialog(app, site, visitor) {
       const parts = [
         h('h2', { id: 'erase-title' }, 'Erased'),
         h('div', { class: 'notice', id: 'erasure-receipt' }, `Request ${receipt.requestId} completed ${when(receipt.completedAt)}.`),
-        h('ul', {}, Object.entries(receipt.counts).map(([name, count]) => h('li', {}, `${RECEIPT_LABELS[name] || name}: ${count}`))),
+        h('ul', {}, Object.entries(receipt.counts).map(([name, count]) => h('li', {}, `${receipt.labels[name] || name}: ${count}`))),
       ];
       if (receipt.legacyFootage.length) {
         parts.push(h('p', {}, `Files on your own server to delete: ${receipt.legacyFootage.join(', ')}`));

@@ -97,8 +97,8 @@ async def test_the_erasure_removes_every_visitor_of_the_address_and_answers_the_
         {"action": "visitor.erased", "actorUserId": "site-api-key", "siteId": tenant.site_id})
     assert audit == 2
     again = (await _by_email(fetch, tenant, "erase", {"email": seeded.email})).json()
-    assert again == {"visitors": 0, "counts": {}, "itemsRemoved": 0, "itemsAnonymised": 0,
-                     "receipts": []}
+    assert again == {"visitors": 0, "counts": {}, "labels": {}, "itemsRemoved": 0,
+                     "itemsAnonymised": 0, "receipts": []}
 
 
 async def test_an_unknown_address_gets_a_clean_empty_answer_and_logs_nothing(
