@@ -11,6 +11,8 @@ import { alertBox, empty, h, progress, seconds, when } from './dom.js';
 const LEAD_IN_MS = 3000;
 /** rrweb's custom event type: the player draws each as a marker on its progress bar. */
 const CUSTOM_EVENT = 5;
+/** rrweb's meta event: each page's snapshot starts with one, carrying the page's address. */
+const META_EVENT = 4;
 const KINDS = {
   error: { label: 'Error', color: '#b42318' },
   rage_click: { label: 'Rage click', color: '#c2410c' },
@@ -38,6 +40,26 @@ export async function loadEvents(session, siteId, recordingId, onProgress) {
   }
   events.sort((a, b) => a.timestamp - b.timestamp);
   return events;
+}
+
+/**
+ * The markers with the page changes the recording itself shows: a page begins where its meta
+ * event is, the moment the replay shows it. The recording's list of pages knows only when each
+ * page's first segment reached the service, seconds after the clicks made on it, so its entries
+ * are kept only for addresses no meta event names (a single-page shop's history changes).
+ */
+export function withPageChanges(markers, events) {
+  const pages = [];
+  for (const event of events) {
+    const href = event.type === META_EVENT && event.data?.href;
+    if (!href || href === pages.at(-1)?.url) continue;
+    let label = href;
+    try { label = new URL(href).pathname || '/'; } catch { /* not a URL: shown as it is */ }
+    pages.push({ kind: 'page', at: new Date(event.timestamp).toISOString(), label, url: href });
+  }
+  const shown = new Set(pages.map((page) => page.url));
+  return [...markers.filter((marker) => marker.kind !== 'page' || !shown.has(marker.url)), ...pages]
+    .sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
 }
 
 /**
@@ -118,13 +140,14 @@ export async function replayPage(app, site, recordingId, query) {
   const length = h('span', {}, seconds(recording.duration));
   const summary = h('p', { class: 'hint' }, length, ` · ${recording.pageCount} ${recording.pageCount === 1 ? 'page' : 'pages'}`,
     recording.visitorId ? [' · ', h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(recording.visitorId)}` }, 'the visitor’s profile')] : null);
+  const title = h('h2', { id: 'events-title' }, `What happened (${timeline.events.length})`);
+  const nothing = empty('Nothing marked', 'No errors, clicks in frustration, page changes or leads during this recording.');
   const page = h('div', {},
     h('p', {}, h('a', { href: `/app/sites/${site.id}/recordings` }, '← All recordings')), heading, summary,
     h('div', { class: 'replay' },
       h('section', { class: 'panel replay-stage', 'aria-label': 'Player' }, holder),
       h('section', { class: 'panel replay-side', 'aria-labelledby': 'events-title' },
-        h('h2', { id: 'events-title' }, `What happened (${timeline.events.length})`),
-        timeline.events.length ? list : empty('Nothing marked', 'No errors, clicks in frustration, page changes or leads during this recording.'))));
+        title, timeline.events.length ? list : nothing)));
   // The player is built once the page is in the document, so it can measure its width.
   queueMicrotask(async () => {
     try {
@@ -141,10 +164,13 @@ export async function replayPage(app, site, recordingId, query) {
       const offset = (at) => Math.max(0, Date.parse(at) - first);
       const at = query.get('at');
       const startAt = at ? Math.max(1, offset(at) - LEAD_IN_MS) : 0;
-      const player = mountPlayer(holder, events, { markers: timeline.events, startAt });
+      const markers = withPageChanges(timeline.events, events);
+      const player = mountPlayer(holder, events, { markers, startAt });
       holder.dataset.ready = 'true';
       if (at) holder.dataset.startedAt = String(startAt);
-      list.replaceChildren(...timeline.events.map((event) => {
+      title.textContent = `What happened (${markers.length})`;
+      if (markers.length && nothing.isConnected) nothing.replaceWith(list);
+      list.replaceChildren(...markers.map((event) => {
         const ms = offset(event.at);
         const target = Math.max(0, ms - LEAD_IN_MS);
         return h('li', { class: `marker ${event.kind}`, dataset: { kind: event.kind } },
