@@ -9,6 +9,7 @@ from typing import Any
 
 from celery import Celery
 from celery.contrib.testing.worker import start_worker
+from kombu.asynchronous import get_event_loop, set_event_loop
 
 
 @contextlib.asynccontextmanager
@@ -22,3 +23,10 @@ async def running_worker(app: Celery, *, concurrency: int = 5) -> AsyncIterator[
         yield worker
     finally:
         await asyncio.to_thread(running.__exit__, None, None, None)
+        # The worker's kombu hub is process-wide and outlives it; its loop may still have made
+        # a waker (a socket pair) after the worker closed the hub. A worker process closes it
+        # when it exits; a test process runs many workers, so it closes it here.
+        hub = get_event_loop()
+        if hub is not None:
+            hub.close()
+            set_event_loop(None)
