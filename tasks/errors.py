@@ -93,6 +93,25 @@ def top_frames(frames: Iterable[dict[str, Any]] | None, stack: str | None) -> li
     return found[:FINGERPRINT_FRAMES]
 
 
+def stack_text(stack: str | None, frames: Iterable[dict[str, Any]] | None) -> str | None:
+    """The stack as text: as sent, or else the parsed frames written as PHP writes a trace.
+
+    The plugin sends a PHP error's backtrace as frames only; written out like this, its stack
+    reads like any other wherever a stack is shown (the error detail, the export).
+    """
+    if stack or not frames:
+        return stack
+    lines = []
+    for index, frame in enumerate(frames):
+        where = str(frame.get("file") or "[internal function]")
+        if frame.get("line") is not None:
+            column = f":{frame['column']}" if frame.get("column") is not None else ""
+            where += f"({frame['line']}{column})"
+        function = f": {frame['function']}()" if frame.get("function") else ""
+        lines.append(f"#{index} {where}{function}")
+    return "\n".join(lines)
+
+
 def fingerprint(error_type: str, message: str, frames: Iterable[dict[str, Any]] | None,
                 stack: str | None) -> str:
     """sha256 over type, normalised message and the top frames (no line numbers)."""
@@ -179,7 +198,7 @@ def occurrence_from_job(job: dict[str, Any]) -> error_records.Occurrence:
         wp_user_id=str(wp_user_id) if wp_user_id not in (None, "", 0) else None,
         ip_address=job.get("ipAddress"),
         context=error.get("context") or {},
-        stack=error.get("stack"),
+        stack=stack_text(error.get("stack"), error.get("frames")),
         url=error.get("url"),
         device=job.get("device") or {},
     )
