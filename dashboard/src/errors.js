@@ -67,6 +67,14 @@ function filterForm(app, site, query) {
   return form;
 }
 
+/**
+ * The text with a line-break opportunity after each `_`, `.` and `/`: an identifier such as
+ * `wc_cart_fragments_params` may then wrap on a phone between its parts, never inside a word.
+ */
+function breakable(text) {
+  return text.split(/(?<=[_./])/).flatMap((part, index) => (index ? [h('wbr'), part] : [part]));
+}
+
 export async function errorsPage(app, site, item, query) {
   if (item) return errorDetail(app, site, item, query);
   const params = filtersOf(query);
@@ -80,7 +88,7 @@ export async function errorsPage(app, site, item, query) {
         h('th', { class: 'optional' }, 'Trend'), h('th', {}, 'Last seen'), h('th', { class: 'optional' }, 'Status'))),
       h('tbody', {}, ranked.items.map((error) => h('tr', { dataset: { errorId: error.id } },
         h('td', {}, h('a', { href: `/app/sites/${site.id}/errors/${error.id}${params.size ? `?${params}` : ''}` },
-          `${error.type || 'Error'}: ${error.message || ''}`)),
+          breakable(`${error.type || 'Error'}: ${error.message || ''}`))),
         h('td', {}, String(error.occurrencesInRange)),
         h('td', { class: 'optional' }, String(error.visitorsAffected)),
         h('td', { class: 'optional' }, sparkline(error.trend,

@@ -136,12 +136,32 @@ function shell(site, section, content) {
       h('button', { class: 'secondary', id: 'logout', onclick: async () => {
         await app.session.logout().catch(() => signedOut());
       } }, 'Sign out')),
-    h('nav', { class: 'tabs', 'aria-label': 'Sections' }, TABS.map(([path, label]) => h('a', {
+    scrollingTabs(h('nav', { class: 'tabs', 'aria-label': 'Sections' }, TABS.map(([path, label]) => h('a', {
       href: `/app/sites/${site.id}${path ? `/${path}` : ''}`,
       'aria-current': section === path ? 'page' : null,
-    }, label))),
+    }, label)))),
     h('main', { id: 'main', tabindex: '-1' }, content),
   ];
+}
+
+/**
+ * On a narrow screen the tabs are one scrolling row: the current tab is scrolled into sight,
+ * and `more-left` / `more-right` say on which side tabs are hidden (styles.css fades that side).
+ */
+function scrollingTabs(nav) {
+  const hint = () => {
+    nav.classList.toggle('more-left', nav.scrollLeft > 1);
+    nav.classList.toggle('more-right', nav.scrollLeft + nav.clientWidth < nav.scrollWidth - 1);
+  };
+  nav.addEventListener('scroll', hint, { passive: true });
+  new ResizeObserver(() => {
+    const current = nav.querySelector('[aria-current="page"]');
+    if (current && nav.scrollWidth > nav.clientWidth) {
+      nav.scrollLeft = Math.max(0, current.offsetLeft + current.offsetWidth - nav.clientWidth + 24);
+    }
+    hint();
+  }).observe(nav);
+  return nav;
 }
 
 async function render() {

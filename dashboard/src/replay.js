@@ -67,7 +67,12 @@ export function withPageChanges(markers, events) {
  * timeline; `startAt` (ms into the recording) is where it begins playing.
  */
 export function mountPlayer(target, events, { markers = [], startAt = 0 } = {}) {
-  const width = Math.min(720, Math.max(280, target.clientWidth || 720));
+  // As wide as the page allows, as tall as the recorded window's shape asks (within the screen):
+  // rrweb-player scales the recorded page to fit, and a 1280 px page in 600 px was unreadable.
+  const width = Math.max(280, target.clientWidth || 720);
+  const recorded = events.find((event) => event.type === META_EVENT)?.data;
+  const shape = recorded?.width > 0 && recorded?.height > 0 ? recorded.height / recorded.width : 0.625;
+  const height = Math.round(Math.max(200, Math.min(width * shape, window.innerHeight - 180)));
   const first = events[0].timestamp;
   const last = events.at(-1).timestamp;
   const tagged = markers.map((marker) => ({
@@ -78,7 +83,7 @@ export function mountPlayer(target, events, { markers = [], startAt = 0 } = {}) 
   const tags = Object.fromEntries(Object.values(KINDS).map((kind) => [kind.label, kind.color]));
   const player = new rrwebPlayer({
     target,
-    props: { events: all, width, height: Math.round(width * 0.56), autoPlay: !startAt, showController: true,
+    props: { events: all, width, height, autoPlay: !startAt, showController: true,
       skipInactive: true, tags },
   });
   if (startAt) player.goto(startAt, true);
