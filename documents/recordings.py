@@ -11,7 +11,8 @@ recordings stored before they were kept get them once from `backfill_facts` (dec
 Its segments are compressed rrweb event arrays stored as received in the bucket "segments", one
 file per (recording, seq). A segment is served for replay only after the segment sweeper
 (ingest/segment_sweeper.py) has checked it: console events removed unless the site captures
-them, and anything that does not inflate to a sane rrweb array rejected.
+them, the text of the customer's own pages masked, and anything that does not inflate to a sane
+rrweb array rejected (`metadata.consoleChecked` marks every check, not only the console's).
 
 Idempotency comes from unique indexes, never from check-then-write:
 
@@ -392,20 +393,41 @@ async def claim_unchecked_segment(store: Store, *, now: datetime,
     )
 
 
-async def mark_segment_checked(store: Store, file_id: str, *, console_events: int) -> None:
-    """The segment may be served as it is."""
+async def earlier_segments_of_page(store: Store, file: dict[str, Any]
+                                   ) -> list[dict[str, Any]]:
+    """The metadata of the segments sent before this one for the same recording and page."""
+    metadata = file["metadata"]
+    cursor = store.bucket(SEGMENTS_BUCKET).files.find(
+        {"metadata.sentFor": metadata["sentFor"], "metadata.seq": {"$lt": metadata["seq"]},
+         "metadata.siteId": metadata["siteId"], "metadata.pageUrl": metadata.get("pageUrl")},
+        {"metadata.consoleChecked": 1, "metadata.personalPage": 1})
+    return [doc["metadata"] async for doc in cursor]
+
+
+async def postpone_check(store: Store, file_id: str, *, until: datetime) -> None:
+    """Leave the segment unchecked, out of every sweeper's reach until `until`."""
+    await store.bucket(SEGMENTS_BUCKET).files.update_one(
+        {"_id": file_id}, {"$set": {"metadata.leaseUntil": until}})
+
+
+async def mark_segment_checked(store: Store, file_id: str, *, console_events: int,
+                               personal_page: bool = False) -> None:
+    """The segment may be served as it is; `personal_page` tells its page's later segments."""
     await store.bucket(SEGMENTS_BUCKET).files.update_one(
         {"_id": file_id},
         {"$set": {"metadata.consoleChecked": True, "metadata.consoleEvents": console_events,
-                  "metadata.leaseUntil": None}},
+                  "metadata.personalPage": personal_page, "metadata.leaseUntil": None}},
     )
 
 
 async def replace_segment(store: Store, old: dict[str, Any], new_file_id: str, data: bytes, *,
-                          console_removed: int) -> None:
-    """Swap a segment for its stripped form in one transaction: never both, never neither."""
+                          console_removed: int, texts_masked: int = 0,
+                          personal_page: bool = False) -> None:
+    """Swap a segment for its stripped or masked form in one transaction: never both, never
+    neither."""
     bucket = store.bucket(SEGMENTS_BUCKET)
     metadata = {**old["metadata"], "consoleChecked": True, "consoleRemoved": console_removed,
+                "textsMasked": texts_masked, "personalPage": personal_page,
                 "leaseUntil": None, "replaces": old["_id"]}
 
     async def swap(session: Any) -> None:

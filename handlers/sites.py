@@ -10,6 +10,7 @@ from errors import InvalidInput
 from handlers.base import BaseHandler
 from privacy.exclusion import checked_settings
 from privacy.heatmap_pages import checked_page_groups
+from privacy.personal_pages import checked_personal_pages
 
 
 class SitesHandler(BaseHandler):
@@ -22,7 +23,8 @@ class SitesHandler(BaseHandler):
     async def post(self) -> None:
         body = self.validated_body("SiteCreate")
         organization_id = body.get("organizationId") or _only_admin_organization(self.user)
-        settings = checked_page_groups(checked_settings(body.get("settings", {})))
+        settings = checked_personal_pages(checked_page_groups(checked_settings(
+            body.get("settings", {}))))
 
         async def create(session: Any) -> tuple[dict[str, Any], SiteKeys]:
             # The site and its audit entry land together, or neither does.
@@ -47,7 +49,8 @@ class SiteHandler(BaseHandler):
     async def patch(self, site_id: str) -> None:
         body = self.validated_body("SiteUpdate")
         if "settings" in body:
-            body["settings"] = checked_page_groups(checked_settings(body["settings"]))
+            body["settings"] = checked_personal_pages(checked_page_groups(
+                checked_settings(body["settings"])))
         site = await sites.site_for_user(self.deps.store, self.user, site_id)
 
         async def change(session: Any) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from documents.store import Store
 from errors import Conflict, InvalidInput
 from ingest.intake import Outcome, VisitorIntake, parse_time
 from privacy.ipaddr import anonymise_addresses_in
+from privacy.personal_pages import personal_page_patterns
 
 #: Longest chain of successors one segment may walk. Each link stands for at least one cap's
 #: worth of activity (about 25 minutes), so this covers days of a tab left open.
@@ -188,6 +189,8 @@ class RecordingLifecycle:
                 # Decided at capture time: turning capture on later does not revive stripped
                 # output.
                 "keepConsole": bool(settings["consoleCapture"]),
+                # Likewise: the pages whose text the sweeper masks, as the site named them then.
+                "personalPages": personal_page_patterns(site),
                 "consoleChecked": False,
                 "rejected": None,
                 "leaseUntil": None,

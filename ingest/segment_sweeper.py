@@ -9,7 +9,11 @@ docs/decisions.md). For each unchecked segment it:
 2. inflates it in a thread with a hard cap on the inflated size (a gzip bomb stops at the cap
    instead of exhausting memory) and parses the rrweb event array;
 3. removes rrweb console-plugin events unless the site captured console output at upload time,
-   recompresses, and swaps the file for the stripped one in one transaction (fresh file id);
+   masks the text of the customer's own pages (privacy/personal_pages.py: the site's
+   `personalPages` at upload time, and anything inside `rr-mask`), recompresses, and swaps the
+   file for the rewritten one in one transaction (fresh file id). A segment without a full
+   snapshot learns whether its page is personal from the earlier segments of that page; while
+   one of them is still unchecked it waits (DEFER_SECONDS) rather than guess;
 4. or marks it checked as it is, or rejects it (content dropped, key kept) when it is too large
    inflated, not gzip, or not an rrweb event array.
 
@@ -36,6 +40,7 @@ from config.metrics import Metrics
 from documents import recordings
 from documents.accounts import new_id
 from documents.store import Store
+from privacy.personal_pages import DEFAULT_PERSONAL_PAGES, mask_personal_text
 
 if TYPE_CHECKING:
     from ingest.recordings import RecordingLifecycle
@@ -50,6 +55,8 @@ CHECKED_METRIC = "recording_segments_checked_total"
 CHECKED_HELP = "Recording segments checked by the sweeper, by result."
 IDLE_ENDED_METRIC = "recordings_ended_idle_total"
 IDLE_ENDED_HELP = "Recordings the sweeper ended for inactivity."
+#: How long a segment waits for the earlier segments of its page to be checked first.
+DEFER_SECONDS = 5.0
 
 
 class SegmentRejected(ValueError):
@@ -60,12 +67,18 @@ class SegmentRejected(ValueError):
         self.reason = reason
 
 
+class SegmentDeferred(Exception):
+    """The segment's page is known only from earlier segments not checked yet."""
+
+
 @dataclass(frozen=True)
 class SegmentCheck:
     """The verdict on one segment: `data` is set only when the segment must be replaced."""
 
     console_events: int
     data: bytes | None = None
+    texts_masked: int = 0
+    personal_page: bool = False
 
 
 def inflate(data: bytes, limit: int) -> bytes:
@@ -98,8 +111,13 @@ def _is_console_event(event: Any) -> bool:
             and event["data"].get("plugin") == CONSOLE_PLUGIN)
 
 
-def check_segment(data: bytes, *, keep_console: bool, max_inflated_bytes: int) -> SegmentCheck:
-    """Inflate, parse and (unless console is kept) strip one segment; CPU-bound, run in a thread."""
+def check_segment(data: bytes, *, keep_console: bool, max_inflated_bytes: int,
+                  page_url: str | None = None,
+                  personal_pages: list[str] | tuple[str, ...] = DEFAULT_PERSONAL_PAGES,
+                  personal_before: bool | None = False) -> SegmentCheck:
+    """Inflate, parse, (unless console is kept) strip and mask personal text in one segment;
+    CPU-bound, run in a thread. `personal_before` is None when an earlier segment of the page
+    is not checked yet: a segment that cannot decide by itself is then SegmentDeferred."""
     text = inflate(data, max_inflated_bytes)
     try:
         events = json.loads(text)
@@ -108,12 +126,31 @@ def check_segment(data: bytes, *, keep_console: bool, max_inflated_bytes: int) -
     if not isinstance(events, list):
         raise SegmentRejected("not_rrweb_events")
     console = sum(1 for event in events if _is_console_event(event))
-    if keep_console or console == 0:
-        return SegmentCheck(console)
-    kept = [event for event in events if not _is_console_event(event)]
-    stripped = gzip.compress(json.dumps(kept, separators=(",", ":")).encode("utf-8"),
-                             compresslevel=6, mtime=0)
-    return SegmentCheck(console, stripped)
+    if not keep_console and console:
+        events = [event for event in events if not _is_console_event(event)]
+    try:
+        masking = mask_personal_text(events, page_url, list(personal_pages),
+                                     personal_before=bool(personal_before))
+    except RecursionError:
+        # A page nested deeper than the masker walks cannot be shown to be masked.
+        raise SegmentRejected("too_deep") from None
+    if personal_before is None and not masking.full_snapshot and not masking.personal_page:
+        raise SegmentDeferred
+    if (keep_console or console == 0) and masking.texts == 0:
+        return SegmentCheck(console, personal_page=masking.personal_page)
+    rewritten = gzip.compress(json.dumps(events, separators=(",", ":")).encode("utf-8"),
+                              compresslevel=6, mtime=0)
+    return SegmentCheck(console, rewritten, masking.texts, masking.personal_page)
+
+
+def _personal_before(earlier: list[dict[str, Any]]) -> bool | None:
+    """What the earlier segments of a page say of it: personal, not, or None while one of them
+    is unchecked."""
+    if any(metadata.get("personalPage") for metadata in earlier):
+        return True
+    if all(metadata.get("consoleChecked") for metadata in earlier):
+        return False
+    return None
 
 
 class SegmentSweeper:
@@ -131,37 +168,51 @@ class SegmentSweeper:
         self._task: asyncio.Task[None] | None = None
 
     async def sweep(self, limit: int = 100) -> int:
-        """Check up to `limit` segments now; returns how many were checked."""
+        """Check up to `limit` segments now; returns how many were checked (not deferred)."""
         checked = 0
-        while checked < limit:
+        for _ in range(limit):
             now = datetime.now(UTC)
             claimed = await recordings.claim_unchecked_segment(self.store, now=now,
                                                                lease_until=now + self.lease)
             if claimed is None:
                 break
-            await self.check(claimed)
-            checked += 1
+            if await self.check(claimed) != "deferred":
+                checked += 1
         return checked
 
     async def check(self, file: dict[str, Any]) -> str:
         """Check one leased segment and record the verdict; returns it."""
         data = await self.store.bucket(recordings.SEGMENTS_BUCKET).read(file["_id"])
+        metadata = file["metadata"]
+        earlier = await recordings.earlier_segments_of_page(self.store, file)
         try:
             verdict = await asyncio.to_thread(
-                check_segment, data, keep_console=bool(file["metadata"].get("keepConsole")),
-                max_inflated_bytes=self.max_inflated_bytes)
+                check_segment, data, keep_console=bool(metadata.get("keepConsole")),
+                max_inflated_bytes=self.max_inflated_bytes, page_url=metadata.get("pageUrl"),
+                # Segments stored before the setting existed get WooCommerce's defaults.
+                personal_pages=metadata.get("personalPages", DEFAULT_PERSONAL_PAGES),
+                personal_before=_personal_before(earlier))
+        except SegmentDeferred:
+            await recordings.postpone_check(
+                self.store, file["_id"],
+                until=datetime.now(UTC) + timedelta(seconds=DEFER_SECONDS))
+            result = "deferred"
         except SegmentRejected as rejected:
             await recordings.reject_segment(self.store, file["_id"], rejected.reason)
             result = f"rejected_{rejected.reason}"
         else:
             if verdict.data is None:
                 await recordings.mark_segment_checked(self.store, file["_id"],
-                                                      console_events=verdict.console_events)
+                                                      console_events=verdict.console_events,
+                                                      personal_page=verdict.personal_page)
                 result = "clean" if not verdict.console_events else "console_kept"
             else:
-                await recordings.replace_segment(self.store, file, new_id(), verdict.data,
-                                                 console_removed=verdict.console_events)
-                result = "console_removed"
+                kept = bool(metadata.get("keepConsole"))
+                await recordings.replace_segment(
+                    self.store, file, new_id(), verdict.data,
+                    console_removed=0 if kept else verdict.console_events,
+                    texts_masked=verdict.texts_masked, personal_page=verdict.personal_page)
+                result = "text_masked" if verdict.texts_masked else "console_removed"
         self.metrics.count(CHECKED_METRIC, CHECKED_HELP, result=result)
         return result
 

@@ -1,0 +1,199 @@
+"""The customer's own pages are stored without their text, whatever the loader sent (issue 33
+point 6): the sweeper masks checkout, order-received and My Account pages, and anything inside
+`rr-mask`, before a segment is ever served; an ordinary page keeps its text."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from typing import Any
+
+from tests.recordings.conftest import SendSegment
+from tests.recordings.kit import gzip_json, new_recording_id
+from tests.support.app import Fetch, Tenant, all_documents_text
+
+NAME = "Annabelle Quinteros"
+STREET = "27 Rue des Lilas"
+EMAIL = "annabelle.q@example.com"
+PHONE = "+33 6 12 34 56 78"
+PERSONAL = (NAME, STREET, EMAIL, PHONE, "Lilas", "annabelle")
+STYLE = ".woocommerce-order{margin:0}"
+
+ORDER_RECEIVED = "https://shop.example/checkout/order-received/1234/?key=wc_order_x1"
+PRODUCT = "https://shop.example/products/blue-mug"
+
+
+def _text(node_id: int, text: str) -> dict[str, Any]:
+    return {"type": 3, "textContent": text, "id": node_id}
+
+
+def _element(node_id: int, tag: str, children: list[dict[str, Any]], **attributes: str
+             ) -> dict[str, Any]:
+    return {"type": 2, "tagName": tag, "attributes": attributes, "childNodes": children,
+            "id": node_id}
+
+
+def page_events(url: str, *, body_class: str = "") -> list[dict[str, Any]]:
+    """A page showing a customer's details in clear, as a modified loader would record it: the
+    full snapshot, then a text change, an added node, an attribute and typed input."""
+    body = _element(4, "body", [
+        _element(5, "p", [_text(6, NAME)], title=f"Billing: {NAME}"),
+        _element(7, "address", [_text(8, STREET)]),
+        _element(9, "a", [_text(10, EMAIL)], href=f"mailto:{EMAIL}"),
+        _element(11, "input", [], value=PHONE, placeholder="Phone"),
+    ], **({"class": body_class} if body_class else {}))
+    head = _element(2, "head", [_element(3, "style", [
+        {"type": 3, "textContent": STYLE, "isStyle": True, "id": 12}])])
+    document = {"type": 0, "id": 1, "childNodes": [_element(13, "html", [head, body])]}
+    return [
+        {"type": 4, "data": {"href": url, "width": 1280, "height": 800}, "timestamp": 1},
+        {"type": 2, "data": {"node": document, "initialOffset": {"top": 0, "left": 0}},
+         "timestamp": 2},
+        {"type": 3, "data": {"source": 0, "texts": [{"id": 8, "value": f"{STREET}, Paris"}],
+                             "attributes": [{"id": 11, "attributes": {"value": PHONE}}],
+                             "removes": [], "adds": [{"parentId": 4, "nextId": None,
+                                                      "node": _text(14, f"Call {PHONE}")}]},
+         "timestamp": 3},
+        {"type": 3, "data": {"source": 5, "id": 11, "text": PHONE, "isChecked": False},
+         "timestamp": 4},
+    ]
+
+
+async def _served(fetch: Fetch, tenant: Tenant, recording_id: str) -> str:
+    """The recording's segments as the replay fetches them, inflated."""
+    site = f"/api/v1/sites/{tenant.site_id}"
+    listed = await fetch(f"{site}/recordings/{recording_id}/segments", token=tenant.token)
+    assert listed.code == 200, listed
+    texts = []
+    for segment in listed.json()["segments"]:
+        answer = await fetch(f"{site}/segments/{segment['fileId']}", token=tenant.token)
+        assert answer.code == 200, answer
+        texts.append(gzip.decompress(answer.body).decode("utf-8"))
+    assert texts, "nothing is served"
+    return "\n".join(texts)
+
+
+async def _stored_segments_text(deps) -> str:
+    """Every stored segment, inflated, and every document of the store."""
+    bucket = deps.store.bucket("segments")
+    inflated = [gzip.decompress(await bucket.read(file["_id"])).decode("utf-8")
+                async for file in bucket.files.find({}) if file["length"]]
+    return "\n".join(inflated) + await all_documents_text(deps.store)
+
+
+async def test_an_order_received_page_sent_in_clear_is_stored_and_served_masked(
+        deps, fetch: Fetch, tenant: Tenant, send_segment: SendSegment):
+    recording = new_recording_id()
+    answer = await send_segment(recording, 0, body=gzip_json(page_events(ORDER_RECEIVED)),
+                                url=ORDER_RECEIVED)
+    assert answer.code == 200, answer
+
+    assert await deps.segment_sweeper.sweep() == 1
+
+    served = await _served(fetch, tenant, recording)
+    stored = await _stored_segments_text(deps)
+    for personal in PERSONAL:
+        assert personal not in served and personal not in stored, personal
+    events = json.loads(served)
+    snapshot = json.dumps(events[1])
+    # Masked as rrweb masks: same length, spaces kept, so the replay keeps its layout.
+    assert json.dumps("********* *********") in snapshot
+    assert STYLE in served and '"mailto:' in served and "wc_order" in served
+    assert events[3]["data"]["text"] == "*** * ** ** ** **"
+    [file] = [doc async for doc in deps.store.bucket("segments").files.find({})]
+    assert file["metadata"]["textsMasked"] == 11
+
+
+async def test_an_ordinary_page_keeps_its_text(
+        deps, fetch: Fetch, tenant: Tenant, send_segment: SendSegment):
+    recording = new_recording_id()
+    events = page_events(PRODUCT)
+    await send_segment(recording, 0, body=gzip_json(events), url=PRODUCT)
+
+    await deps.segment_sweeper.sweep()
+
+    assert json.loads(await _served(fetch, tenant, recording)) == events
+
+
+async def test_a_page_whose_body_carries_rr_mask_is_masked_at_any_address(
+        deps, fetch: Fetch, tenant: Tenant, send_segment: SendSegment):
+    """A checkout under a translated slug: the plugin's `rr-mask` on `<body>` is enough."""
+    recording = new_recording_id()
+    url = "https://shop.example/kasse/"
+    await send_segment(recording, 0, url=url,
+                       body=gzip_json(page_events(url, body_class="woocommerce rr-mask")))
+
+    await deps.segment_sweeper.sweep()
+
+    served = await _served(fetch, tenant, recording)
+    for personal in PERSONAL:
+        assert personal not in served, personal
+    assert STYLE in served
+
+
+async def test_the_owner_names_the_shops_own_personal_pages(
+        deps, fetch: Fetch, tenant: Tenant, send_segment: SendSegment):
+    site = f"/api/v1/sites/{tenant.site_id}"
+    refused = await fetch(site, "PATCH", token=tenant.token,
+                          json_body={"settings": {"personalPages": ["/mein konto"]}})
+    assert refused.code == 422 and refused.error_code == "invalid_input", refused
+    assert refused.json()["error"]["field"] == "settings.personalPages.0"
+    changed = await fetch(site, "PATCH", token=tenant.token,
+                          json_body={"settings": {"personalPages": ["/mein-konto*"]}})
+    assert changed.code == 200, changed
+    assert changed.json()["settings"]["personalPages"] == ["/mein-konto*"]
+    account, checkout = new_recording_id(), new_recording_id()
+    url = "https://shop.example/mein-konto/bestellungen/"
+    await send_segment(account, 0, url=url, body=gzip_json(page_events(url)))
+    await send_segment(checkout, 0, url=ORDER_RECEIVED, body=gzip_json(page_events(
+        ORDER_RECEIVED)))
+
+    await deps.segment_sweeper.sweep()
+
+    assert NAME not in await _served(fetch, tenant, account)
+    # The owner's list replaces WooCommerce's defaults.
+    assert NAME in await _served(fetch, tenant, checkout)
+
+
+def later_events() -> list[dict[str, Any]]:
+    """A later segment of the same page: no snapshot, only changes to nodes named by id."""
+    return [{"type": 3, "data": {"source": 0, "texts": [{"id": 6, "value": NAME}],
+                                 "attributes": [], "removes": [],
+                                 "adds": [{"parentId": 4, "nextId": None,
+                                           "node": _text(15, f"Ship to {STREET}")}]},
+             "timestamp": 5}]
+
+
+async def test_later_segments_of_a_page_with_rr_mask_are_masked_even_checked_first(
+        deps, fetch: Fetch, tenant: Tenant, send_segment: SendSegment):
+    """A later segment names nodes only by id, so it takes its page's verdict from the segment
+    with the snapshot; checked before that one, it waits for it rather than guess."""
+    recording = new_recording_id()
+    url = "https://shop.example/kasse/"
+    await send_segment(recording, 0, url=url,
+                       body=gzip_json(page_events(url, body_class="rr-mask")))
+    await send_segment(recording, 1, url=url, body=gzip_json(later_events()))
+    files = deps.store.bucket("segments").files
+    later = await files.find_one({"metadata.seq": 1})
+
+    assert await deps.segment_sweeper.check(later) == "deferred"
+    assert await deps.segment_sweeper.sweep() == 1  # the snapshot; the later one still waits
+    await files.update_one({"metadata.seq": 1}, {"$set": {"metadata.leaseUntil": None}})
+    assert await deps.segment_sweeper.sweep() == 1
+
+    served = await _served(fetch, tenant, recording)
+    for personal in PERSONAL:
+        assert personal not in served, personal
+    assert len(json.loads(served.split("\n")[1])) == 1
+
+
+async def test_later_segments_of_an_ordinary_page_keep_their_text(
+        deps, fetch: Fetch, tenant: Tenant, send_segment: SendSegment):
+    recording = new_recording_id()
+    await send_segment(recording, 0, url=PRODUCT, body=gzip_json(page_events(PRODUCT)))
+    await send_segment(recording, 1, url=PRODUCT, body=gzip_json(later_events()))
+
+    assert await deps.segment_sweeper.sweep() == 2
+
+    served = await _served(fetch, tenant, recording)
+    assert json.loads(served.split("\n")[1]) == later_events()
