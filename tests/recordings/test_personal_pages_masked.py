@@ -197,3 +197,18 @@ async def test_later_segments_of_an_ordinary_page_keep_their_text(
 
     served = await _served(fetch, tenant, recording)
     assert json.loads(served.split("\n")[1]) == later_events()
+
+
+async def test_an_rr_mask_element_on_an_ordinary_page_masks_only_what_is_inside_it(
+        deps, fetch: Fetch, tenant: Tenant, send_segment: SendSegment):
+    recording = new_recording_id()
+    events = page_events(PRODUCT)
+    address = events[1]["data"]["node"]["childNodes"][0]["childNodes"][1]["childNodes"][1]
+    address["attributes"]["class"] = "rr-mask"
+    await send_segment(recording, 0, url=PRODUCT, body=gzip_json(events))
+
+    await deps.segment_sweeper.sweep()
+
+    served = await _served(fetch, tenant, recording)
+    assert STREET not in served and "Lilas" not in served
+    assert NAME in served and EMAIL in served
