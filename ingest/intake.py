@@ -21,7 +21,12 @@ from documents.store import Store
 from privacy.exclusion import site_exclusion_rules
 from privacy.gate import CollectionContext, GateDecision, ItemKind, decide
 from privacy.geo import CountryResolver, NullCountryResolver
-from privacy.ipaddr import anonymise_address, anonymise_request_texts, parse_client_ip
+from privacy.ipaddr import (
+    anonymise_address,
+    anonymise_request_texts,
+    own_hosts,
+    parse_client_ip,
+)
 from privacy.useragent import UserAgentParser
 
 ITEMS_METRIC = "ingest_items_total"
@@ -110,7 +115,7 @@ class VisitorIntake:
         if not decision.allowed:
             self.count(kind, "dropped", decision.reason or "unknown")
         else:
-            anonymise_request_texts(payload)
+            anonymise_request_texts(payload, own_hosts(site.get("allowedOrigins", ())))
         return decision
 
     def bot_reason(self, payload: dict[str, Any]) -> str | None:

@@ -18,7 +18,7 @@ from documents.accounts import new_id
 from documents.store import Store
 from ingest.intake import VisitorIntake, parse_time
 from privacy.heatmap_pages import page_group_rules, page_of
-from privacy.ipaddr import anonymise_addresses_in
+from privacy.ipaddr import OwnHosts, anonymise_addresses_in, own_hosts
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
     for item in body["interactions"]:
         by_url[item.get("url") or body.get("url") or ""].append(item)
     admitted: list[dict[str, Any]] = []
+    own = own_hosts(site.get("allowedOrigins", ()))
     for url, items in by_url.items():
         decision = await intake.admit(site, "interaction", {**body, "url": url or None})
         if not decision.allowed:
@@ -54,7 +55,7 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
                 intake.count("interaction", "dropped", decision.reason or "refused",
                              len(items) - 1)
             continue
-        admitted.extend(_event(body, item, now) for item in items)
+        admitted.extend(_event(body, item, now, own) for item in items)
     dropped = len(body["interactions"]) - len(admitted)
     if not admitted:
         return BatchOutcome(0, dropped)
@@ -94,12 +95,13 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
     return BatchOutcome(len(admitted), dropped)
 
 
-def _event(body: dict[str, Any], item: dict[str, Any], now: datetime) -> dict[str, Any]:
+def _event(body: dict[str, Any], item: dict[str, Any], now: datetime,
+           own: OwnHosts) -> dict[str, Any]:
     event: dict[str, Any] = {
         "id": new_id(),
         "kind": item["kind"],
         "at": parse_time(item.get("at"), now),
-        "url": anonymise_addresses_in(item.get("url") or body.get("url") or "") or None,
+        "url": anonymise_addresses_in(item.get("url") or body.get("url") or "", own=own) or None,
         "sessionId": body.get("sessionId"),
         "recordingId": body.get("recordingId"),
     }

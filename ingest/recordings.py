@@ -31,7 +31,7 @@ from documents.sites import DEFAULT_SETTINGS
 from documents.store import Store
 from errors import Conflict, InvalidInput
 from ingest.intake import Outcome, VisitorIntake, parse_time
-from privacy.ipaddr import anonymise_addresses_in
+from privacy.ipaddr import anonymise_addresses_in, own_hosts
 from privacy.personal_pages import personal_page_patterns
 
 #: Longest chain of successors one segment may walk. Each link stands for at least one cap's
@@ -156,7 +156,8 @@ class RecordingLifecycle:
         decision = await self.intake.admit(site, "recording", upload.gate_payload())
         if not decision.allowed:
             return SegmentOutcome(Outcome.dropped(decision.reason or "refused"))
-        upload = replace(upload, page_url=anonymise_addresses_in(upload.page_url))
+        upload = replace(upload, page_url=anonymise_addresses_in(
+            upload.page_url, own=own_hosts(site.get("allowedOrigins", ()))))
         now = self.clock()
         # A fast path for retries; the unique index below is what actually guarantees it. A
         # stored segment was stored with all its steps, in one transaction.

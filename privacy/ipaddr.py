@@ -14,6 +14,8 @@ is still not a plain address (ports, host names, CIDR suffixes, empty text) yiel
 
 import ipaddress
 import re
+from collections.abc import Iterable
+from urllib.parse import urlsplit
 
 ClientAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -112,38 +114,55 @@ _IPV6_IN_TEXT = re.compile(
 #: name's `@`, and the `[` of an IPv6 host.
 _URL_HOST_LEAD = re.compile(r"(?://|@)\[?$")
 
-
-def _is_url_host(text: str, start: int) -> bool:
-    """Whether the address found at `start` is the host of a URL written in `text`."""
-    return _URL_HOST_LEAD.search(text, max(0, start - 3), start) is not None
+OwnHosts = frozenset[ipaddress.IPv4Address | ipaddress.IPv6Address]
 
 
-def _anonymised_match(match: re.Match[str]) -> str:
-    # A URL's host is the server the page came from (the shop, a referring site), never a
-    # visitor's address: anonymising it changes which server the URL names and kills the link.
-    if _is_url_host(match.string, match.start()):
-        return match.group(0)
-    return anonymise_ip(match.group(0)) or match.group(0)
+def own_hosts(origins: Iterable[str]) -> OwnHosts:
+    """The addresses among a site's own hosts (the hosts of its allowed origins). A shop served
+    from an IP address is not a visitor: its host stays in its URLs, or every link is dead."""
+    hosts = set()
+    for origin in origins:
+        try:
+            hosts.add(ipaddress.ip_address(urlsplit(origin).hostname or ""))
+        except ValueError:
+            continue
+    return frozenset(hosts)
 
 
-def anonymise_addresses_in(text: str,
-                           visitor: tuple[tuple[str, ...], str] | None = None) -> str:
+def _is_own_url_host(found: re.Match[str], own: OwnHosts) -> bool:
+    """Whether the address found is the host of a URL and one of the site's own hosts."""
+    if not own or _URL_HOST_LEAD.search(found.string, max(0, found.start() - 3),
+                                        found.start()) is None:
+        return False
+    try:
+        return ipaddress.ip_address(found.group(0)) in own
+    except ValueError:
+        return False
+
+
+def anonymise_addresses_in(text: str, visitor: tuple[tuple[str, ...], str] | None = None,
+                           own: OwnHosts = frozenset()) -> str:
     """`text` with every IPv4 and IPv6 address written in it replaced by its anonymised form,
-    except where it is a URL's host; `visitor` (`address_spellings`) is replaced however the
-    visitor's own address is written, again except as a URL's host."""
+    but for a URL's host that is one of the site's `own` hosts; `visitor` (`address_spellings`)
+    is replaced however the visitor's own address is written, with the same exception."""
+
+    def anonymised(found: re.Match[str]) -> str:
+        if _is_own_url_host(found, own):
+            return found.group(0)
+        return anonymise_ip(found.group(0)) or found.group(0)
+
     if visitor is not None:
-        spellings, anonymised = visitor
+        spellings, anonymised_visitor = visitor
         for full in spellings:
             if full in text:
-                text = re.sub(
-                    re.escape(full),
-                    lambda found: (found.group(0) if _is_url_host(found.string, found.start())
-                                   else anonymised), text)
+                text = re.sub(re.escape(full), lambda found: (
+                    found.group(0) if _is_own_url_host(found, own) else anonymised_visitor),
+                    text)
     # Every address written out holds a dot or a colon; most short texts hold neither.
     if ":" in text:
-        text = _IPV6_IN_TEXT.sub(_anonymised_match, text)
+        text = _IPV6_IN_TEXT.sub(anonymised, text)
     if "." in text and _IPV4_HINT.search(text) is not None:
-        text = _IPV4_IN_TEXT.sub(_anonymised_match, text)
+        text = _IPV4_IN_TEXT.sub(anonymised, text)
     return text
 
 
@@ -151,9 +170,10 @@ def anonymise_addresses_in(text: str,
 REQUEST_TEXT_FIELDS = ("url", "title", "referrer", "pageUrl")
 
 
-def anonymise_request_texts(item: dict[str, object]) -> None:
-    """Anonymise the addresses in the item's request texts (URL, title, referrer), in place."""
+def anonymise_request_texts(item: dict[str, object], own: OwnHosts = frozenset()) -> None:
+    """Anonymise the addresses in the item's request texts (URL, title, referrer), in place,
+    but for the site's `own` hosts in its URLs."""
     for field in REQUEST_TEXT_FIELDS:
         value = item.get(field)
         if isinstance(value, str) and value:
-            item[field] = anonymise_addresses_in(value)
+            item[field] = anonymise_addresses_in(value, own=own)

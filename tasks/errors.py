@@ -24,7 +24,7 @@ from documents.accounts import new_id
 from documents.store import Store
 from errors import InvalidInput
 from ingest.intake import parse_time
-from privacy.ipaddr import address_spellings, anonymise_addresses_in
+from privacy.ipaddr import OwnHosts, address_spellings, anonymise_addresses_in
 from realtime.bus import EventBus
 from realtime.events import new_error_event_from_record
 from tasks.notify_port import Notifier
@@ -132,22 +132,25 @@ def _scrubbed(value: Any, replace: Callable[[str], str]) -> Any:
     return value
 
 
-def _address_scrubber(address: tuple[tuple[str, ...], str] | None) -> Callable[[str], str]:
+def _address_scrubber(address: tuple[tuple[str, ...], str] | None,
+                      own: OwnHosts) -> Callable[[str], str]:
     """Replace the visitor's own address (`address_spellings`, however written) and every IPv4
-    and IPv6 address in the text with its anonymised form, except a URL's host."""
+    and IPv6 address in the text with its anonymised form, but for the site's `own` hosts in
+    its URLs."""
 
     def replace(text: str) -> str:
         # Every address written out holds a dot or a colon; most strings of an error (its type,
         # source, ids) hold neither and need no search.
         if "." not in text and ":" not in text:
             return text
-        return anonymise_addresses_in(text, address)
+        return anonymise_addresses_in(text, address, own)
 
     return replace
 
 
 def error_job(site_id: str, body: dict[str, Any], *, now: datetime | None = None,
-              device: dict[str, str | None] | None = None) -> dict[str, Any]:
+              device: dict[str, str | None] | None = None,
+              own: OwnHosts = frozenset()) -> dict[str, Any]:
     """The queue job for an accepted error: its own id, and no full IP address anywhere."""
     context = body.get("context")
     if context:
@@ -162,7 +165,7 @@ def error_job(site_id: str, body: dict[str, Any], *, now: datetime | None = None
         "siteId": site_id,
         "receivedAt": (now or datetime.now(UTC)).isoformat(),
         "ipAddress": address[1] if address is not None else None,
-        "error": _scrubbed(payload, _address_scrubber(address)),
+        "error": _scrubbed(payload, _address_scrubber(address, own)),
         "device": device or {},
     }
 

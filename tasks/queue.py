@@ -26,6 +26,7 @@ from config.metrics import Metrics
 from documents import error_records
 from documents.store import Store, is_temporary_store_error
 from errors import Unavailable
+from privacy.ipaddr import own_hosts
 from realtime.bus import EventBus
 from tasks.errors import error_job, process_error
 from tasks.notify_port import Notifier
@@ -78,7 +79,8 @@ async def submit_error(queue: ErrorQueue, intake: VisitorIntake, site: dict[str,
         return False
     try:
         # The device is described here, where the parser lives; the header itself is not kept.
-        await queue.enqueue(error_job(site["_id"], body, device=intake.describe_device(body)))
+        await queue.enqueue(error_job(site["_id"], body, device=intake.describe_device(body),
+                                      own=own_hosts(site.get("allowedOrigins", ()))))
     except QueueUnavailable:
         intake.count("error", "dropped", "queue_unavailable")
         raise

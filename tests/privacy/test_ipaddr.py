@@ -12,6 +12,7 @@ from privacy.ipaddr import (
     anonymise_addresses_in,
     anonymise_ip,
     anonymise_request_texts,
+    own_hosts,
     parse_client_ip,
 )
 
@@ -224,16 +225,30 @@ def test_address_spellings_of_no_address_is_none(raw: str | None) -> None:
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("https://shop.example/?from=203.0.113.77", "https://shop.example/?from=203.0.113.0"),
-    ("http://[2001:db8:abcd:12::7]/admin", "http://[2001:db8:abcd:12::7]/admin"),
-    ("at f (http://127.0.0.1:8080/a.js:1:2) for 127.0.0.1",
-     "at f (http://127.0.0.1:8080/a.js:1:2) for 127.0.0.0"),
+    ("http://[2001:db8:abcd:12::7]/admin", "http://[2001:db8:abcd::]/admin"),
     ("Order for 2001:db8:abcd:12::7 (198.51.100.23)", "Order for 2001:db8:abcd:: (198.51.100.0)"),
     ("Sale 10:00-12:00, 1.2.3 items, Foo::bar", "Sale 10:00-12:00, 1.2.3 items, Foo::bar"),
     ("", ""),
 ])
-def test_addresses_written_in_free_text_are_anonymised_but_never_a_urls_host(
-        text: str, expected: str) -> None:
+def test_addresses_written_in_free_text_are_anonymised(text: str, expected: str) -> None:
     assert anonymise_addresses_in(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("at f (http://127.0.0.1:8080/a.js:1:2) for 127.0.0.1",
+     "at f (http://127.0.0.1:8080/a.js:1:2) for 127.0.0.0"),
+    ("http://[2001:db8::7]/cart from http://[2001:db8::8]/",
+     "http://[2001:db8::7]/cart from http://[2001:db8::]/"),
+    ("http://user@127.0.0.1/ and //127.0.0.1/x", "http://user@127.0.0.1/ and //127.0.0.1/x"),
+])
+def test_the_sites_own_host_in_a_url_is_kept_and_every_other_address_anonymised(
+        text: str, expected: str) -> None:
+    own = own_hosts(["http://127.0.0.1:8080", "https://[2001:db8:0::7]", "https://shop.example"])
+    assert anonymise_addresses_in(text, own=own) == expected
+    # The visitor's own address is replaced however it is written, but for the shop's host.
+    visitor = address_spellings("127.0.0.1")
+    assert anonymise_addresses_in("http://127.0.0.1:8080/?ip=127.0.0.1", visitor, own) == (
+        "http://127.0.0.1:8080/?ip=127.0.0.0")
 
 
 @given(st.ip_addresses(v=6), st.sampled_from(["{}", "at {} now", "[{}]:80", "x={}&y=1"]))
@@ -249,5 +264,5 @@ def test_request_texts_of_an_item_are_anonymised_and_other_fields_left() -> None
             "referrer": "http://198.51.100.23/", "visitorId": "203.0.113.77"}
     anonymise_request_texts(item)
     assert item == {"url": "https://shop.example/?ip=203.0.113.0",
-                    "title": "From 2001:db8:1::", "referrer": "http://198.51.100.23/",
+                    "title": "From 2001:db8:1::", "referrer": "http://198.51.100.0/",
                     "visitorId": "203.0.113.77"}
