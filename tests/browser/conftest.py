@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gzip
 import html
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,6 @@ from config import Settings
 from handlers.sdk import SDK_DIST
 from tests.support.app import Tenant
 from tests.support.service import Service
-from tests.support.visitor_browser import visitor_chromium
 
 SHOP_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
@@ -68,14 +67,6 @@ class Shop:
     def page(self, path: str = "/") -> str:
         """The URL of a page of this shop."""
         return self.origin + path
-
-
-@pytest.fixture(scope="session")
-def chromium_devtools(chromium_path: str) -> Iterator[str]:
-    """This folder's Chromium plays a shop's visitor: headless Chromium's own user agent would
-    be left out of every figure as a headless browser (tests/support/visitor_browser.py)."""
-    with visitor_chromium(chromium_path) as address:
-        yield address
 
 
 @pytest.fixture

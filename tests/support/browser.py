@@ -26,6 +26,11 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync"]
+#: What Chrome on a Linux desktop sends. The tests' Chromium plays a shop's visitor, and the
+#: service leaves headless browsers ("HeadlessChrome") out of every figure (ingest/intake.py);
+#: only a command-line user agent also reaches the beacons a page sends as it is left.
+VISITOR_USER_AGENT = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+                      "Chrome/140.0.0.0 Safari/537.36")
 #: What Playwright's own launch adds and the tests rely on: timers and pages never throttled as
 #: background work, no pop-up blocking, stable colours and scrollbars for screenshots.
 SHARED_CHROMIUM_FLAGS = CHROMIUM_FLAGS + [
@@ -35,7 +40,7 @@ SHARED_CHROMIUM_FLAGS = CHROMIUM_FLAGS + [
     "--disable-dev-shm-usage", "--disable-extensions", "--disable-default-apps",
     "--no-default-browser-check", "--password-store=basic", "--use-mock-keychain",
     "--force-color-profile=srgb", "--hide-scrollbars", "--mute-audio", "--enable-automation",
-    "--remote-debugging-port=0", "about:blank"]
+    f"--user-agent={VISITOR_USER_AGENT}", "--remote-debugging-port=0", "about:blank"]
 START_TIMEOUT_SECONDS = 30.0
 #: Screenshots and other artifacts (git-ignored).
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"

@@ -11,7 +11,7 @@ import asyncio
 import gzip
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +26,6 @@ import server
 from config import Settings
 from demo import demo_recording_events, seed_demo, seed_demo_activity
 from tests.support.app import Answer
-from tests.support.visitor_browser import visitor_chromium
 
 DEMO_PASSWORD = "demo password for the browser"
 #: Demo visitors seeded by demo.py: Mia has two recordings and a lead, Jonas a lead.
@@ -47,14 +46,6 @@ class Dashboard:
     def page_url(self, path: str = "") -> str:
         """A dashboard page of the demo site."""
         return f"{self.url}/app/sites/{self.site_id}{path}"
-
-
-@pytest.fixture(scope="session")
-def chromium_devtools(chromium_path: str) -> Iterator[str]:
-    """This folder's Chromium plays a shop's visitor: headless Chromium's own user agent would
-    be left out of every figure as a headless browser (tests/support/visitor_browser.py)."""
-    with visitor_chromium(chromium_path) as address:
-        yield address
 
 
 @pytest.fixture

@@ -23,16 +23,7 @@ import server
 from config import Settings
 from tests.support.app import Tenant
 from tests.support.service import Service
-from tests.support.visitor_browser import visitor_chromium
 from tests.support.wordpress import WordPress, running_wordpress
-
-
-@pytest.fixture(scope="session")
-def chromium_devtools(chromium_path: str) -> Iterator[str]:
-    """This folder's Chromium plays a shop's visitor: headless Chromium's own user agent would
-    be left out of every figure as a headless browser (tests/support/visitor_browser.py)."""
-    with visitor_chromium(chromium_path) as address:
-        yield address
 
 
 @pytest.fixture(scope="session")
