@@ -13,6 +13,11 @@ from privacy.heatmap_pages import checked_page_groups
 from privacy.personal_pages import checked_personal_pages
 
 
+def _checked_settings(changes: dict[str, Any]) -> dict[str, Any]:
+    """Setting changes with every pattern list normalised; InvalidInput names a bad one."""
+    return checked_personal_pages(checked_page_groups(checked_settings(changes)))
+
+
 class SitesHandler(BaseHandler):
     """GET lists the user's sites; POST creates one and shows its keys once."""
 
@@ -23,8 +28,7 @@ class SitesHandler(BaseHandler):
     async def post(self) -> None:
         body = self.validated_body("SiteCreate")
         organization_id = body.get("organizationId") or _only_admin_organization(self.user)
-        settings = checked_personal_pages(checked_page_groups(checked_settings(
-            body.get("settings", {}))))
+        settings = _checked_settings(body.get("settings", {}))
 
         async def create(session: Any) -> tuple[dict[str, Any], SiteKeys]:
             # The site and its audit entry land together, or neither does.
@@ -49,8 +53,7 @@ class SiteHandler(BaseHandler):
     async def patch(self, site_id: str) -> None:
         body = self.validated_body("SiteUpdate")
         if "settings" in body:
-            body["settings"] = checked_personal_pages(checked_page_groups(
-                checked_settings(body["settings"])))
+            body["settings"] = _checked_settings(body["settings"])
         site = await sites.site_for_user(self.deps.store, self.user, site_id)
 
         async def change(session: Any) -> dict[str, Any]:

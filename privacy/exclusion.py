@@ -106,6 +106,24 @@ def checked_settings(changes: dict[str, Any]) -> dict[str, Any]:
     return {**changes, "excludedUrls": rules}
 
 
+def checked_pattern_list(changes: dict[str, Any], key: str, limit: int,
+                         what: str) -> dict[str, Any]:
+    """Site setting changes with the list of patterns under `key` normalised; InvalidInput
+    names the first bad one, or the list when it holds more than `limit` (`what` they are)."""
+    if key not in changes:
+        return changes
+    patterns = changes[key]
+    if len(patterns) > limit:
+        raise InvalidInput(f"At most {limit} {what}.", field=f"settings.{key}")
+    checked = []
+    for index, pattern in enumerate(patterns):
+        try:
+            checked.append(validate_pattern(pattern))
+        except ValueError as exc:
+            raise InvalidInput(str(exc), field=f"settings.{key}.{index}") from None
+    return {**changes, key: checked}
+
+
 @dataclass(frozen=True, slots=True)
 class _Subject:
     """Text a pattern is matched against; its first fold_end characters compare case-blind."""

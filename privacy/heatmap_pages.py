@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from errors import InvalidInput
-from privacy.exclusion import ExclusionRule, rule_matches, validate_pattern
+from privacy.exclusion import ExclusionRule, checked_pattern_list, rule_matches
 
 #: Grouping rules per site: enough for a shop's page types, few enough to try on every event.
 MAX_PAGE_GROUPS = 50
@@ -37,16 +36,5 @@ def page_of(url: str, rules: list[ExclusionRule]) -> str:
 
 def checked_page_groups(settings: dict[str, Any]) -> dict[str, Any]:
     """Setting changes with their grouping rules normalised; InvalidInput names a bad one."""
-    if "heatmapPageGroups" not in settings:
-        return settings
-    patterns = settings["heatmapPageGroups"]
-    if len(patterns) > MAX_PAGE_GROUPS:
-        raise InvalidInput(f"At most {MAX_PAGE_GROUPS} grouping rules.",
-                           field="settings.heatmapPageGroups")
-    checked = []
-    for index, pattern in enumerate(patterns):
-        try:
-            checked.append(validate_pattern(pattern))
-        except ValueError as exc:
-            raise InvalidInput(str(exc), field=f"settings.heatmapPageGroups.{index}") from None
-    return {**settings, "heatmapPageGroups": checked}
+    return checked_pattern_list(settings, "heatmapPageGroups", MAX_PAGE_GROUPS,
+                                "grouping rules")

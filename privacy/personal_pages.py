@@ -25,8 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from errors import InvalidInput
-from privacy.exclusion import ExclusionRule, rule_matches, validate_pattern
+from privacy.exclusion import ExclusionRule, checked_pattern_list, rule_matches
 
 #: WooCommerce's checkout (with order received under it) and My Account, at their default slugs.
 DEFAULT_PERSONAL_PAGES = ("/checkout", "/checkout/*", "/my-account", "/my-account/*")
@@ -60,19 +59,8 @@ def personal_page_patterns(site: dict[str, Any]) -> list[str]:
 def checked_personal_pages(settings: dict[str, Any]) -> dict[str, Any]:
     """Setting changes with their personal-page patterns normalised; InvalidInput names a bad
     one."""
-    if "personalPages" not in settings:
-        return settings
-    patterns = settings["personalPages"]
-    if len(patterns) > MAX_PERSONAL_PAGES:
-        raise InvalidInput(f"At most {MAX_PERSONAL_PAGES} personal-page patterns.",
-                           field="settings.personalPages")
-    checked = []
-    for index, pattern in enumerate(patterns):
-        try:
-            checked.append(validate_pattern(pattern))
-        except ValueError as exc:
-            raise InvalidInput(str(exc), field=f"settings.personalPages.{index}") from None
-    return {**settings, "personalPages": checked}
+    return checked_pattern_list(settings, "personalPages", MAX_PERSONAL_PAGES,
+                                "personal-page patterns")
 
 
 def mask(text: str) -> str:
