@@ -54,3 +54,4 @@ async def prepare_store(store: Store) -> None:
     await migrations.run_once(store, "daily-figures-v1", derivation.rebuild_all_sites)
     await migrations.run_once(store, "recording-facts-v1", recordings.backfill_facts)
     await migrations.run_once(store, "error-titles-v1", error_records.drop_repeated_types)
+    await migrations.run_once(store, "recording-footage-v1", recordings.backfill_footage)

@@ -237,20 +237,14 @@ async def search_recordings(store: Store, site_id: str, filters: RecordingFilter
         filter_[f"marks.{mark}"] = {"$gt": 0}
     durations = []
     if filters.min_seconds is not None:
-        durations.append({"$expr": {"$gte": [_DURATION_MS, filters.min_seconds * 1000]}})
+        durations.append({"$expr": {"$gte": [recordings.DURATION_MS, filters.min_seconds * 1000]}})
     if filters.max_seconds is not None:
-        durations.append({"$expr": {"$lte": [_DURATION_MS, filters.max_seconds * 1000]}})
+        durations.append({"$expr": {"$lte": [recordings.DURATION_MS, filters.max_seconds * 1000]}})
     if durations:
         filter_["$and"] = durations
     found, next_cursor = await queries.keyset_page(store, "recordings", filter_, "startedAt",
                                                    cursor, limit)
     return queries.Page(await recording_rows(store, site_id, found), next_cursor)
-
-
-#: A recording's duration in milliseconds, as `queries.recording_summary` reckons it in seconds:
-#: from its start to its end, or to its last activity while it runs, never below zero.
-_DURATION_MS = {"$max": [0, {"$subtract": [
-    {"$ifNull": ["$endedAt", {"$ifNull": ["$lastActivityAt", "$startedAt"]}]}, "$startedAt"]}]}
 
 
 async def recording_rows(store: Store, site_id: str, batch: list[dict[str, Any]]

@@ -451,7 +451,6 @@ async def list_leads(store: Store, site_id: str, *, cursor: str | None, limit: i
 
 def recording_summary(recording: dict[str, Any]) -> dict[str, Any]:
     """A recording as a row of a recordings list: what was recorded, when, for how long."""
-    until = recording.get("endedAt") or recording.get("lastActivityAt") or recording["startedAt"]
     pages = recording.get("pages") or []
     return {
         "id": recording["_id"],
@@ -460,7 +459,7 @@ def recording_summary(recording: dict[str, Any]) -> dict[str, Any]:
         "status": recording.get("status"),
         "startedAt": recording["startedAt"],
         "endedAt": recording.get("endedAt"),
-        "duration": max(0.0, (until - recording["startedAt"]).total_seconds()),
+        "duration": recordings.duration_seconds(recording),
         "pageUrl": pages[0]["url"] if pages else None,
         "pageCount": len(pages),
         "legacy": "legacyFootage" in recording,

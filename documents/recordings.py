@@ -122,6 +122,24 @@ def window(recording: dict[str, Any]) -> tuple[datetime, datetime]:
     return recording["startedAt"] - WINDOW_SLACK, until + WINDOW_SLACK
 
 
+def duration_seconds(recording: dict[str, Any]) -> float:
+    """How long the recording's footage runs, by its segments' own timestamps: from the first
+    segment's start to the last one's end. A lead, a PHP error or an end that arrives later is
+    not footage. A recording with no `footage` (stored before it was kept and without segments,
+    legacy footage) runs from its start to its end, as it always did."""
+    footage = recording.get("footage") or {}
+    since = footage.get("from") or recording["startedAt"]
+    until = (footage.get("until") or recording.get("endedAt") or recording.get("lastActivityAt")
+             or recording["startedAt"])
+    return max(0.0, (until - since).total_seconds())
+
+
+#: `duration_seconds` in milliseconds, as a query expression (the recordings list's filter).
+DURATION_MS = {"$max": [0, {"$subtract": [
+    {"$ifNull": ["$footage.until", "$endedAt", "$lastActivityAt", "$startedAt"]},
+    {"$ifNull": ["$footage.from", "$startedAt"]}]}]}
+
+
 def same_session(recording: dict[str, Any], session_id: str | None) -> bool:
     """False only when both the recording and the event name a session and the sessions differ."""
     ours = recording.get("sessionId")
@@ -269,6 +287,14 @@ async def end_active_recordings(store: Store, site_id: str, visitor_id: str, *, 
     return result.modified_count
 
 
+async def add_footage(store: Store, site_id: str, recording_id: str, since: datetime,
+                      until: datetime, *, session: Any = None) -> None:
+    """Widen the recording's footage to take in a segment that runs from `since` to `until`."""
+    await store.collection("recordings").update_one(
+        {"_id": recording_id, "siteId": site_id},
+        {"$min": {"footage.from": since}, "$max": {"footage.until": until}}, session=session)
+
+
 async def link_successor(store: Store, recording_id: str, successor: str, *,
                          session: Any = None) -> None:
     """Point a recording at the one that continues it (for reading; routing never needs it)."""
@@ -299,16 +325,14 @@ async def list_recordings(store: Store, site_id: str, visitor_id: str) -> list[d
 async def session_timeline(store: Store, site_id: str, visitor_id: str) -> list[dict[str, Any]]:
     """The session list of spec §4.3: id, startedAt, duration in seconds, pageUrl; oldest first.
 
-    A recording that has not ended yet lasts until its latest activity.
     """
     timeline = []
     for recording in await list_recordings(store, site_id, visitor_id):
-        until = recording.get("endedAt") or recording["lastActivityAt"]
         pages = recording.get("pages") or []
         timeline.append({
             "id": recording["_id"],
             "startedAt": recording["startedAt"].isoformat(),
-            "duration": max(0.0, (until - recording["startedAt"]).total_seconds()),
+            "duration": duration_seconds(recording),
             "pageUrl": pages[0]["url"] if pages else None,
         })
     return timeline
@@ -481,6 +505,26 @@ async def backfill_facts(store: Store) -> None:
             after = batch[-1]["_id"]
             changed += await _give_facts(store, site_id, batch)
     log.info("recording facts backfilled", extra={"recordings": changed})
+
+
+async def backfill_footage(store: Store) -> None:
+    """Give every recording stored before recordings kept their footage the span of its
+    segments' own timestamps, so that an order or a visit's end that came later no longer
+    stretches its duration; one without segments keeps its start-to-end reckoning
+    (migration "recording-footage-v1")."""
+    spans = store.bucket(SEGMENTS_BUCKET).files.aggregate([
+        {"$group": {"_id": "$metadata.recordingId", "since": {"$min": "$metadata.startedAt"},
+                    "until": {"$max": "$metadata.endedAt"}}}])
+    changed = 0
+    async for span in spans:
+        if span["since"] is None or span["until"] is None:
+            continue  # unreadable metadata (a hand edit, say): left as it is
+        # As a segment adds its footage: a segment stored meanwhile widens it the same way.
+        result = await store.collection("recordings").update_one(
+            {"_id": span["_id"]}, {"$min": {"footage.from": span["since"]},
+                                   "$max": {"footage.until": max(span["since"], span["until"])}})
+        changed += result.modified_count
+    log.info("recording footage backfilled", extra={"recordings": changed})
 
 
 async def _give_facts(store: Store, site_id: str, batch: list[dict[str, Any]]) -> int:

@@ -166,6 +166,9 @@ class RecordingLifecycle:
         if stored_before is not None:
             return self._duplicate(stored_before["metadata"]["recordingId"])
         settings = {**DEFAULT_SETTINGS, **site.get("settings", {})}
+        # The segment's own timestamps: the footage it adds, whenever it reached the service.
+        started_at = parse_time(upload.started_at, now)
+        ended_at = max(started_at, parse_time(upload.ended_at, now))
         file_id = new_id()
         filed_under = ""
 
@@ -183,8 +186,8 @@ class RecordingLifecycle:
                 "recordingId": recording["_id"],
                 "sentFor": upload.recording_id,
                 "seq": upload.seq,
-                "startedAt": parse_time(upload.started_at, now),
-                "endedAt": parse_time(upload.ended_at, now),
+                "startedAt": started_at,
+                "endedAt": ended_at,
                 "receivedAt": now,
                 "pageUrl": upload.page_url,
                 # Decided at capture time: turning capture on later does not revive stripped
@@ -196,6 +199,8 @@ class RecordingLifecycle:
                 "rejected": None,
                 "leaseUntil": None,
             }, session=session)
+            await recordings.add_footage(self.store, site["_id"], recording["_id"], started_at,
+                                         ended_at, session=session)
             await self._after_segment(site["_id"], recording["_id"], recording["visitorId"],
                                       upload, now, session=session)
 
