@@ -143,7 +143,12 @@ async def take_out_visitor(store: Store, site_id: str, visitor_id: str, *, restr
     """Take the visitor's folded share out of every figure (erasure), in the caller's
     transaction: what their stored data adds up to, less what their pending facts, deleted
     with the rest of their data, would have added. A restricted visitor's daily figures are
-    out already."""
+    out already.
+
+    What erasure keeps anonymised (error occurrences) is then counted again, all of it, as
+    anyone's, as a rebuild counts it once it names no visitor: its folded share came out with
+    the rest (or with a restriction), its pending facts go with the rest.
+    """
     unfolded, shares = await _unfolded_share(store, site_id, visitor_id, session=session)
     await heatmaps.subtract_visitor(store, site_id, visitor_id, unfolded=shares,
                                     session=session)
@@ -151,6 +156,8 @@ async def take_out_visitor(store: Store, site_id: str, visitor_id: str, *, restr
         share = await rollups.visitor_share(store, site_id, visitor_id, session=session)
         share.leave_out(unfolded)
         await share.write(store, sign=-1, session=session)
+    kept = await rollups.anonymised_share(store, site_id, visitor_id, session=session)
+    await kept.write(store, session=session)
 
 
 async def restriction_switched(store: Store, site_id: str, visitor_id: str, *,

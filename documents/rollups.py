@@ -221,8 +221,10 @@ class FigureSource:
     mark: Callable[[dict[str, Any]], str | None] = lambda _record: None
     #: Each record carries the heatmap share it adds (documents/heatmaps.py).
     heatmap: bool = False
-    #: Stored documents that add nothing (an error without a visitor).
-    skip: dict[str, Any] = field(default_factory=dict)
+    #: Erasure anonymises these records instead of deleting them, so what they count stays in
+    #: the figures as anyone's (privacy.subject_data.VISITOR_DATA; decision "An erased
+    #: visitor's errors stay counted" in docs/decisions.md).
+    kept_when_erased: bool = False
 
 
 def _events(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
@@ -247,7 +249,7 @@ FIGURE_SOURCES: tuple[FigureSource, ...] = (
     FigureSource(ERROR, error_records.OCCURRENCES, {"visitorId": 1, "occurredAt": 1},
                  lambda doc: [{"at": doc["occurredAt"]}],
                  lambda tally, who, r: tally.error(who, r["at"]), mark=lambda _r: "error",
-                 skip={"visitorId": None}),
+                 kept_when_erased=True),
 )
 SOURCES = {source.kind: source for source in FIGURE_SOURCES}
 
@@ -298,19 +300,36 @@ async def _link_day(store: Store, tally: Tally, site_id: str, visitor_id: str, d
 # A visitor's share ----------------------------------------------------------------------------
 
 
+async def _count_stored(store: Store, tally: Tally, sources: Iterable[FigureSource],
+                       site_id: str, visitor_id: str, who: str | None, session: Any) -> None:
+    mine = {"siteId": site_id, "visitorId": visitor_id}
+    for source in sources:
+        async for doc in store.collection(source.collection).find(mine, source.projection,
+                                                                  session=session):
+            for record in source.records(doc):
+                source.count(tally, who, record)
+
+
 async def visitor_share(store: Store, site_id: str, visitor_id: str, *,
                         session: Any = None) -> Tally:
     """What the visitor's stored data added to the day documents (once folded)."""
     tally = Tally(site_id)
+    await _count_stored(store, tally, FIGURE_SOURCES, site_id, visitor_id, visitor_id, session)
     mine = {"siteId": site_id, "visitorId": visitor_id}
-    for source in FIGURE_SOURCES:
-        async for doc in store.collection(source.collection).find(mine, source.projection,
-                                                                  session=session):
-            for record in source.records(doc):
-                source.count(tally, visitor_id, record)
     async for day in store.collection(VISITOR_DAYS).find(mine, session=session):
         tally.visitor_day(visitor_id, day["day"], day.get("previousDay"), day.get("country"),
                           day.get("device"))
+    return tally
+
+
+async def anonymised_share(store: Store, site_id: str, visitor_id: str, *,
+                           session: Any = None) -> Tally:
+    """What the visitor's records that erasure keeps add to the day documents once they name
+    no visitor (counted as anyone's, as the fold and the rebuild count such records)."""
+    tally = Tally(site_id)
+    await _count_stored(store, tally, [source for source in FIGURE_SOURCES
+                                       if source.kept_when_erased],
+                        site_id, visitor_id, None, session)
     return tally
 
 
@@ -330,9 +349,10 @@ async def rebuild_site(store: Store, site_id: str) -> None:
     tally = Tally(site_id)
     active: dict[str, Counter[str]] = defaultdict(Counter)
     for source in FIGURE_SOURCES:
-        async for doc in store.collection(source.collection).find(
-                {"siteId": site_id, **{name: {"$ne": value} for name, value in
-                                       source.skip.items()}}, source.projection):
+        # An error without a visitor (a session's only, or an erased visitor's) is counted,
+        # as the fold counts its fact.
+        async for doc in store.collection(source.collection).find({"siteId": site_id},
+                                                                  source.projection):
             visitor_id = doc.get("visitorId")
             for record in source.records(doc):
                 if source.chains_days:

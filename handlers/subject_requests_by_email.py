@@ -20,7 +20,7 @@ from handlers.ingest import IngestHandler
 from handlers.visitors import write_export
 from privacy.erasure import erase_visitor
 from privacy.export import VisitorExport
-from privacy.subject_data import receipt_labels
+from privacy.subject_data import ANONYMISED_CATEGORIES, receipt_labels
 from privacy.subjects_by_email import visitors_with_email
 
 #: Who carried out a request made with the site API key, in the request log and audit trail.
@@ -117,7 +117,8 @@ class EraseByEmailHandler(ByEmailHandler):
             receipts.append({**receipt.as_dict(), "labels": receipt_labels(receipt.counts)})
             for category, count in receipt.counts.items():
                 totals[category] = totals.get(category, 0) + count
-        anonymised = totals.get("errorRecordsAnonymised", 0)
+        anonymised = sum(count for category, count in totals.items()
+                         if category in ANONYMISED_CATEGORIES)
         self.write_json({"visitors": len(receipts), "counts": totals,
                          "labels": receipt_labels(totals),
                          "itemsRemoved": sum(totals.values()) - anonymised,

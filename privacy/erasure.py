@@ -2,8 +2,9 @@
 
 Every collection in `privacy.subject_data.VISITOR_DATA` is visited inside `Store.transaction()`:
 personal records are deleted, GridFS segments and heatmap images go with their chunks (deleted
-as documents, because the driver's GridFS API refuses transactions), and error aggregates are
-anonymised rather than deleted. The receipt carries counts, never personal data.
+as documents, because the driver's GridFS API refuses transactions), and error aggregates and
+the visitor's error occurrences are anonymised rather than deleted, so the Errors list and the
+error counts keep them. The receipt carries counts, never personal data.
 """
 
 from __future__ import annotations
@@ -94,6 +95,23 @@ async def _anonymise_errors(store: Store, query: dict[str, Any], session: Any) -
     return count
 
 
+async def _anonymise_occurrences(store: Store, query: dict[str, Any], session: Any) -> int:
+    # The fault and when it happened stay (the Errors list and the error counts read them);
+    # everything about the visit goes: who, which session, which page and device, what context.
+    result = await store.collection("error_occurrences").update_many(
+        query,
+        {"$set": {"visitorId": None, "sessionId": None, "wpUserId": None, "url": None,
+                  "page": None, "browser": None, "os": None, "deviceType": None,
+                  "context": {}, "anonymisedAt": datetime.now(UTC)}},
+        session=session,
+    )
+    return result.matched_count
+
+
+#: How erasure anonymises each collection whose `VISITOR_DATA` action is "anonymise".
+ANONYMISERS = {"errors": _anonymise_errors, "error_occurrences": _anonymise_occurrences}
+
+
 async def _apply(store: Store, keys: SubjectKeys, session: Any) -> dict[str, int]:
     # Before the raw data goes: the figures lose the share it added (reported under the data
     # it came from), the heatmap counts always, the daily figures unless a restriction has
@@ -112,7 +130,8 @@ async def _apply(store: Store, keys: SubjectKeys, session: Any) -> dict[str, int
             bucket = store.bucket(source.collection.removesuffix(".files"))
             counts[source.category] = await bucket.delete_where(query, session=session)
         else:
-            counts[source.category] = await _anonymise_errors(store, query, session)
+            counts[source.category] = await ANONYMISERS[source.collection](store, query,
+                                                                         session)
     return counts
 
 

@@ -108,8 +108,12 @@ VISITOR_DATA: tuple[VisitorDataSource, ...] = (
     VisitorDataSource("consent_decisions", "consentDecisions", "delete", _by_visitor,
                       "consentDecisions",
                       "Consent decisions"),
-    VisitorDataSource("error_occurrences", "errorOccurrences", "delete", _by_visitor, "faults",
-                      "Errors the visitor hit"),
+    # What the visitor hit stays as an occurrence of the fault at its time, without the
+    # visitor, session, page or device: the Errors list and the error counts keep it, the
+    # visitors affected do not (decision "An erased visitor's errors stay counted").
+    VisitorDataSource("error_occurrences", "errorOccurrences", "anonymise",
+                      _by_visitor_or_session, "faults",
+                      "Error occurrences kept without the visitor (anonymised)"),
     VisitorDataSource("error_sessions", "errorSessionLinks", "delete", _by_visitor_or_session,
                       "errorSessions",
                       "Links between errors and the visitor's sessions"),
@@ -138,6 +142,10 @@ VISITOR_DATA: tuple[VisitorDataSource, ...] = (
     VisitorDataSource("visitors", "visitorProfile", "delete", _profile, "visitor",
                       "Visitor profile"),
 )
+
+#: The categories erasure keeps anonymised rather than removes.
+ANONYMISED_CATEGORIES = frozenset(
+    source.category for source in VISITOR_DATA if source.action == "anonymise")
 
 #: Each category's label, for a receipt's `labels`.
 CATEGORY_LABELS: dict[str, str] = {source.category: source.label for source in VISITOR_DATA}

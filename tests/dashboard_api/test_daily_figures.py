@@ -146,8 +146,10 @@ async def test_erasure_takes_the_visitors_share_out_of_every_figure(
     assert kept == await _as_rebuilt(deps.store, tenant.site_id)
     today = _today()
     overview = await _overview(fetch, tenant, viewer_token, today - timedelta(days=6), today)
+    # Ben's error stays counted, as anyone's (decision "An erased visitor's errors stay
+    # counted").
     assert {name: figure["value"] for name, figure in overview["figures"].items()} == {
-        "visitors": 2, "pageviews": 8, "errors": 2, "leads": 2, "leadsPerVisitor": 1.0}
+        "visitors": 2, "pageviews": 8, "errors": 3, "leads": 2, "leadsPerVisitor": 1.0}
     assert [row["name"] for row in overview["countries"]] == ["GB"]
 
 
