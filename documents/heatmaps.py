@@ -224,12 +224,12 @@ async def read_heatmap(store: Store, site_id: str, page: str, width: str, kind: 
 
 async def read_pages(store: Store, site_id: str, first_day: str, last_day: str
                      ) -> list[dict[str, Any]]:
-    """Per page: views and interaction counts by kind over days (summed in the store)."""
+    """Per page: click counts by kind over days (summed in the store)."""
     cursor = store.collection(COUNTS).aggregate([
-        {"$match": {"siteId": site_id, "day": {"$in": _days(first_day, last_day)}}},
+        {"$match": {"siteId": site_id, "day": {"$in": _days(first_day, last_day)},
+                    "kind": {"$in": list(POINT_KINDS)}}},
         {"$group": {"_id": {"page": "$page", "kind": "$kind"},
-                    "n": {"$sum": {"$ifNull": ["$n", 0]}},
-                    "views": {"$sum": {"$ifNull": ["$views", 0]}}}},
+                    "n": {"$sum": {"$ifNull": ["$n", 0]}}}},
     ])
     return [doc async for doc in cursor]
 
@@ -265,16 +265,14 @@ def summarise(rows: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     return {"total": sum(point["count"] for point in points), "points": points}
 
 
-def summarise_pages(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The pages list rows, busiest first: views and counts per kind."""
-    pages: dict[str, dict[str, int]] = {}
+def summarise_pages(rows: list[dict[str, Any]], pageviews: Counter[str]
+                    ) -> list[dict[str, Any]]:
+    """The pages list rows, busiest first: each page's pageviews (the overview's figure, not
+    the scroll heatmap's measured views) and counts per kind."""
+    pages: dict[str, Counter[str]] = {page: Counter() for page, n in pageviews.items() if n}
     for row in rows:
-        page = pages.setdefault(row["_id"]["page"], {"views": 0, **dict.fromkeys(POINT_KINDS, 0)})
-        if row["_id"]["kind"] == "scroll":
-            page["views"] += row["views"]
-        else:
-            page[row["_id"]["kind"]] += row["n"]
-    listed = [{"page": page, "views": c["views"], "clicks": c["click"],
+        pages.setdefault(row["_id"]["page"], Counter())[row["_id"]["kind"]] += row["n"]
+    listed = [{"page": page, "views": pageviews[page], "clicks": c["click"],
                "rageClicks": c["rage_click"], "deadClicks": c["dead_click"]}
               for page, c in pages.items()]
     return sorted(listed, key=lambda p: (-(p["views"] + p["clicks"]), p["page"]))

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from tornado.httpclient import HTTPClientError
 
 from config.background import stop_task
-from documents import heatmaps, recordings
+from documents import heatmaps, recordings, rollups
 from documents.sites import normalise_origin
 from documents.store import Store
 from errors import InvalidInput
@@ -93,9 +93,19 @@ def no_image_reason(site: dict[str, Any], page: str) -> str | None:
 
 async def pages_view(store: Store, site: dict[str, Any], first: date, last: date
                      ) -> dict[str, Any]:
-    """The site's pages with views and interaction counts over the days."""
+    """The site's pages with views and interaction counts over the days.
+
+    A page's views are its pageviews, read from the figure the overview's top pages read
+    (`rollups.page_figures`), gathered by the site's grouping rules; the interaction counts
+    are the heatmap's own.
+    """
     rows = await heatmaps.read_pages(store, site["_id"], _day(first), _day(last))
-    return {"from": _day(first), "to": _day(last), "pages": heatmaps.summarise_pages(rows)}
+    rules = page_group_rules(site)
+    pageviews: Counter[str] = Counter()
+    for row in await rollups.page_figures(store, site["_id"], first, last):
+        pageviews[page_of(row["_id"], rules)] += row["pageviews"]
+    return {"from": _day(first), "to": _day(last),
+            "pages": heatmaps.summarise_pages(rows, pageviews)}
 
 
 async def heatmap_view(store: Store, site: dict[str, Any], page: str, width: str, kind: str,

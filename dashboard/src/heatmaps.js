@@ -31,7 +31,7 @@ export async function heatmapsPage(app, site, item, query) {
   return h('div', {}, h('h1', {}, 'Heatmaps'),
     h('div', { class: 'panel' }, rows.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'heatmap-pages' },
       h('caption', { class: 'hint' }, `Pages from ${list.from} to ${list.to}, grouped without query string or fragment`),
-      h('thead', {}, h('tr', {}, h('th', {}, 'Page'), h('th', {}, 'Views'), h('th', {}, 'Clicks'),
+      h('thead', {}, h('tr', {}, h('th', {}, 'Page'), h('th', {}, 'Pageviews'), h('th', {}, 'Clicks'),
         h('th', { class: 'optional' }, 'Rage clicks'), h('th', { class: 'optional' }, 'Dead clicks'))),
       h('tbody', {}, rows)))
       : empty('No interactions yet', 'Clicks and scrolling appear here once the loader runs on your shop.')));
@@ -95,7 +95,7 @@ async function heatmapDetail(app, site, page, query) {
     if (view.fold !== null) {
       stage.append(h('div', { class: 'fold-line', id: 'fold-line', style: `top: ${view.fold}%` }, h('span', {}, `Fold: ${view.fold}% visible without scrolling`)));
     }
-    summary = view.views ? h('table', { id: 'scroll-reach' }, h('caption', { class: 'hint' }, `Share of ${view.views} ${view.views === 1 ? 'view' : 'views'} reaching each depth`),
+    summary = view.views ? h('table', { id: 'scroll-reach' }, h('caption', { class: 'hint' }, `Of the ${view.views} ${view.views === 1 ? 'view' : 'views'} whose scrolling was measured, the share reaching each depth`),
       h('thead', {}, h('tr', {}, h('th', {}, 'Depth'), h('th', {}, 'Views reaching it'))),
       h('tbody', {}, view.reach.filter((row) => row.depth % 25 === 0).map((row) => h('tr', {}, h('td', {}, `${row.depth}%`), h('td', {}, `${Math.round(row.share * 100)}%`)))))
       : empty('No scroll reports yet', 'Scroll depth arrives when visitors leave or hide the page.');

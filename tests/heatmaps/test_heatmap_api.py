@@ -13,8 +13,17 @@ def _path(tenant: Tenant, tail: str = "") -> str:
     return f"/api/v1/sites/{tenant.site_id}/heatmaps{tail}"
 
 
+async def _pageview(fetch: Fetch, tenant: Tenant, visitor: str, url: str) -> None:
+    answer = await fetch("/ingest/pageviews", "POST", headers={"X-Service-Key": tenant.api_key},
+                         json_body={"visitorId": visitor, "url": url,
+                                    "occurredAt": f"{DAY}T09:59:00Z"})
+    assert answer.code == 200, answer
+
+
 async def test_the_pages_list_shows_views_and_counts_per_page(fetch: Fetch, tenant: Tenant,
                                                               deps):
+    await _pageview(fetch, tenant, "v1", f"{SHOP}/cart")
+    await _pageview(fetch, tenant, "v2", f"{SHOP}/cart?coupon=1")
     await send(fetch, tenant, "v1", [click(), click("rage_click"), click("dead_click"),
                                      scroll(50), click(url=f"{SHOP}/about")])
     await send(fetch, tenant, "v2", [scroll(90)])
@@ -26,6 +35,23 @@ async def test_the_pages_list_shows_views_and_counts_per_page(fetch: Fetch, tena
     assert answer.json()["pages"] == [
         {"page": "/cart", "views": 2, "clicks": 1, "rageClicks": 1, "deadClicks": 1},
         {"page": "/about", "views": 0, "clicks": 1, "rageClicks": 0, "deadClicks": 0}]
+
+
+async def test_the_heatmaps_list_counts_a_page_seen_twice_by_one_visitor_twice_as_the_overview(
+        fetch: Fetch, tenant: Tenant, deps):
+    # One visitor opens /cart twice; the loader measured scrolling on the first view only.
+    await _pageview(fetch, tenant, "v1", f"{SHOP}/cart")
+    await _pageview(fetch, tenant, "v1", f"{SHOP}/cart")
+    await send(fetch, tenant, "v1", [scroll(60), click()])
+    await deps.derivation.fold()
+
+    listed = (await fetch(_path(tenant, f"?from={DAY}&to={DAY}"), token=tenant.token)).json()
+    overview = (await fetch(f"/api/v1/sites/{tenant.site_id}/overview?from={DAY}&to={DAY}",
+                            token=tenant.token)).json()
+
+    # Two pageviews of /cart, in both places.
+    assert [(page["page"], page["views"]) for page in listed["pages"]] == [("/cart", 2)]
+    assert [(page["name"], page["count"]) for page in overview["topPages"]] == [("/cart", 2)]
 
 
 async def test_a_pages_heatmap_places_clicks_on_their_element_and_says_why_there_is_no_image(
