@@ -73,6 +73,15 @@ class PrivacyFlags:
 PRIVACY_FLAG_FIELDS = ("restricted", "objected")
 
 
+class VisitorHeld(Exception):
+    """The visitor is restricted or objects (`reason`): a write that refuses held visitors
+    raised it, which aborts the transaction it ran in."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 @dataclass(frozen=True)
 class PrivacyHold:
     """A visitor under restriction or objection: the id, the flags and when each was set.
@@ -189,8 +198,15 @@ def _latest_hold_time(hold: PrivacyHold) -> datetime:
 async def touch(store: Store, site_id: str, visitor_id: str, *, seen_at: datetime,
                 facts: VisitorFacts, activity: dict[str, Any] | None = None,
                 counts: dict[str, int] | None = None, display_name: str | None = None,
-                email: str | None = None, session: Any = None) -> dict[str, Any]:
-    """Create or update the profile in one atomic upsert; returns its counts afterwards."""
+                email: str | None = None, refuse_held: bool = False,
+                session: Any = None) -> dict[str, Any]:
+    """Create or update the profile in one atomic upsert; returns its counts afterwards.
+
+    With `refuse_held` a restricted or objecting visitor raises `VisitorHeld` after the update,
+    so the caller's transaction aborts and nothing of it stays: the gate's visitor rule is then
+    decided by the write itself, in the same round trip and with no gap between check and write.
+    It is meant for a transaction's write (`session`): outside one the update would stay.
+    """
     set_fields = facts.as_update()
     on_insert: dict[str, Any] = {"siteId": site_id, "visitorId": visitor_id,
                                  "restricted": False, "objected": False}
@@ -215,11 +231,12 @@ async def touch(store: Store, site_id: str, visitor_id: str, *, seen_at: datetim
         update["$addToSet"] = {"emails": email}
     key = {"_id": profile_id(site_id, visitor_id)}
     visitors = store.collection("visitors")
+    projection = {"counts": 1, **dict.fromkeys(PRIVACY_FLAG_FIELDS, 1)}
     # The pre-image plus this update's increments is the post-image: the update is atomic, and
     # asking for the pre-image spares the engine a second read of the whole profile.
     try:
         before = await visitors.find_one_and_update(
-            key, update, upsert=True, projection={"counts": 1},
+            key, update, upsert=True, projection=projection,
             return_document=ReturnDocument.BEFORE, session=session)
     except DuplicateKeyError:
         if session is not None:
@@ -228,8 +245,13 @@ async def touch(store: Store, site_id: str, visitor_id: str, *, seen_at: datetim
             raise
         # Two first requests raced to create the profile; the loser's update now matches.
         before = await visitors.find_one_and_update(
-            key, update, upsert=True, projection={"counts": 1},
+            key, update, upsert=True, projection=projection,
             return_document=ReturnDocument.BEFORE)
+    if refuse_held and before is not None:
+        # In the gate's order (privacy/gate.py): restriction, then objection.
+        for flag in PRIVACY_FLAG_FIELDS:
+            if before.get(flag):
+                raise VisitorHeld(flag)
     after = dict((before or {}).get("counts") or {})
     for counter, amount in (counts or {}).items():
         after[counter] = after.get(counter, 0) + amount

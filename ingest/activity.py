@@ -26,7 +26,7 @@ def _iso(moment: datetime) -> str:
 async def record_pageview(intake: VisitorIntake, site: dict[str, Any], payload: dict[str, Any],
                           *, attribution: dict[str, Any] | None = None) -> Outcome:
     """Store a pageview in the visitor's bucket and update the profile."""
-    decision = await intake.admit(site, "pageview", payload)
+    decision = await intake.admit(site, "pageview", payload, held_refused_by_write=True)
     if not decision.allowed:
         return Outcome.dropped(decision.reason or "unknown")
     at = parse_time(payload.get("occurredAt"))
@@ -55,7 +55,7 @@ async def record_pageview(intake: VisitorIntake, site: dict[str, Any], payload: 
             intake.store, site["_id"], payload["visitorId"], seen_at=at, facts=facts,
             activity={"kind": "pageview", "at": at, "url": payload["url"],
                       "title": payload.get("title")},
-            counts={"pageviews": 1}, session=session,
+            counts={"pageviews": 1}, refuse_held=True, session=session,
         )
         await activity.append_pageview(intake.store, site["_id"], payload["visitorId"], event,
                                        ordinal=int(counts.get("pageviews", 1)),
@@ -68,7 +68,10 @@ async def record_pageview(intake: VisitorIntake, site: dict[str, Any], payload: 
             device=facts.device_type if facts.device_type != "unknown" else None,
             session=session)
 
-    stored = await intake.store.write_once(write)
+    try:
+        stored = await intake.store.write_once(write)
+    except visitors.VisitorHeld as held:
+        return intake.refused_held("pageview", held)
     intake.count("pageview", "stored" if stored else "duplicate")
     return Outcome(True, None, pageview_id)
 
@@ -93,7 +96,7 @@ async def record_lead(intake: VisitorIntake, bus: EventBus, recordings: Recordin
 
     A lead that completes an order also ends the visitor's recording (spec §3).
     """
-    decision = await intake.admit(site, "lead", payload)
+    decision = await intake.admit(site, "lead", payload, held_refused_by_write=True)
     if not decision.allowed:
         return Outcome.dropped(decision.reason or "unknown")
     at = parse_time(payload.get("occurredAt"))
@@ -125,14 +128,18 @@ async def record_lead(intake: VisitorIntake, bus: EventBus, recordings: Recordin
         await visitors.touch(
             intake.store, site["_id"], payload["visitorId"], seen_at=at, facts=facts,
             activity={"kind": "lead", "at": at, "leadId": lead_id},
-            counts={"leads": 1}, display_name=display_name, email=email, session=session,
+            counts={"leads": 1}, display_name=display_name, email=email, refuse_held=True,
+            session=session,
         )
         # Its day's count and its recording's mark are folded in later (documents/derivation.py).
         await derivation.add_fact(intake.store, site["_id"], payload["visitorId"],
                                   rollups.LEAD, [{"at": at}],
                                   sessionId=payload.get("sessionId"), session=session)
 
-    stored = await intake.store.write_once(write)
+    try:
+        stored = await intake.store.write_once(write)
+    except visitors.VisitorHeld as held:
+        return intake.refused_held("lead", held)
     intake.count("lead", "stored" if stored else "duplicate")
     if lead["orderCompleted"]:
         # After the lead, and again on a retry: ending is idempotent, and a first attempt that

@@ -88,18 +88,22 @@ class VisitorIntake:
         self._user_agents = user_agents
 
     async def admit(self, site: dict[str, Any], kind: ItemKind, payload: dict[str, Any],
-                    *, gpc: bool = False) -> GateDecision:
+                    *, gpc: bool = False, held_refused_by_write: bool = False) -> GateDecision:
         """Whether this item may be stored; a refusal is counted with its reason.
 
         An admitted item's request texts (URL, title, referrer) have every IP address in them
         anonymised in place, as the visitor's own address is (privacy rule 1).
+        `held_refused_by_write`: the caller's transaction refuses a restricted or objecting
+        visitor itself (`visitors.touch(refuse_held=True)`, then `refused_held`), so their
+        flags are not read here.
         """
         if not gpc and (automated := self.bot_reason(payload)) is not None:
             # A crawler or a scripted browser is not a visitor: none of its items may become a
             # visitor, a pageview, a device or any other figure. Counted apart, like GPC drops.
             self.count(kind, "dropped", automated)
             return GateDecision(False, automated)
-        flags = await visitors.privacy_flags(self.store, site["_id"], payload.get("visitorId"))
+        flags = (visitors.PrivacyFlags() if held_refused_by_write else
+                 await visitors.privacy_flags(self.store, site["_id"], payload.get("visitorId")))
         settings = {**site_documents.DEFAULT_SETTINGS, **site.get("settings", {})}
         decision = decide(CollectionContext(
             kind=kind,
@@ -117,6 +121,11 @@ class VisitorIntake:
         else:
             anonymise_request_texts(payload, own_hosts(site.get("allowedOrigins", ())))
         return decision
+
+    def refused_held(self, kind: ItemKind, held: visitors.VisitorHeld) -> Outcome:
+        """Count and answer an item whose write found its visitor restricted or objecting."""
+        self.count(kind, "dropped", held.reason)
+        return Outcome.dropped(held.reason)
 
     def bot_reason(self, payload: dict[str, Any]) -> str | None:
         """`headless_browser` or `bot` when the payload's user agent is one, else None.

@@ -63,12 +63,17 @@ async def test_a_restricted_visitor_is_kept_but_new_ingest_is_dropped(
     assert answer.code == 200, answer
     before = await deps.store.collection("pageview_buckets").find_one(
         {"visitorId": seeded.visitor_id})
+    profile_before = await deps.store.collection("visitors").find_one(
+        {"visitorId": seeded.visitor_id})
     dropped = await fetch("/ingest/pageviews", "POST", headers={"X-Service-Key": tenant.api_key},
                           json_body={"visitorId": seeded.visitor_id, "url": "https://s/x"})
     assert dropped.json() == {"ok": True, "dropped": "restricted"}
     after = await deps.store.collection("pageview_buckets").find_one(
         {"visitorId": seeded.visitor_id})
     assert after == before
+    # The write that found the hold was undone whole: no count, no recent page, no last seen.
+    assert await deps.store.collection("visitors").find_one(
+        {"visitorId": seeded.visitor_id}) == profile_before
     # Hidden from the dashboard's session list, still there for data-subject operations.
     sessions = await fetch(f"/dashboard/visitors/{tenant.site_id}:{seeded.visitor_id}/sessions",
                            token=tenant.token)
