@@ -39,6 +39,9 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "consoleCapture": False,
     "requireConsent": False,
     "excludedUrls": [],
+    # The customer's own pages, recorded masked (privacy/personal_pages.py): WooCommerce's
+    # checkout (with order received under it) and My Account, at their default slugs.
+    "personalPages": ["/checkout", "/checkout/*", "/my-account", "/my-account/*"],
 }
 
 API_KEY_PREFIX = "sk_"

@@ -25,10 +25,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from documents.sites import DEFAULT_SETTINGS
 from privacy.exclusion import ExclusionRule, checked_pattern_list, rule_matches
 
-#: WooCommerce's checkout (with order received under it) and My Account, at their default slugs.
-DEFAULT_PERSONAL_PAGES = ("/checkout", "/checkout/*", "/my-account", "/my-account/*")
+#: Until the owner sets some: WooCommerce's checkout and My Account (documents/sites.py).
+DEFAULT_PERSONAL_PAGES = tuple(DEFAULT_SETTINGS["personalPages"])
 #: Patterns per site: a shop's own pages, few enough to try on every segment.
 MAX_PERSONAL_PAGES = 50
 #: rrweb's default `maskTextClass`, which the plugin puts on `<body>`.

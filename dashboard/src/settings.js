@@ -20,6 +20,11 @@ function text(name, label, value, { type = 'text', placeholder, disabled, hint }
     hint ? h('span', { class: 'hint' }, hint) : null);
 }
 
+/** The non-empty lines of a textarea's value, trimmed. */
+function lines(value) {
+  return String(value ?? '').split('\n').map((line) => line.trim()).filter(Boolean);
+}
+
 function excludedRow(rule = { pattern: '', scope: 'replay' }, disabled) {
   const row = h('div', { class: 'row excluded' },
     h('input', { name: 'pattern', value: rule.pattern, 'aria-label': 'Excluded URL pattern', placeholder: '/checkout/*', disabled }),
@@ -45,9 +50,9 @@ export async function settingsPage(app, site) {
       pattern: row.querySelector('[name=pattern]').value.trim(), scope: row.querySelector('[name=scope]').value,
     })).filter((rule) => rule.pattern);
     const change = {
-      allowedOrigins: String(data.get('origins')).split('\n').map((line) => line.trim()).filter(Boolean),
+      allowedOrigins: lines(data.get('origins')),
       settings: { recordings: data.has('recordings'), consoleCapture: data.has('consoleCapture'),
-        requireConsent: data.has('requireConsent'), excludedUrls },
+        requireConsent: data.has('requireConsent'), excludedUrls, personalPages: lines(data.get('personalPages')) },
     };
     try {
       const updated = await app.session.json(api(site), { method: 'PATCH', json: change });
@@ -66,6 +71,10 @@ export async function settingsPage(app, site) {
   h('p', { class: 'hint' }, '* matches anything; a pattern starting with / matches the path. “Session replay only” keeps traffic figures.'),
   rules,
   admin ? h('button', { type: 'button', class: 'secondary', onclick: () => rules.append(excludedRow(undefined, false)) }, 'Add an excluded URL') : null,
+  h('h3', {}, 'Customer pages recorded masked'),
+  h('label', { class: 'field', for: 'personal-pages' },
+    h('span', {}, 'One pattern per line, written like excluded URLs. Every text and typed value on these pages is masked in recordings, whatever the browser sent.'),
+    h('textarea', { id: 'personal-pages', name: 'personalPages', disabled }, (settings.personalPages || []).join('\n'))),
   h('h3', {}, 'Allowed origins'),
   h('label', { class: 'field', for: 'origins' }, h('span', {}, 'One origin per line, e.g. https://shop.example'),
     h('textarea', { id: 'origins', name: 'origins', disabled }, (site.allowedOrigins || []).join('\n'))),

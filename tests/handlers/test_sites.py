@@ -16,8 +16,9 @@ async def test_the_api_key_is_shown_once_and_stored_only_hashed(
 
 async def test_settings_have_safe_defaults(fetch: Fetch, tenant: Tenant):
     settings = (await fetch(f"/api/v1/sites/{tenant.site_id}", token=tenant.token)).json()
-    assert settings["settings"] == {"recordings": True, "consoleCapture": False,
-                                    "requireConsent": False, "excludedUrls": []}
+    assert settings["settings"] == {
+        "recordings": True, "consoleCapture": False, "requireConsent": False, "excludedUrls": [],
+        "personalPages": ["/checkout", "/checkout/*", "/my-account", "/my-account/*"]}
 
 
 async def test_settings_change_and_the_change_is_audited_by_field_name(

@@ -129,6 +129,23 @@ async def test_a_url_excluded_from_replay_in_settings_keeps_its_pageviews_but_no
     await page.screenshot(path=artifacts("visitor-with-excluded-page.png"), full_page=True)
 
 
+async def test_the_owner_names_the_pages_recorded_masked_in_settings(
+        page: Page, dashboard: Dashboard, deps, artifacts):
+    await sign_in(page, dashboard)
+    await page.get_by_role("link", name="Settings").click()
+    pages = page.get_by_label("written like excluded URLs")
+    # Until the owner sets some, WooCommerce's checkout and My Account are masked.
+    await expect(pages).to_have_value("/checkout\n/checkout/*\n/my-account\n/my-account/*")
+    await pages.fill("/mein-konto*\n\n  /kasse/*  ")
+    await _save_settings(page)
+    await page.reload()
+    await expect(page.get_by_label("written like excluded URLs")).to_have_value(
+        "/mein-konto*\n/kasse/*")
+    site = await deps.store.collection("sites").find_one({"_id": dashboard.site_id})
+    assert site["settings"]["personalPages"] == ["/mein-konto*", "/kasse/*"]
+    await page.screenshot(path=artifacts("personal-pages-setting.png"), full_page=True)
+
+
 async def test_signing_out_closes_the_live_socket_so_later_errors_reach_no_feed(
         page: Page, dashboard: Dashboard, browser: Browser, deps):
     sockets: list[WebSocket] = []
