@@ -6,6 +6,7 @@ from documents import (
     accounts,
     activity,
     audit,
+    commerce,
     derivation,
     engagement,
     error_outbox,
@@ -30,7 +31,8 @@ from documents.store import Index, Store
 def declared_indexes() -> list[Index]:
     """Every index every collection family declares."""
     return [
-        *accounts.INDEXES, *activity.INDEXES, *audit.INDEXES, *derivation.INDEXES,
+        *accounts.INDEXES, *activity.INDEXES, *audit.INDEXES, *commerce.INDEXES,
+        *derivation.INDEXES,
         *engagement.INDEXES, *error_outbox.INDEXES, *error_records.INDEXES, *heatmaps.INDEXES,
         *interactions.INDEXES,
         *leads.INDEXES, *notifications.INDEXES, *queries.INDEXES, *recordings.INDEXES,

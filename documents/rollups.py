@@ -33,7 +33,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from documents import activity, error_records, interactions
+from documents import activity, commerce, error_records, interactions
 from documents.store import ASCENDING, DESCENDING, Index, Store
 
 SITE_DAYS = "site_days"
@@ -159,6 +159,12 @@ class Tally:
     def error(self, who: str | None, at: datetime) -> None:
         self._day(who, day_of(at), "errors")
 
+    def order(self, who: str | None, record: dict[str, Any]) -> None:
+        """Paid orders and their net revenue (minor units), per currency (documents/commerce.py)."""
+        day = day_of(record["at"])
+        self._day(who, day, f"orders.{record['currency']}", record["orders"])
+        self._day(who, day, f"revenue.{record['currency']}", record["revenue"])
+
     def visitor_day(self, who: str, day: str, previous_day: str | None, country: Any,
                     device: Any, amount: int = 1) -> None:
         key = visitor_key(gap_between(day, previous_day), country, device)
@@ -232,6 +238,7 @@ def _events(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
 
 
 PAGEVIEW, INTERACTION, LEAD, ERROR = "pageview", "interaction", "lead", "error"
+ORDER = "order"
 
 FIGURE_SOURCES: tuple[FigureSource, ...] = (
     FigureSource(PAGEVIEW, activity.COLLECTION, {"visitorId": 1, "events.at": 1, "events.url": 1},
@@ -250,6 +257,9 @@ FIGURE_SOURCES: tuple[FigureSource, ...] = (
                  lambda doc: [{"at": doc["occurredAt"]}],
                  lambda tally, who, r: tally.error(who, r["at"]), mark=lambda _r: "error",
                  kept_when_erased=True),
+    # An order's records are its figure, and a fact's are the change to it (documents/commerce.py).
+    FigureSource(ORDER, commerce.ORDERS, {"visitorId": 1, "figure": 1},
+                 lambda doc: doc.get("figure") or [], Tally.order),
 )
 SOURCES = {source.kind: source for source in FIGURE_SOURCES}
 
@@ -418,6 +428,11 @@ class Period:
     countries: Counter[str]
     devices: Counter[str]
     per_day: dict[str, dict[str, int]]
+    #: Paid orders and their net revenue in minor units, per currency (documents/commerce.py),
+    #: in all and per day; currencies are never summed together.
+    orders: Counter[str] = field(default_factory=Counter)
+    revenue: Counter[str] = field(default_factory=Counter)
+    money_per_day: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)
 
 
 def _days(first: date, last: date) -> list[str]:
@@ -431,10 +446,12 @@ async def site_days(store: Store, site_id: str, first: date, last: date
     ids = [site_day_id(site_id, day, slot) for day in _days(first, last) for slot in range(SLOTS)]
     days: dict[str, dict[str, Any]] = {}
     async for doc in store.collection(SITE_DAYS).find({"_id": {"$in": ids}}):
-        day = days.setdefault(doc["day"], {"visitors": Counter()})
+        day = days.setdefault(doc["day"], {"visitors": Counter(), "orders": Counter(),
+                                           "revenue": Counter()})
         for name in ("pageviews", "errors", "leads"):
             day[name] = day.get(name, 0) + int(doc.get(name) or 0)
-        day["visitors"].update(doc.get("visitors") or {})
+        for name in ("visitors", "orders", "revenue"):
+            day[name].update(doc.get(name) or {})
     return days
 
 
@@ -444,12 +461,17 @@ def period(documents: dict[str, dict[str, Any]], first: date, last: date) -> Per
     countries: Counter[str] = Counter()
     devices: Counter[str] = Counter()
     per_day: dict[str, dict[str, int]] = {}
+    money: dict[str, Counter[str]] = {"orders": Counter(), "revenue": Counter()}
+    money_per_day: dict[str, dict[str, Counter[str]]] = {}
     visitors = 0
     for offset, day in enumerate(_days(first, last)):
         doc = documents.get(day) or {}
         figures = {name: int(doc.get(name) or 0) for name in ("pageviews", "errors", "leads")}
         per_day[day] = figures
         totals.update(figures)
+        money_per_day[day] = {name: +Counter(doc.get(name) or {}) for name in money}
+        for name, amounts in money_per_day[day].items():
+            money[name].update(amounts)
         for key, count in (doc.get("visitors") or {}).items():
             when, _, rest = key.partition("|")
             country, _, device = rest.partition("|")
@@ -459,7 +481,7 @@ def period(documents: dict[str, dict[str, Any]], first: date, last: date) -> Per
                 countries[country] += count
                 devices[device] += count
     return Period(totals["pageviews"], totals["errors"], totals["leads"], visitors, countries,
-                  devices, per_day)
+                  devices, per_day, +money["orders"], +money["revenue"], money_per_day)
 
 
 async def page_figures(store: Store, site_id: str, first: date, last: date

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from documents import activity, derivation, heatmaps, interactions, rollups
+from documents import activity, commerce, derivation, heatmaps, interactions, rollups
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,7 @@ SHARD_KEYS: dict[str, Placement] = {
     "error_occurrences": Placement(_VISITOR, _BY_VISITOR),
     "error_sessions": Placement(_VISITOR, _BY_VISITOR),
     rollups.VISITOR_DAYS: Placement(_VISITOR, _BY_VISITOR),
+    commerce.EVENTS: Placement(_VISITOR, _BY_VISITOR),
     derivation.COLLECTION: Placement(_VISITOR, _BY_VISITOR + "; folded per site"),
     # A site's own figures and settings.
     "errors": Placement(("siteId", "fingerprint"), "one aggregate per (site, fingerprint)"),
@@ -81,6 +82,9 @@ SHARD_KEYS: dict[str, Placement] = {
     rollups.SITE_DAYS: Placement(_SITE, _BY_SITE + " (read by `_id`, which starts with it)"),
     rollups.PAGE_DAYS: Placement(_SITE, _BY_SITE),
     heatmaps.COUNTS: Placement(_SITE, _BY_SITE),
+    # An order's events can arrive without the visitor (a payment confirmed later), so an
+    # order is found by its own key: by site, like the site's figures.
+    commerce.ORDERS: Placement(_SITE, _BY_SITE + "; one per (site, order), found by `_id`"),
 }
 
 #: Query shapes that do not name their collection's shard key (its first field), and why they

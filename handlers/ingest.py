@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from errors import RateLimited, Unauthenticated
 from handlers.base import BaseHandler
-from ingest import activity
+from ingest import activity, commerce
 from ingest.intake import Outcome
 
 if TYPE_CHECKING:
@@ -109,6 +109,10 @@ async def _consent(deps: Deps, site: dict[str, Any], body: dict[str, Any]) -> di
     return acknowledgement(await activity.record_consent(deps.intake, site, body))
 
 
+async def _commerce(deps: Deps, site: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    return acknowledgement(await commerce.record_commerce(deps.intake, site, body))
+
+
 default_handlers = [
     # A pageview, with the product when the shop knows it.
     ingest_route(r"/ingest/pageviews", "pageview", "PageviewIngest", _pageview),
@@ -120,4 +124,6 @@ default_handlers = [
     ingest_route(r"/ingest/surveys", "survey", "SurveyIngest", _survey),
     ingest_route(r"/ingest/chats", "chat", "ChatIngest", _chat),
     ingest_route(r"/ingest/consents", "consent", "ConsentIngest", _consent),
+    # Issue 31: carts, checkouts and orders from the shop's server (ingest/commerce.py).
+    ingest_route(r"/ingest/commerce", "commerce", "CommerceIngest", _commerce),
 ]

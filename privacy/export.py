@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import activity, visitors
+from documents import activity, commerce, visitors
 from documents.store import ASCENDING, Store
 from errors import NotFound
 from privacy.subject_data import VISITOR_DATA, SubjectKeys, subject_keys
@@ -50,7 +50,9 @@ CATEGORIES = [
     "identifiers (random visitor id, linked CMS user id)", "device and browser",
     "approximate location (country, anonymised IP address)", "pageviews and time on page",
     "interactions (clicks, rage clicks, dead clicks, scroll depth)", "session recordings",
-    "errors encountered", "leads and checkout data", "survey answers", "chat transcripts",
+    "errors encountered", "leads and checkout data",
+    "carts and orders reported by the shop (value, currency, status)", "survey answers",
+    "chat transcripts",
     "consent decisions",
 ]
 
@@ -164,6 +166,8 @@ class VisitorExport:
             "recordings": self._recordings,
             "heatmapImages": lambda query: self._heatmaps(query, keys),
             "leads": self._leads,
+            "commerceEvents": self._commerce_events,
+            "orders": self._orders,
             "chatTranscripts": self._chats,
             "surveyResponses": self._surveys,
             "consentDecisions": self._consents,
@@ -193,6 +197,23 @@ class VisitorExport:
             yield {"id": lead["_id"], **{key: lead.get(key) for key in (
                 "createdAt", "kind", "formId", "url", "email", "name", "phone", "fields", "cart",
                 "ecommerceSessionId", "orderCompleted")}}
+
+    async def _commerce_events(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        async for event in self._find("commerce_events", query, "occurredAt"):
+            currency = event.get("currency")
+            yield {"id": event.get("eventId"), **{key: event.get(key) for key in (
+                "type", "occurredAt", "sessionId", "orderId", "productId", "quantity",
+                "currency")}, **{key: commerce.decimal_text(event[key], currency)
+                                 for key in ("price", "total", "amount") if key in event}}
+
+    async def _orders(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        async for order in self._find("orders", query, "placedAt"):
+            view = commerce.order_view(order)
+            yield {"orderId": view["orderId"], "status": view["status"],
+                   "placedAt": view["placedAt"], "paidAt": view["paidAt"],
+                   "currency": view["currency"], "total": view["totalText"],
+                   "refunded": commerce.decimal_text(view["refunded"], view["currency"])
+                   if view["currency"] else None, "sessionId": view["sessionId"]}
 
     async def _recordings(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         async for recording in self._find("recordings", query, "startedAt"):

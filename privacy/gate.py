@@ -15,7 +15,7 @@ from privacy.exclusion import ExclusionRule, exclusion_for
 
 #: What kind of item is asking; recordings have rules of their own.
 ItemKind = Literal["pageview", "visitor", "interaction", "lead", "survey", "chat", "consent",
-                   "error", "recording", "time_on_page"]
+                   "error", "recording", "time_on_page", "commerce"]
 
 RECORDING_KINDS = frozenset({"recording"})
 

@@ -99,6 +99,12 @@ VISITOR_DATA: tuple[VisitorDataSource, ...] = (
                       "Heatmap images drawn from their recordings"),
     VisitorDataSource("leads", "leads", "delete", _by_visitor, "leads",
                       "Leads"),
+    # Carts, checkouts and orders the shop's server reported (documents/commerce.py); an
+    # order's figure comes out of the daily figures with it, as a pageview's does.
+    VisitorDataSource("commerce_events", "commerceEvents", "delete", _by_visitor,
+                      "commerceEvents", "Cart, checkout and order events from the shop"),
+    VisitorDataSource("orders", "orders", "delete", _by_visitor, "orders",
+                      "Orders: value, currency and status"),
     VisitorDataSource("chat_transcripts", "chatTranscripts", "delete", _chats,
                       "chatTranscripts",
                       "Chat transcripts"),

@@ -320,6 +320,8 @@ function start(script) {
       // A logged-in visitor's pageview goes through the shop, which adds the user id; should
       // the login have ended meanwhile, it is sent as an anonymous one after all.
       cms('pageview', body).then((r) => {
+        // Read the answer: an unread body keeps the request open until the page goes.
+        if (r) r.text().catch(() => null);
         if (!r || r.status >= 300) sendAnonymous(body);
         else firstPageview = false;
       });

@@ -82,12 +82,25 @@ async def test_a_logged_in_customers_pageview_is_linked_to_the_user_and_the_page
     # A login from before the plugin was active has no marker cookie: the page gives it one.
     await context.clear_cookies(name="svc_wp_li")
     page = await context.new_page()
+    # Which answers the page's scripts read to the end (issue 33: the loader left this one
+    # unread, so the request stayed open).
+    await page.add_init_script("""window.bodiesRead = [];
+        for (const name of ['text', 'json', 'arrayBuffer', 'blob']) {
+          const original = Response.prototype[name];
+          Response.prototype[name] = function (...args) {
+            window.bodiesRead.push(decodeURIComponent(this.url));
+            return original.apply(this, args);
+          };
+        }""")
     answer = await page.goto(shop.wp.product_url)
     html = await answer.text()
     assert answer.headers.get("x-cache") == "BYPASS"
     view = (await eventually(lambda: pageviews(deps, shop.tenant.site_id),
                              message="the logged-in pageview"))[0]
     assert view["wpUserId"] == str(shop.wp.customer_id)
+    await eventually(lambda: page.evaluate(
+        "window.bodiesRead.some((address) => address.includes('service/v1/pageview'))"),
+        message="the loader reading the shop's answer to the pageview")
     # The shop server vouched for the product itself (no statement needed on this path).
     assert view["product"] == {"productId": str(shop.wp.product_id), "via": "server"}
     assert view["visitorId"] == await page.evaluate("localStorage.getItem('wpelVisitorId')")

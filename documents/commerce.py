@@ -1,0 +1,338 @@
+"""Commerce events from a shop's server, and the orders they make up (issue 31).
+
+* `commerce_events`: every event as received, stored once under `_id` = "<site>:<eventId>"
+  (the sender's idempotency key): carts, checkouts and each step of an order's life.
+* `orders`: one per (site, order id), `_id` = "<site>:<orderId>", a summary worked out again
+  from all of the order's events whenever one arrives (`order_summary`), so events may come in
+  any order and a retried one changes nothing.
+
+Money is kept in integer minor units of its currency (cents; yen; fils), never as a float:
+`minor_units` turns the decimal text a shop sends into them and refuses what the currency
+cannot hold. Sums of one currency are exact integers; currencies are never summed together.
+
+What an order adds to the figures is its `figure`: nothing until it is paid; once paid, one
+order and its total less its refunds, on the UTC day it was paid; nothing again when it is
+cancelled or failed after payment, or refunded in full. The ingest transaction stores the
+event and the new summary and records the difference between the order's old and new figure
+as an unfolded fact (documents/derivation.py, kind `rollups.ORDER`): the daily figures are
+only touched by the fold, and a visitor's share is the sum of their orders' figures, so
+erasure and restriction stay exact (decision "Issue 31" in docs/decisions.md).
+
+The reads at the end (`cart_sessions`, `checkout_sessions`, `paid_orders`,
+`sessions_with_paid_orders`) are what funnels and other screens use; they leave restricted
+visitors out, as every dashboard read does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from documents.store import ASCENDING, AlreadyStored, DuplicateKeyError, Index, Store
+
+EVENTS = "commerce_events"
+ORDERS = "orders"
+
+ADD_TO_CART, CHECKOUT_STARTED = "add_to_cart", "checkout_started"
+PLACED, PAID, REFUNDED = "order_placed", "order_paid", "order_refunded"
+CANCELLED, FAILED = "order_cancelled", "order_failed"
+EVENT_TYPES = (ADD_TO_CART, CHECKOUT_STARTED, PLACED, PAID, REFUNDED, CANCELLED, FAILED)
+ORDER_EVENT_TYPES = frozenset({PLACED, PAID, REFUNDED, CANCELLED, FAILED})
+#: The order status each life event sets; the latest of them (by when it happened) holds.
+#: A refund sets none: its amount is taken off, and a refund of the whole total makes the
+#: order "refunded".
+STATUS_OF = {PLACED: "placed", PAID: "paid", CANCELLED: "cancelled", FAILED: "failed"}
+#: Events one order may have; far more than any real order's life, a bound on the summary's read.
+MAX_ORDER_EVENTS = 200
+
+#: ISO 4217 minor-unit exponents that are not 2 (the others are).
+_EXPONENTS = {
+    **dict.fromkeys(("BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF",
+                     "UGX", "UYI", "VND", "VUV", "XAF", "XOF", "XPF"), 0),
+    **dict.fromkeys(("BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND"), 3),
+    "CLF": 4, "UYW": 4,
+}
+#: The largest amount accepted, in minor units: far above any order, far below 2**63.
+MAX_MINOR = 10**15
+
+INDEXES = [
+    # An order's events, read whenever one of them arrives.
+    Index(EVENTS, (("siteId", ASCENDING), ("orderId", ASCENDING), ("occurredAt", ASCENDING))),
+    # A kind of event over a time range (carts, checkouts), and a visitor's events (export).
+    Index(EVENTS, (("siteId", ASCENDING), ("type", ASCENDING), ("occurredAt", ASCENDING))),
+    Index(EVENTS, (("siteId", ASCENDING), ("visitorId", ASCENDING))),
+    # Paid orders over a time range; a visitor's orders (export, erasure, a visitor's share).
+    Index(ORDERS, (("siteId", ASCENDING), ("paidAt", ASCENDING))),
+    Index(ORDERS, (("siteId", ASCENDING), ("placedAt", ASCENDING))),
+    Index(ORDERS, (("siteId", ASCENDING), ("visitorId", ASCENDING))),
+]
+
+
+class InvalidMoney(ValueError):
+    """An amount or currency the service cannot keep exactly."""
+
+
+class TooManyOrderEvents(ValueError):
+    """An order already holds MAX_ORDER_EVENTS events."""
+
+
+# Money ----------------------------------------------------------------------------------------
+
+
+def exponent(currency: str) -> int:
+    """How many decimal places the currency's minor unit has."""
+    return _EXPONENTS.get(currency, 2)
+
+
+def minor_units(value: Any, currency: str) -> int:
+    """A decimal amount ("19.99", 19.99, 20) as an integer of the currency's minor unit.
+
+    Refuses negatives, non-numbers and more decimals than the currency has: rounding money
+    silently would make sums disagree with the shop's."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise InvalidMoney("an amount is a decimal number or a decimal string")
+    try:
+        # A JSON number arrives as a float; its shortest text is what the sender wrote.
+        amount = Decimal(str(value).strip())
+    except InvalidOperation as exc:
+        raise InvalidMoney(f"{str(value)[:40]!r} is not a decimal amount") from exc
+    if not amount.is_finite() or amount < 0:
+        raise InvalidMoney("an amount is a finite number, zero or more")
+    scaled = amount.scaleb(exponent(currency))
+    if scaled != scaled.to_integral_value():
+        raise InvalidMoney(f"{currency} has {exponent(currency)} decimal places")
+    if scaled > MAX_MINOR:
+        raise InvalidMoney("the amount is too large")
+    return int(scaled)
+
+
+def decimal_text(minor: int, currency: str) -> str:
+    """Minor units as the decimal text an API answer or a CSV cell shows ("19.99")."""
+    places = exponent(currency)
+    return str(Decimal(minor).scaleb(-places).quantize(Decimal(1).scaleb(-places)))
+
+
+# Orders ---------------------------------------------------------------------------------------
+
+
+def event_id(site_id: str, sender_id: str) -> str:
+    return f"{site_id}:{sender_id}"
+
+
+def order_id(site_id: str, shop_order_id: str) -> str:
+    return f"{site_id}:{shop_order_id}"
+
+
+def order_summary(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """What an order's events, in any order of arrival, say about it.
+
+    The first event that names them gives the visitor, session, total and currency; `placedAt`
+    and `paidAt` are the earliest placing and payment; refunds add up; the status is that of
+    the latest life event, or "refunded" once refunds reach a paid order's total.
+    """
+    summary: dict[str, Any] = {"visitorId": None, "sessionId": None, "total": None,
+                               "currency": None, "placedAt": None, "paidAt": None,
+                               "refunded": 0, "status": None}
+    latest: datetime | None = None
+    for event in sorted(events, key=lambda e: (e["occurredAt"], e["_id"])):
+        for name in ("visitorId", "sessionId", "total", "currency"):
+            if summary[name] is None and event.get(name) is not None:
+                summary[name] = event[name]
+        kind, at = event["type"], event["occurredAt"]
+        if kind == PLACED and summary["placedAt"] is None:
+            summary["placedAt"] = at
+        if kind == PAID and summary["paidAt"] is None:
+            summary["paidAt"] = at
+        if kind == REFUNDED:
+            summary["refunded"] += int(event.get("amount") or 0)
+        if kind in STATUS_OF and (latest is None or at >= latest):
+            summary["status"], latest = STATUS_OF[kind], at
+    if summary["paidAt"] is not None and summary["status"] in (None, "placed"):
+        # A payment recorded before the placing (events from a shop's clock) still stands.
+        summary["status"] = "paid"
+    if summary["status"] == "paid" and summary["total"] is not None \
+            and summary["refunded"] >= summary["total"] > 0:
+        summary["status"] = "refunded"
+    return summary
+
+
+def order_figure(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the order adds to the daily figures: one paid order and its net revenue on the day
+    it was paid, or nothing (not paid, no total, cancelled, failed, refunded in full)."""
+    if summary["paidAt"] is None or summary["total"] is None or summary["currency"] is None \
+            or summary["status"] != "paid":
+        return []
+    return [{"at": summary["paidAt"], "currency": summary["currency"], "orders": 1,
+             "revenue": max(summary["total"] - summary["refunded"], 0)}]
+
+
+def figure_change(before: list[dict[str, Any]], after: list[dict[str, Any]]
+                  ) -> list[dict[str, Any]]:
+    """The records an unfolded fact carries to move the figures from `before` to `after`."""
+    if before == after:
+        return []
+    taken_out = [{**record, "orders": -record["orders"], "revenue": -record["revenue"]}
+                 for record in before]
+    return taken_out + list(after)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What storing one event did: whether it was new, and the figure records it changes."""
+
+    stored: bool
+    figure_change: list[dict[str, Any]]
+    order: dict[str, Any] | None
+
+
+async def record_event(store: Store, site_id: str, event: dict[str, Any], *, session: Any
+                       ) -> Recorded:
+    """Store one event (its `_id` made with `event_id`) and, for an order's event, the order's
+    new summary, in the caller's transaction. Raises `AlreadyStored` for an event stored before.
+
+    The order is written first: on a replica set that makes two events of one order conflict,
+    so the second is summed up again with the first in view.
+    """
+    order: dict[str, Any] | None = None
+    before: dict[str, Any] | None = None
+    if event["type"] in ORDER_EVENT_TYPES:
+        key = order_id(site_id, event["orderId"])
+        before = await store.collection(ORDERS).find_one_and_update(
+            {"_id": key}, {"$inc": {"events": 1},
+                           "$setOnInsert": {"siteId": site_id, "orderId": event["orderId"]}},
+            upsert=True, session=session)
+        if before is not None and int(before.get("events") or 0) >= MAX_ORDER_EVENTS:
+            raise TooManyOrderEvents(event["orderId"])
+    try:
+        await store.collection(EVENTS).insert_one(event, session=session)
+    except DuplicateKeyError as exc:
+        raise AlreadyStored(event["_id"]) from exc
+    if event["type"] not in ORDER_EVENT_TYPES:
+        return Recorded(True, [], None)
+    events = await store.collection(EVENTS).find(
+        {"siteId": site_id, "orderId": event["orderId"]}, session=session,
+    ).to_list(MAX_ORDER_EVENTS + 1)
+    summary = order_summary(events)
+    figure = order_figure(summary)
+    order = {**summary, "figure": figure, "updatedAt": event["recordedAt"]}
+    await store.collection(ORDERS).update_one(
+        {"_id": order_id(site_id, event["orderId"])}, {"$set": order}, session=session)
+    if summary["visitorId"] is not None:
+        # Events that came without the visitor are theirs too: export and erasure find them so.
+        await store.collection(EVENTS).update_many(
+            {"siteId": site_id, "orderId": event["orderId"], "visitorId": None},
+            {"$set": {"visitorId": summary["visitorId"]}}, session=session)
+    return Recorded(True, figure_change((before or {}).get("figure") or [], figure),
+                    {**order, "orderId": event["orderId"]})
+
+
+async def order_visitor(store: Store, site_id: str, shop_order_id: str) -> str | None:
+    """The visitor an order was placed by, if the service knows the order."""
+    order = await store.collection(ORDERS).find_one(
+        {"_id": order_id(site_id, shop_order_id)}, {"visitorId": 1})
+    return (order or {}).get("visitorId")
+
+
+async def first_currency(store: Store, site_id: str) -> str | None:
+    """The currency of the site's first paid order (the default reporting currency)."""
+    first = await store.collection(ORDERS).find_one(
+        {"siteId": site_id, "paidAt": {"$ne": None}}, {"currency": 1},
+        sort=[("paidAt", ASCENDING)])
+    return (first or {}).get("currency")
+
+
+# Reads for funnels and other screens ----------------------------------------------------------
+
+
+def _range(site_id: str, field: str, start: datetime, end: datetime,
+           restricted: list[str]) -> dict[str, Any]:
+    query: dict[str, Any] = {"siteId": site_id, field: {"$gte": start, "$lt": end}}
+    if restricted:
+        query["visitorId"] = {"$nin": restricted}
+    return query
+
+
+async def _restricted(store: Store, site_id: str) -> list[str]:
+    ids = await store.collection("visitors").distinct(
+        "visitorId", {"siteId": site_id, "restricted": True})
+    return [visitor for visitor in ids if isinstance(visitor, str)]
+
+
+async def _event_sessions(store: Store, site_id: str, kind: str, start: datetime,
+                          end: datetime) -> list[dict[str, Any]]:
+    query = _range(site_id, "occurredAt", start, end, await _restricted(store, site_id))
+    query["type"] = kind
+    rows = store.collection(EVENTS).aggregate([
+        {"$match": query},
+        {"$group": {"_id": {"visitorId": "$visitorId", "sessionId": "$sessionId"},
+                    "at": {"$min": "$occurredAt"}, "events": {"$sum": 1}}},
+        {"$sort": {"at": ASCENDING}},
+    ])
+    return [{"visitorId": row["_id"].get("visitorId"), "sessionId": row["_id"].get("sessionId"),
+             "at": row["at"], "events": row["events"]} async for row in rows]
+
+
+async def cart_sessions(store: Store, site_id: str, start: datetime, end: datetime
+                        ) -> list[dict[str, Any]]:
+    """Each (visitorId, sessionId) with an add to cart in [start, end): `at` its first one
+    there and `events` how many; oldest first. sessionId is None when the shop sent none."""
+    return await _event_sessions(store, site_id, ADD_TO_CART, start, end)
+
+
+async def checkout_sessions(store: Store, site_id: str, start: datetime, end: datetime
+                            ) -> list[dict[str, Any]]:
+    """Each (visitorId, sessionId) that started a checkout in [start, end), as `cart_sessions`."""
+    return await _event_sessions(store, site_id, CHECKOUT_STARTED, start, end)
+
+
+def order_view(order: dict[str, Any]) -> dict[str, Any]:
+    """An order as reads return it: money in minor units and as decimal text."""
+    currency = order.get("currency")
+    total, refunded = order.get("total"), int(order.get("refunded") or 0)
+    net = sum(record["revenue"] for record in order.get("figure") or [])
+    return {
+        "orderId": order["orderId"], "visitorId": order.get("visitorId"),
+        "sessionId": order.get("sessionId"), "status": order.get("status"),
+        "placedAt": order.get("placedAt"), "paidAt": order.get("paidAt"),
+        "currency": currency, "total": total, "refunded": refunded, "net": net,
+        "counted": bool(order.get("figure")),
+        "totalText": decimal_text(total, currency) if total is not None and currency else None,
+        "netText": decimal_text(net, currency) if currency else None,
+    }
+
+
+async def paid_orders(store: Store, site_id: str, start: datetime, end: datetime
+                      ) -> list[dict[str, Any]]:
+    """The orders paid in [start, end), oldest payment first, as `order_view` shows them; those
+    cancelled, failed or refunded in full since are included with `counted` False and net 0."""
+    cursor = store.collection(ORDERS).find(
+        _range(site_id, "paidAt", start, end, await _restricted(store, site_id)),
+    ).sort([("paidAt", ASCENDING), ("_id", ASCENDING)])
+    return [order_view(order) async for order in cursor]
+
+
+async def sessions_with_paid_orders(store: Store, site_id: str, start: datetime, end: datetime
+                                    ) -> list[dict[str, Any]]:
+    """Each (visitorId, sessionId) with a counted paid order paid in [start, end): `at` the
+    first payment, `orders` how many, `revenue` {currency: net minor units}; oldest first."""
+    sessions: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for order in await paid_orders(store, site_id, start, end):
+        if not order["counted"]:
+            continue
+        key = (order["visitorId"], order["sessionId"])
+        row = sessions.setdefault(key, {"visitorId": key[0], "sessionId": key[1],
+                                        "at": order["paidAt"], "orders": 0, "revenue": {}})
+        row["orders"] += 1
+        row["revenue"][order["currency"]] = row["revenue"].get(order["currency"], 0) \
+            + order["net"]
+    return list(sessions.values())
+
+
+async def visitor_orders(store: Store, site_id: str, visitor_id: str) -> list[dict[str, Any]]:
+    """The visitor's orders, newest placing first (the visitor page)."""
+    cursor = store.collection(ORDERS).find({"siteId": site_id, "visitorId": visitor_id}).sort(
+        [("placedAt", -1), ("_id", ASCENDING)])
+    return [order_view(order) async for order in cursor]

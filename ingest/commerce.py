@@ -1,0 +1,97 @@
+"""Commerce events a shop's server sends (`POST /ingest/commerce`, issue 31): carts, checkouts
+and each step of an order's life, for the WordPress plugin and for shops on other platforms.
+
+The schema (docs/openapi.yaml, `CommerceIngest`) checks the shape; `commerce_event` checks what
+it cannot (which fields each type needs, money the currency can hold) and raises InvalidInput
+before anything is stored. One transaction stores the event, the order's new summary and the
+unfolded fact of what that changes in the figures (documents/commerce.py).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from documents import commerce, derivation, rollups
+from errors import InvalidInput
+from ingest.intake import Outcome, VisitorIntake, parse_time
+
+#: What each type needs beyond `eventId` and `type`.
+REQUIRED: dict[str, tuple[str, ...]] = {
+    commerce.ADD_TO_CART: ("visitorId", "productId"),
+    commerce.CHECKOUT_STARTED: ("visitorId",),
+    commerce.PLACED: ("orderId", "total", "currency"),
+    commerce.PAID: ("orderId",),
+    commerce.REFUNDED: ("orderId", "amount", "currency"),
+    commerce.CANCELLED: ("orderId",),
+    commerce.FAILED: ("orderId",),
+}
+#: The money fields and the stored field each becomes (minor units of `currency`).
+MONEY = ("price", "total", "amount")
+
+
+def commerce_event(site_id: str, payload: dict[str, Any], *, now: datetime) -> dict[str, Any]:
+    """The event document to store, or InvalidInput naming the first field that is wrong."""
+    kind = payload["type"]
+    for name in REQUIRED[kind]:
+        if payload.get(name) in (None, ""):
+            raise InvalidInput(f"{kind} needs {name}", field=name)
+    if kind not in commerce.ORDER_EVENT_TYPES and payload.get("orderId") is not None \
+            and kind != commerce.CHECKOUT_STARTED:
+        raise InvalidInput(f"{kind} takes no orderId", field="orderId")
+    currency = payload.get("currency")
+    event: dict[str, Any] = {
+        "_id": commerce.event_id(site_id, payload["eventId"]),
+        "siteId": site_id, "eventId": payload["eventId"], "type": kind,
+        "visitorId": payload.get("visitorId"), "sessionId": payload.get("sessionId"),
+        "occurredAt": parse_time(payload.get("occurredAt"), now), "recordedAt": now,
+    }
+    for name in ("orderId", "productId"):
+        if payload.get(name) is not None:
+            event[name] = str(payload[name])
+    if payload.get("quantity") is not None:
+        event["quantity"] = payload["quantity"]
+    for name in MONEY:
+        if payload.get(name) is None:
+            continue
+        if not currency:
+            raise InvalidInput(f"{name} needs currency", field="currency")
+        try:
+            event[name] = commerce.minor_units(payload[name], currency)
+        except commerce.InvalidMoney as exc:
+            raise InvalidInput(f"{name}: {exc}", field=name) from exc
+    if currency:
+        event["currency"] = currency
+    return event
+
+
+async def record_commerce(intake: VisitorIntake, site: dict[str, Any], payload: dict[str, Any]
+                          ) -> Outcome:
+    """Admit and store one commerce event; its figures are folded in later."""
+    now = datetime.now(UTC)
+    event = commerce_event(site["_id"], payload, now=now)
+    admitted = payload
+    if event["type"] in commerce.ORDER_EVENT_TYPES and not payload.get("visitorId"):
+        # A later step of an order (a payment confirmed by the payment provider, a refund made
+        # in the shop's back office) has no visitor at hand: it is the order's visitor's, and
+        # was consented to when the order was placed.
+        known = await commerce.order_visitor(intake.store, site["_id"], event["orderId"])
+        if known is not None:
+            admitted = {**payload, "visitorId": known, "consent": "granted"}
+    decision = await intake.admit(site, "commerce", admitted)
+    if not decision.allowed:
+        return Outcome.dropped(decision.reason or "unknown")
+
+    async def write(session: Any) -> None:
+        recorded = await commerce.record_event(intake.store, site["_id"], event, session=session)
+        if recorded.figure_change:
+            await derivation.add_fact(intake.store, site["_id"],
+                                      (recorded.order or {}).get("visitorId"), rollups.ORDER,
+                                      recorded.figure_change, session=session)
+
+    try:
+        stored = await intake.store.write_once(write)
+    except commerce.TooManyOrderEvents as exc:
+        raise InvalidInput("the order has too many events", field="orderId") from exc
+    intake.count("commerce", "stored" if stored else "duplicate")
+    return Outcome(True, None, payload["eventId"])
