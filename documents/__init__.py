@@ -24,6 +24,7 @@ from documents import (
     statement_nonces,
     surveys,
     visitors,
+    visits,
 )
 from documents.store import Index, Store
 
@@ -37,7 +38,7 @@ def declared_indexes() -> list[Index]:
         *interactions.INDEXES,
         *leads.INDEXES, *notifications.INDEXES, *queries.INDEXES, *recordings.INDEXES,
         *requests.INDEXES, *rollups.INDEXES, *sites.INDEXES, *statement_nonces.INDEXES,
-        *surveys.INDEXES, *visitors.INDEXES,
+        *surveys.INDEXES, *visitors.INDEXES, *visits.INDEXES,
     ]
 
 

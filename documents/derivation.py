@@ -94,6 +94,9 @@ async def _fold(store: Store, site_id: str, facts: list[dict[str, Any]], *,
                 await rollups.chain_day(store, counted, site_id, who, record["at"],
                                         country=fact.get("country"),
                                         device=fact.get("device"), session=session)
+                await rollups.chain_visit(store, counted, site_id, who, record,
+                                          country=fact.get("country"),
+                                          device=fact.get("device"), session=session)
             if source.heatmap and record.get("heatmap"):
                 shares.append(record["heatmap"])
             mark = source.mark(record)

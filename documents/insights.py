@@ -360,6 +360,7 @@ async def overview(store: Store, site_id: str, first: date, last: date) -> dict[
     now, before = rollups.period(days, first, last), rollups.period(days, before_first,
                                                                    before_last)
     pages = await rollups.page_figures(store, site_id, first, last)
+    sessions = await rollups.session_figures(store, site_id, first, last)
     start, end = queries._day_bounds(first, last)
     top_errors = await store.collection(error_records.OCCURRENCES).aggregate([
         {"$match": {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end}, **hidden}},
@@ -391,7 +392,20 @@ async def overview(store: Store, site_id: str, first: date, last: date) -> dict[
                          "deadClicks": row["deadClicks"]} for row in frustrated[:TOP_ITEMS]],
         "countries": _ranked(now.countries, now.visitors),
         "devices": _ranked(now.devices, now.visitors),
+        "traffic": _traffic(sessions),
     }
+
+
+def _traffic(sessions: dict[str, Counter[str]]) -> dict[str, Any]:
+    """Where the period's sessions came from and where they entered and left, each ranked
+    with its share of all sessions (documents/visits.py says how a source is named)."""
+    total = sessions["all"]["sessions"]
+    return {"sessions": total,
+            **{name: _ranked(sessions[dimension], total) for name, dimension in (
+                ("sources", "source"), ("referrers", "referrer"),
+                ("utmSources", "utmSource"), ("utmMediums", "utmMedium"),
+                ("utmCampaigns", "utmCampaign"), ("entryPages", "entry"),
+                ("exitPages", "exit"))}}
 
 
 def _figures(period: rollups.Period) -> dict[str, float]:

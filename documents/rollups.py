@@ -10,6 +10,10 @@ per day of the range instead of every pageview in it.
 * `page_days`, one per (site, day, page path): pageviews, rage clicks and dead clicks.
 * `visitor_days`, one per (site, visitor, day): the visitor's previous active day, country and
   device. It is the chain the gaps are kept on, and the visitor's data: erased with them.
+* `session_days`, one per (site, day, dimension, value): the sessions that started that day
+  with that entry page, exit page, referrer, source or UTM value (`visits.contributions`).
+  The visits they are counted from (documents/visits.py) are kept by the fold as the
+  visitor's days are, and are the visitor's data too.
 
 What each kind of stored record adds to them is one table, `FIGURE_SOURCES`; counting,
 a visitor's share and the rebuild all read it. The increments are made off the request path
@@ -33,18 +37,19 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from documents import activity, commerce, error_records, interactions
+from documents import activity, commerce, error_records, interactions, visits
 from documents.store import ASCENDING, DESCENDING, Index, Store
 
 SITE_DAYS = "site_days"
 PAGE_DAYS = "page_days"
 VISITOR_DAYS = "visitor_days"
+SESSION_DAYS = "session_days"
 #: Each day's site figures are spread over this many documents, by visitor, so that concurrent
 #: transactions of different visitors seldom write the same document (a write conflict makes
 #: MongoDB retry one of them); a read sums the slots. Page figures are not: traffic spreads
 #: over pages by itself, and slots would multiply the documents a range's pages are read from.
 SLOTS = 8
-COLLECTIONS = (SITE_DAYS, PAGE_DAYS, VISITOR_DAYS)
+COLLECTIONS = (SITE_DAYS, PAGE_DAYS, VISITOR_DAYS, SESSION_DAYS)
 
 #: Gaps at least this long count as "new": no range is longer (queries.MAX_CHART_DAYS), so a
 #: visitor whose previous day is that far back is first seen in any range that holds the day.
@@ -60,6 +65,7 @@ INDEXES = [
     Index(SITE_DAYS, (("siteId", ASCENDING), ("day", ASCENDING))),
     Index(PAGE_DAYS, (("siteId", ASCENDING), ("day", ASCENDING), ("page", ASCENDING))),
     Index(VISITOR_DAYS, (("siteId", ASCENDING), ("visitorId", ASCENDING), ("day", ASCENDING))),
+    Index(SESSION_DAYS, (("siteId", ASCENDING), ("day", ASCENDING), ("dimension", ASCENDING))),
 ]
 
 
@@ -96,6 +102,12 @@ def page_day_id(site_id: str, day: str, page: str) -> str:
 
 def visitor_day_id(site_id: str, visitor_id: str, day: str) -> str:
     return f"{site_id}:{visitor_id}:{day}"
+
+
+def session_day_id(site_id: str, day: str, dimension: str, value: str) -> str:
+    digest = hashlib.sha256(f"{dimension}\n{value}".encode("utf-8", "surrogatepass")
+                            ).hexdigest()[:24]
+    return f"{site_id}:{day}:{digest}"
 
 
 def _label(value: Any) -> str:
@@ -153,6 +165,13 @@ class Tally:
         if kind in CLICK_FIELDS:
             self._page(day_of(at), url, CLICK_FIELDS[kind])
 
+    def visit(self, visit: dict[str, Any] | None, amount: int = 1) -> None:
+        """Count (or with -1 take out) a visit in the daily session figures."""
+        for day, dimension, value in visits.contributions(visit):
+            self._add(SESSION_DAYS, session_day_id(self.site_id, day, dimension, value),
+                      {"siteId": self.site_id, "day": day, "dimension": dimension,
+                       "value": value}, "sessions", amount)
+
     def lead(self, who: str | None, at: datetime) -> None:
         self._day(who, day_of(at), "leads")
 
@@ -186,18 +205,26 @@ class Tally:
 
     async def write(self, store: Store, *, sign: int = 1, session: Any = None) -> None:
         """Add (or with sign -1 take out) the increments, one upsert by `_id` per document."""
-        pages = []
+        pages, sessions = [], []
+        lowered = False
         for collection, doc_id, keys, amounts in self.documents(sign):
             await store.collection(collection).update_one(
                 {"_id": doc_id}, {"$inc": amounts, "$setOnInsert": keys}, upsert=True,
                 session=session)
             if collection == PAGE_DAYS:
                 pages.append(doc_id)
+            elif collection == SESSION_DAYS:
+                sessions.append(doc_id)
+                lowered = lowered or any(amount < 0 for amount in amounts.values())
         if sign < 0 and pages:
             # A page's day left at nothing is removed, so no trace of the visitor stays.
             await store.collection(PAGE_DAYS).delete_many(
                 {"_id": {"$in": pages}, **{name: {"$not": {"$gt": 0}} for name in (
                     "pageviews", *CLICK_FIELDS.values())}}, session=session)
+        if lowered:
+            # So is a session figure left at nothing (a fold moves a visit's exit page on).
+            await store.collection(SESSION_DAYS).delete_many(
+                {"_id": {"$in": sessions}, "sessions": {"$not": {"$gt": 0}}}, session=session)
 
 
 # What feeds the figures ---------------------------------------------------------------------
@@ -241,7 +268,9 @@ PAGEVIEW, INTERACTION, LEAD, ERROR = "pageview", "interaction", "lead", "error"
 ORDER = "order"
 
 FIGURE_SOURCES: tuple[FigureSource, ...] = (
-    FigureSource(PAGEVIEW, activity.COLLECTION, {"visitorId": 1, "events.at": 1, "events.url": 1},
+    FigureSource(PAGEVIEW, activity.COLLECTION,
+                 {"visitorId": 1, "events.at": 1, "events.url": 1, "events.sessionId": 1,
+                  "events.source": 1, "events.product": 1},
                  _events, lambda tally, who, r: tally.pageview(who, r["at"], r.get("url")),
                  chains_days=True),
     FigureSource(INTERACTION, interactions.COLLECTION,
@@ -307,6 +336,19 @@ async def _link_day(store: Store, tally: Tally, site_id: str, visitor_id: str, d
                               session=session)
 
 
+async def chain_visit(store: Store, tally: Tally, site_id: str, visitor_id: str,
+                      record: dict[str, Any], *, country: Any, device: Any,
+                      session: Any) -> None:
+    """Put a pageview into its visit and count the difference it makes to the daily session
+    figures (a new entry or exit page, a source, a new visit)."""
+    before = await visits.find_visit(store, site_id, visitor_id, record, session=session)
+    after = visits.with_pageview(before, record, site_id=site_id, visitor_id=visitor_id,
+                                 country=country, device=device)
+    await visits.save_visit(store, after, session=session)
+    tally.visit(before, -1)
+    tally.visit(after)
+
+
 # A visitor's share ----------------------------------------------------------------------------
 
 
@@ -329,6 +371,8 @@ async def visitor_share(store: Store, site_id: str, visitor_id: str, *,
     async for day in store.collection(VISITOR_DAYS).find(mine, session=session):
         tally.visitor_day(visitor_id, day["day"], day.get("previousDay"), day.get("country"),
                           day.get("device"))
+    async for visit in visits.visits_of(store, site_id, visitor_id, session=session):
+        tally.visit(visit)
     return tally
 
 
@@ -358,6 +402,7 @@ async def rebuild_site(store: Store, site_id: str) -> None:
     held = {visitor for visitor, doc in profiles.items() if doc.get("restricted")}
     tally = Tally(site_id)
     active: dict[str, Counter[str]] = defaultdict(Counter)
+    viewed: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for source in FIGURE_SOURCES:
         # An error without a visitor (a session's only, or an erased visitor's) is counted,
         # as the fold counts its fact.
@@ -368,6 +413,7 @@ async def rebuild_site(store: Store, site_id: str) -> None:
                 if source.chains_days:
                     # A restricted visitor's days stay chained, to be counted when it is lifted.
                     active[visitor_id][day_of(record["at"])] += 1
+                    viewed[visitor_id].append(record)
                 if visitor_id not in held:
                     source.count(tally, visitor_id, record)
     chain = []
@@ -385,7 +431,22 @@ async def rebuild_site(store: Store, site_id: str) -> None:
                           "country": country_code(country),
                           "device": device})
             previous = day
-    for collection in (SITE_DAYS, PAGE_DAYS, VISITOR_DAYS):
+    site_visits = []
+    for visitor_id, records in viewed.items():
+        profile = profiles.get(visitor_id) or {}
+        found: dict[str, dict[str, Any]] = {}
+        for record in sorted(records, key=lambda r: r["at"]):
+            key = visits.session_key(record)
+            found[key] = visits.with_pageview(
+                found.get(key), record, site_id=site_id, visitor_id=visitor_id,
+                country=(profile.get("location") or {}).get("country"),
+                device=(profile.get("device") or {}).get("type"))
+        for visit in found.values():
+            if visitor_id not in held:
+                tally.visit(visit)
+            site_visits.append(visit)
+    await visits.replace_site(store, site_id, site_visits)
+    for collection in (SITE_DAYS, PAGE_DAYS, VISITOR_DAYS, SESSION_DAYS):
         await store.collection(collection).delete_many({"siteId": site_id})
     documents = defaultdict(list)
     for collection, doc_id, keys, amounts in tally.documents():
@@ -496,3 +557,20 @@ async def page_figures(store: Store, site_id: str, first: date, last: date
                     "deadClicks": {"$sum": "$deadClicks"}}},
     ])
     return [row async for row in rows]
+
+
+async def session_figures(store: Store, site_id: str, first: date, last: date
+                          ) -> dict[str, Counter[str]]:
+    """Sessions per dimension and value (`visits.DIMENSIONS`) that started between `first`
+    and `last`, one indexed query."""
+    rows = store.collection(SESSION_DAYS).aggregate([
+        {"$match": {"siteId": site_id, "day": {"$in": _days(first, last)},
+                    "sessions": {"$gt": 0}}},
+        {"$group": {"_id": {"dimension": "$dimension", "value": "$value"},
+                    "sessions": {"$sum": "$sessions"}}},
+    ])
+    figures: dict[str, Counter[str]] = {dimension: Counter() for dimension in visits.DIMENSIONS}
+    async for row in rows:
+        figures.setdefault(row["_id"]["dimension"], Counter())[row["_id"]["value"]] += int(
+            row["sessions"])
+    return figures

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import activity, derivation, engagement, leads, rollups, visitors
+from documents import activity, derivation, engagement, leads, rollups, visitors, visits
 from documents.accounts import new_id
 from ingest.intake import Outcome, VisitorIntake, parse_time
 from ingest.recordings import RecordingLifecycle
@@ -46,6 +46,12 @@ async def record_pageview(intake: VisitorIntake, site: dict[str, Any], payload: 
         event["product"] = attribution
     if payload.get("wpUserId"):
         event["wpUserId"] = str(payload["wpUserId"])
+    # Where the visit came from, as the landing pageview's raw facts (documents/visits.py);
+    # after the gate, so addresses in the URL and referrer are already anonymised.
+    source = visits.landing_source(payload["url"], payload.get("referrer"),
+                                   visits.own_hostnames(site.get("allowedOrigins", ())))
+    if source:
+        event["source"] = source
     facts = intake.describe_visitor(payload)
 
     async def write(session: Any) -> None:
@@ -64,7 +70,8 @@ async def record_pageview(intake: VisitorIntake, site: dict[str, Any], payload: 
         # an insert of its own, which no other visitor's request can conflict with.
         await derivation.add_fact(
             intake.store, site["_id"], payload["visitorId"], rollups.PAGEVIEW,
-            [{"at": at, "url": payload["url"]}], country=facts.country,
+            [{"at": at, "url": payload["url"], "sessionId": event["sessionId"],
+              "source": source, "product": bool(attribution)}], country=facts.country,
             device=facts.device_type if facts.device_type != "unknown" else None,
             session=session)
 

@@ -179,6 +179,7 @@ class VisitorExport:
                                                                  "failedAt"),
             "errorRecordsAnonymised": lambda query: self._error_records(query, keys),
             "activeDays": self._active_days,
+            "visits": self._visits,
             "pendingFigureFacts": self._pending_facts,
         }
 
@@ -190,7 +191,8 @@ class VisitorExport:
         async for event in activity.pageviews_of(self._store, self._site["_id"],
                                                  self._visitor_id):
             yield {key: event.get(key) for key in ("id", "at", "url", "title", "referrer",
-                                                  "duration", "sessionId", "product")}
+                                                  "duration", "sessionId", "product",
+                                                  "source")}
 
     async def _leads(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         async for lead in self._find("leads", query, "createdAt"):
@@ -260,6 +262,12 @@ class VisitorExport:
     async def _active_days(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         async for day in self._find("visitor_days", query, "day"):
             yield {key: day.get(key) for key in ("day", "pageviews", "country", "device")}
+
+    async def _visits(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        async for visit in self._find("visit_sessions", query, "startedAt"):
+            yield {key: visit.get(key) for key in ("sessionId", "startedAt", "endedAt",
+                                                  "entry", "exit", "source", "pageviews",
+                                                  "pages")}
 
     async def _pending_facts(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         async for fact in self._find("unfolded_facts", query, "recordedAt",

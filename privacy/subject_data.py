@@ -140,6 +140,10 @@ VISITOR_DATA: tuple[VisitorDataSource, ...] = (
     # distinct-visitor figures are kept on (documents/rollups.py).
     VisitorDataSource("visitor_days", "activeDays", "delete", _by_visitor, "activeDays",
                       "Days the visitor was active, as the overview counts visitors"),
+    # The visitor's visits (entry and exit pages, where they came from, the pages seen), as
+    # the overview's session figures and funnels read them (documents/visits.py).
+    VisitorDataSource("visit_sessions", "visits", "delete", _by_visitor, "visits",
+                      "Visits: where each session came from and the pages it saw"),
     # What the visitor's latest records add to the figures, not folded in yet
     # (documents/derivation.py); erasure deletes them and takes out only the folded share.
     VisitorDataSource("unfolded_facts", "pendingFigureFacts", "delete", _by_visitor,

@@ -1,0 +1,242 @@
+"""Visits: one document per (site, visitor, browser session), kept by the derivation's fold.
+
+A visit says where the session came from (the landing pageview's referrer domain and UTM
+source, medium and campaign, captured at ingest as raw facts of the pageview), its entry and
+exit pages, when it started and ended, the visitor's country and device, and its first
+MAX_PAGES pages in time order (what funnels match page patterns against).
+
+Visits are the visitor's data (exported, erased with them). Like `visitor_days` they are
+written only by the fold, so they hold exactly what is folded; what a visit adds to the daily
+session figures (`session_days`, documents/rollups.py) is `contributions(visit)`, and the fold
+applies the difference a pageview makes to it (decision "Issue 31" in docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator, Iterable
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from documents.store import ASCENDING, Index, Store
+
+COLLECTION = "visit_sessions"
+#: Pages kept per visit, the earliest first: funnels look at these. A visit of more pages
+#: still counts every pageview, its entry and its exit.
+MAX_PAGES = 100
+#: URLs are cut to this many characters: a page to match patterns against, not a record.
+MAX_URL = 1024
+#: UTM values and referrer domains are cut to this many characters.
+MAX_LABEL = 100
+#: The referrer of a visit without one, or from the site's own pages.
+DIRECT = "(direct)"
+UTM_FIELDS = {"utm_source": "utmSource", "utm_medium": "utmMedium",
+              "utm_campaign": "utmCampaign"}
+#: What the daily session figures are kept by (`session_days` documents' `dimension`).
+DIMENSIONS = ("all", "entry", "exit", "referrer", "source", "utmSource", "utmMedium",
+              "utmCampaign")
+
+INDEXES = [
+    # A site's visits by start: funnels over a date range, source filters.
+    Index(COLLECTION, (("siteId", ASCENDING), ("startedAt", ASCENDING))),
+    # A visitor's visits: erasure, export, restriction.
+    Index(COLLECTION, (("siteId", ASCENDING), ("visitorId", ASCENDING))),
+]
+
+
+def _host(url: Any) -> str | None:
+    if not isinstance(url, str) or not url:
+        return None
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return None
+    return host.lower() if host else None
+
+
+def own_hostnames(origins: Iterable[str]) -> frozenset[str]:
+    """The host names of the site's allowed origins, `www.` and all."""
+    return frozenset(host for origin in origins if (host := _host(origin)))
+
+
+def landing_source(url: Any, referrer: Any, own: frozenset[str]) -> dict[str, str]:
+    """Where a pageview came from: the referrer's domain unless it is one of the site's own
+    hosts (or the page's), and the `utm_source`, `utm_medium` and `utm_campaign` of the page's
+    query, lower case. Empty when it came from nowhere outside the site."""
+    source: dict[str, str] = {}
+    page_host = _host(url)
+    domain = _host(referrer)
+    if domain and domain != page_host and domain not in own:
+        source["referrerDomain"] = domain.removeprefix("www.")[:MAX_LABEL]
+    if isinstance(url, str) and "utm_" in url:
+        try:
+            query = parse_qs(urlsplit(url).query)
+        except ValueError:
+            query = {}
+        for name, field in UTM_FIELDS.items():
+            value = (query.get(name) or [""])[0].strip().lower()[:MAX_LABEL]
+            if value:
+                source[field] = value
+    return source
+
+
+def source_label(source: dict[str, Any] | None) -> str:
+    """The one name a visit's source is filtered and broken down by: the UTM source when
+    tagged, else the referrer domain, else "(direct)"."""
+    source = source or {}
+    return source.get("utmSource") or source.get("referrerDomain") or DIRECT
+
+
+def page_path(url: Any) -> str:
+    """The URL's path, as pages are shown (documents/rollups.py groups pages the same way)."""
+    if not isinstance(url, str) or not url:
+        return "unknown"
+    try:
+        return (urlsplit(url).path or "/")[:512]
+    except ValueError:
+        return "unknown"
+
+
+def day_of(moment: datetime) -> str:
+    return moment.astimezone(UTC).date().isoformat()
+
+
+def session_key(record: dict[str, Any]) -> str:
+    """A pageview's visit: its browser session, or for a pageview sent without one, its
+    visitor's UTC day."""
+    session_id = record.get("sessionId")
+    if isinstance(session_id, str) and session_id:
+        return f"s:{session_id}"
+    return f"d:{day_of(record['at'])}"
+
+
+def visit_id(site_id: str, visitor_id: str, key: str) -> str:
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    return f"{site_id}:{visitor_id}:{digest}"
+
+
+def with_pageview(visit: dict[str, Any] | None, record: dict[str, Any], *, site_id: str,
+                  visitor_id: str, country: Any, device: Any) -> dict[str, Any]:
+    """The visit once this pageview (a fact's record: at, url, sessionId, source, product)
+    is in it. The earliest pageview is the entry and gives the source; the latest is the exit
+    (of two at the same moment, the one folded later)."""
+    at: datetime = record["at"]
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    url = record.get("url")
+    page = {"url": url[:MAX_URL] if isinstance(url, str) else None, "at": at,
+            "product": bool(record.get("product"))}
+    if visit is None:
+        key = session_key(record)
+        return {"_id": visit_id(site_id, visitor_id, key), "siteId": site_id,
+                "visitorId": visitor_id, "sessionId": record.get("sessionId") or None,
+                "startedAt": at, "endedAt": at, "day": day_of(at),
+                "country": country.upper() if isinstance(country, str) and country else None,
+                "device": device or None, "entry": page_path(url), "exit": page_path(url),
+                "source": dict(record.get("source") or {}), "pageviews": 1, "pages": [page]}
+    visit = dict(visit)
+    started = _aware(visit["startedAt"])
+    if at < started:
+        visit.update(startedAt=at, day=day_of(at), entry=page_path(url),
+                     source=dict(record.get("source") or {}))
+    if at >= _aware(visit["endedAt"]):
+        visit.update(endedAt=at, exit=page_path(url))
+    pages = sorted([*visit.get("pages", []), page], key=lambda p: _aware(p["at"]))
+    visit["pages"] = pages[:MAX_PAGES]
+    visit["pageviews"] = int(visit.get("pageviews") or 0) + 1
+    return visit
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def contributions(visit: dict[str, Any] | None) -> list[tuple[str, str, str]]:
+    """(day, dimension, value) of each daily session figure the visit counts 1 in: all
+    sessions, its entry and exit pages, its referrer, source and UTM values, all on the day
+    it started."""
+    if visit is None:
+        return []
+    day = visit["day"]
+    source = visit.get("source") or {}
+    keys = [(day, "all", "sessions"), (day, "entry", visit["entry"]),
+            (day, "exit", visit["exit"]),
+            (day, "referrer", source.get("referrerDomain") or DIRECT),
+            (day, "source", source_label(source))]
+    keys += [(day, field, source[field]) for field in ("utmSource", "utmMedium", "utmCampaign")
+             if source.get(field)]
+    return keys
+
+
+# Writes (by the fold and the rebuild only) ----------------------------------------------------
+
+
+async def find_visit(store: Store, site_id: str, visitor_id: str, record: dict[str, Any], *,
+                     session: Any) -> dict[str, Any] | None:
+    """The visit a pageview belongs to, as folded so far."""
+    return await store.collection(COLLECTION).find_one(
+        {"_id": visit_id(site_id, visitor_id, session_key(record))}, session=session)
+
+
+async def save_visit(store: Store, visit: dict[str, Any], *, session: Any) -> None:
+    await store.collection(COLLECTION).replace_one({"_id": visit["_id"]}, visit, upsert=True,
+                                                   session=session)
+
+
+async def replace_site(store: Store, site_id: str, visits: list[dict[str, Any]]) -> None:
+    """The site's visits as a rebuild worked them out."""
+    await store.collection(COLLECTION).delete_many({"siteId": site_id})
+    for offset in range(0, len(visits), 1000):
+        await store.collection(COLLECTION).insert_many(visits[offset:offset + 1000])
+
+
+# Reads ----------------------------------------------------------------------------------------
+
+
+async def visits_of(store: Store, site_id: str, visitor_id: str, *, session: Any = None
+                    ) -> AsyncIterator[dict[str, Any]]:
+    """The visitor's visits, as folded."""
+    async for visit in store.collection(COLLECTION).find(
+            {"siteId": site_id, "visitorId": visitor_id}, session=session):
+        yield visit
+
+
+def _day_bounds(first: date, last: date) -> dict[str, datetime]:
+    return {"$gte": datetime(first.year, first.month, first.day, tzinfo=UTC),
+            "$lt": datetime(last.year, last.month, last.day, tzinfo=UTC) + timedelta(days=1)}
+
+
+async def visits_between(store: Store, site_id: str, first: date, last: date, *,
+                         hidden: list[str], source: str | None = None,
+                         ) -> AsyncIterator[dict[str, Any]]:
+    """The site's visits that started on the UTC days `first` to `last`, restricted visitors
+    (`hidden`) left out, of one source (`source_label`) when given; one query on
+    (siteId, startedAt)."""
+    query: dict[str, Any] = {"siteId": site_id, "startedAt": _day_bounds(first, last)}
+    if hidden:
+        query["visitorId"] = {"$nin": hidden}
+    if source is not None:
+        query.update(source_filter(source))
+    async for visit in store.collection(COLLECTION).find(query, {"source": 1, "visitorId": 1,
+                                                                 "sessionId": 1, "country": 1,
+                                                                 "device": 1, "pages": 1,
+                                                                 "startedAt": 1}):
+        yield visit
+
+
+def source_filter(source: str) -> dict[str, Any]:
+    """The query condition of visits whose `source_label` is `source`."""
+    if source == DIRECT:
+        return {"source.utmSource": None, "source.referrerDomain": None}
+    return {"$or": [{"source.utmSource": source},
+                    {"source.utmSource": None, "source.referrerDomain": source}]}
+
+
+async def session_ids_from(store: Store, site_id: str, source: str, first: datetime,
+                           last: datetime, *, limit: int) -> list[str]:
+    """Browser session ids of the site's visits from `source` that started in [first, last)."""
+    query = {"siteId": site_id, "startedAt": {"$gte": first, "$lt": last},
+             "sessionId": {"$ne": None}, **source_filter(source)}
+    cursor = store.collection(COLLECTION).find(query, {"sessionId": 1}).limit(limit)
+    return [visit["sessionId"] async for visit in cursor]
