@@ -7,8 +7,7 @@ module reaches collections through `Store.collection()`, which hands out a `Coll
   raises `TransactionSessionMissing` on both back-ends, so a forgotten ``session=`` is a loud test
   failure rather than a silent write outside the transaction on a real replica set;
 * on the embedded store (mongomock-motor has no sessions) the proxy strips the session and keeps
-  a journal of pre-images, so an aborted transaction restores every touched document;
-* a `FaultPlan` can make chosen operations fail, for fault-injection tests and drills.
+  a journal of pre-images, so an aborted transaction restores every touched document.
 
 The embedded store is mongomock-motor as shipped: nothing here patches or reaches into it.
 
@@ -22,7 +21,7 @@ import contextvars
 import copy
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -46,10 +45,8 @@ __all__ = [
     "Bucket",
     "Collection",
     "DuplicateKeyError",
-    "FaultPlan",
     "Index",
     "IndexBuildInTransaction",
-    "InjectedFault",
     "Store",
     "TransactionSessionMissing",
     "TemporaryStoreError",
@@ -75,10 +72,6 @@ class AlreadyStored(Exception):
     already aborted the transaction on the server, so nothing more may run in it: this exception
     unwinds it (undoing the request's earlier writes) and tells the caller after the abort.
     """
-
-
-class InjectedFault(ConnectionFailure):
-    """A failure raised on purpose by a `FaultPlan`; looks like a dropped connection."""
 
 
 class TemporaryStoreError(ConnectionFailure):
@@ -119,71 +112,6 @@ class Index:
         return options
 
 
-@dataclass
-class _Fault:
-    collection: str | None
-    operation: str | None
-    skip: int
-    times: int
-    error: Callable[[], BaseException]
-
-
-@dataclass
-class FaultPlan:
-    """Operations that should fail on purpose, matched by collection and operation name."""
-
-    _faults: list[_Fault] = field(default_factory=list)
-    calls: list[tuple[str, str]] = field(default_factory=list)
-    #: The recorded calls that ran inside a transaction.
-    transaction_calls: list[tuple[str, str]] = field(default_factory=list)
-    record_calls: bool = False
-
-    def fail(
-        self,
-        collection: str | None = None,
-        operation: str | None = None,
-        *,
-        skip: int = 0,
-        times: int = 1,
-        error: Callable[[], BaseException] | None = None,
-    ) -> None:
-        """Fail the matching operation `times` times, after letting `skip` matches through."""
-        self._faults.append(
-            _Fault(
-                collection,
-                operation,
-                skip,
-                times,
-                error or (lambda: InjectedFault(f"injected fault on {collection}.{operation}")),
-            )
-        )
-
-    def clear(self) -> None:
-        """Forget every planned fault and recorded call."""
-        self._faults.clear()
-        self.calls.clear()
-        self.transaction_calls.clear()
-
-    def check(self, collection: str, operation: str, *, in_transaction: bool = False) -> None:
-        """Raise the planned error if this call is one that should fail."""
-        if self.record_calls:
-            self.calls.append((collection, operation))
-            if in_transaction:
-                self.transaction_calls.append((collection, operation))
-        for fault in self._faults:
-            if fault.collection not in (None, collection):
-                continue
-            if fault.operation not in (None, operation):
-                continue
-            if fault.skip > 0:
-                fault.skip -= 1
-                return
-            if fault.times > 0:
-                fault.times -= 1
-                raise fault.error()
-            return
-
-
 class EmbeddedSession:
     """Stands in for a driver session on the embedded store: an undo journal of pre-images."""
 
@@ -220,7 +148,7 @@ _WRITE_MANY = {"update_many", "delete_many"}
 
 
 class Collection:
-    """A collection as the rest of the code sees it: session-checked, journaled, fault-aware."""
+    """A collection as the rest of the code sees it: session-checked and journaled."""
 
     def __init__(self, store: Store, raw: Any, name: str) -> None:
         self._store = store
@@ -228,7 +156,7 @@ class Collection:
         self.name = name
 
     def _session_for(self, operation: str, session: Any) -> Any:
-        """Check the session rule and the fault plan; return what to pass to the driver."""
+        """Check the session rule; return what to pass to the driver."""
         active = _active_transaction.get()
         if active is not None and active[0] is self._store and session is not active[1]:
             raise TransactionSessionMissing(
@@ -236,8 +164,6 @@ class Collection:
             )
         if session is not None and isinstance(session, EmbeddedSession) and not session.active:
             raise TransactionSessionMissing(f"{operation} on {self.name} used an ended session")
-        in_transaction = active is not None and active[0] is self._store
-        self._store.faults.check(self.name, operation, in_transaction=in_transaction)
         if isinstance(session, EmbeddedSession):
             return None
         return session
@@ -478,7 +404,6 @@ class Store:
         self.client = client
         self.database = client[database_name]
         self.embedded = embedded
-        self.faults = FaultPlan()
         self._collections: dict[str, Collection] = {}
         self._buckets: dict[str, Bucket] = {}
         #: Transactions running now; shutdown waits for them (`settle`).

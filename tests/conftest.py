@@ -37,6 +37,7 @@ from documents.store import Store, open_store
 from handlers.validation import SchemaValidator
 from privacy.useragent import UserAgentParser
 from tests.support.app import TEST_PASSWORD, Answer, Tenant
+from tests.support.faulty_store import FaultPlan, FaultyStore
 from tests.support.live import LiveClient, open_live
 from tests.support.redis_server import running_redis
 from tests.support.secantus import running_secantus
@@ -171,11 +172,20 @@ def settings(settings_env: dict[str, str]) -> Settings:
 
 
 @pytest.fixture
-async def store(settings: Settings) -> AsyncIterator[Store]:
-    """A store of its own for each test."""
+def faults() -> FaultPlan:
+    """Operations to fail and calls to record: a test that asks for it gets its store (and the
+    app's) wrapped in a `FaultyStore` following this plan."""
+    return FaultPlan()
+
+
+@pytest.fixture
+async def store(settings: Settings, request: pytest.FixtureRequest) -> AsyncIterator[Store]:
+    """A store of its own for each test; behind the `faults` plan when the test asks for one."""
     store = open_store(settings.mongodb_uri, settings.mongodb_database)
-    yield store
-    store.faults.clear()
+    if "faults" in request.fixturenames:
+        yield FaultyStore(store, request.getfixturevalue("faults"))  # type: ignore[misc]
+    else:
+        yield store
     if not store.embedded:
         await store.client.drop_database(settings.mongodb_database)
     store.close()

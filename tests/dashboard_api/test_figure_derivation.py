@@ -11,7 +11,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from documents import derivation, heatmaps, rollups
-from documents.store import InjectedFault
 from tests.dashboard_api.conftest import Ingest
 from tests.dashboard_api.test_daily_figures import (
     DE_IP,
@@ -27,6 +26,7 @@ from tests.dashboard_api.test_daily_figures import (
     _today,
 )
 from tests.support.app import Fetch, Tenant
+from tests.support.faulty_store import FaultPlan, InjectedFault
 
 #: Every collection a figure lives in; a recording's marks are its `marks` field.
 FIGURES = {rollups.SITE_DAYS, rollups.PAGE_DAYS, rollups.VISITOR_DAYS, heatmaps.COUNTS}
@@ -53,20 +53,20 @@ async def _pageviews(ingest: Ingest, visitors: int = 6, days: int = 3) -> None:
                                "occurredAt": _at(today)})
 
 
-async def _ingest_writes(deps, send) -> set[tuple[str, str]]:
+async def _ingest_writes(deps, faults: FaultPlan, send) -> set[tuple[str, str]]:
     """The writes made inside transactions while `send()` runs."""
-    deps.store.faults.clear()
-    deps.store.faults.record_calls = True
+    faults.clear()
+    faults.record_calls = True
     try:
         await send()
         await deps.queue.join()
     finally:
-        deps.store.faults.record_calls = False
-    return {call for call in deps.store.faults.transaction_calls if call[1] in WRITES}
+        faults.record_calls = False
+    return {call for call in faults.transaction_calls if call[1] in WRITES}
 
 
 async def test_no_ingest_transaction_writes_a_figure_only_its_own_fact(
-        tenant: Tenant, deps, ingest: Ingest):
+        tenant: Tenant, deps, ingest: Ingest, faults: FaultPlan):
     context = {"visitorId": "ada", "sessionId": "ada-s", "ip": GB_IP, "url": f"{SHOP}/cart"}
     await ingest("pageviews", {"visitorId": "warm", "url": f"{SHOP}/"})
     await ingest("recordings/start", {**context, "recordingId": str(uuid.uuid4())})
@@ -80,7 +80,7 @@ async def test_no_ingest_transaction_writes_a_figure_only_its_own_fact(
                                            "type": "TypeError", "message": "m"}),
     }
     for name, send in sends.items():
-        written = await _ingest_writes(deps, send)
+        written = await _ingest_writes(deps, faults, send)
         touched = {collection for collection, _ in written}
         assert not touched & (FIGURES | {"recordings"}), (name, written)
         assert (derivation.COLLECTION, "insert_one") in written, name
@@ -90,17 +90,17 @@ async def test_no_ingest_transaction_writes_a_figure_only_its_own_fact(
 
 
 async def test_each_fact_is_folded_once_when_folders_race_and_one_dies_mid_batch(
-        tenant: Tenant, deps, ingest: Ingest):
+        tenant: Tenant, deps, ingest: Ingest, faults):
     store, site_id = deps.store, tenant.site_id
     await _pageviews(ingest)
     facts = await _pending(store, site_id)
     assert facts == 18  # the retried pageview was stored, and so recorded, once
 
     # A folder dies half-way through its batch: nothing of it stays, every fact is still there.
-    store.faults.fail(rollups.SITE_DAYS, "update_one", skip=1)
+    faults.fail(rollups.SITE_DAYS, "update_one", skip=1)
     with pytest.raises(InjectedFault):
         await derivation.fold_partition(store, site_id, batch=5)
-    store.faults.clear()
+    faults.clear()
     assert await _pending(store, site_id) == facts
     assert await _figures(store, site_id) == {}
 

@@ -120,19 +120,19 @@ async def test_recordings_filter_by_marks_device_country_page_and_date(
 
 
 async def test_a_filtered_recordings_page_is_full_and_read_from_the_recordings_alone(
-        fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str):
+        fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str, faults):
     older = await _session(ingest, deps, "ada", ip=GB_IP, agent=DESKTOP, page="/cart",
                            rage=True)
     await _session(ingest, deps, "ben", ip=DE_IP, agent=PHONE, page="/blog")
     newer = await _session(ingest, deps, "cy", ip=GB_IP, agent=DESKTOP, page="/cart", rage=True)
-    deps.store.faults.record_calls = True
+    faults.record_calls = True
 
     first = (await fetch(_site(tenant, "/recordings?has=rage_click&country=GB&limit=1"),
                          token=viewer_token)).json()
 
-    read = {collection for collection, _ in deps.store.faults.calls}
+    read = {collection for collection, _ in faults.calls}
     assert not read & {"error_occurrences", "interaction_buckets", "leads"}, read
-    assert deps.store.faults.calls.count(("recordings", "find")) == 1
+    assert faults.calls.count(("recordings", "find")) == 1
     assert [item["id"] for item in first["items"]] == [newer] and "searchedTo" not in first
     assert first["items"][0]["visitorName"] == "Visitor #cy"
     second = (await fetch(_site(tenant, "/recordings?has=rage_click&country=GB&limit=1&cursor="

@@ -101,14 +101,14 @@ async def test_an_index_build_inside_a_transaction_is_refused_on_every_back_end(
 
 
 async def test_every_collection_a_transaction_writes_is_created_at_start_up(
-        fetch: Fetch, tenant: Tenant, deps):
+        fetch: Fetch, tenant: Tenant, deps, faults):
     """Start-up creates each declared collection; a transaction that wrote to any other one would
     create it inside the transaction, which mongod refuses on older servers and sharded ones."""
     store: Store = deps.store
     seeded = await seed_visitor(fetch, tenant, deps)
     bucket = store.bucket(SEGMENTS_BUCKET)
     segment = await bucket.find_file({"metadata.siteId": tenant.site_id})
-    store.faults.record_calls = True
+    faults.record_calls = True
 
     await replace_segment(store, segment, str(uuid.uuid4()), b"stripped", console_removed=1)
     replaced = await bucket.find_file({"metadata.replaces": segment["_id"]})
@@ -126,7 +126,7 @@ async def test_every_collection_a_transaction_writes_is_created_at_start_up(
         store, email=f"second-{uuid.uuid4().hex[:8]}@example.com", password_hash="x",
         display_name="second", account_name="second", organization_name="second org")
 
-    written = {name for name, operation in store.faults.transaction_calls
+    written = {name for name, operation in faults.transaction_calls
                if operation in CREATING_WRITES}
     assert written, "no transaction ran"
     assert written <= set(documents.declared_collections())

@@ -13,10 +13,10 @@ from documents.store import (
     ASCENDING,
     DuplicateKeyError,
     Index,
-    InjectedFault,
     Store,
     TransactionSessionMissing,
 )
+from tests.support.faulty_store import FaultPlan, InjectedFault
 
 
 async def _snapshot(store: Store, name: str) -> list[dict[str, Any]]:
@@ -76,9 +76,10 @@ async def test_an_operation_inside_a_transaction_without_its_session_raises(
     assert await things.find_one({"_id": 1}) == {"_id": 1, "n": 1}
 
 
-async def test_a_planned_fault_fails_the_chosen_operation_then_lets_it_through(store: Store):
+async def test_a_planned_fault_fails_the_chosen_operation_then_lets_it_through(
+        store: Store, faults: FaultPlan):
     things = store.collection("things")
-    store.faults.fail("things", "insert_one", times=2)
+    faults.fail("things", "insert_one", times=2)
     for _ in range(2):
         with pytest.raises(InjectedFault):
             await things.insert_one({"n": 1})
@@ -86,10 +87,11 @@ async def test_a_planned_fault_fails_the_chosen_operation_then_lets_it_through(s
     assert await things.count_documents({}) == 1
 
 
-async def test_a_fault_in_the_middle_of_a_transaction_rolls_back_the_earlier_steps(store: Store):
+async def test_a_fault_in_the_middle_of_a_transaction_rolls_back_the_earlier_steps(
+        store: Store, faults: FaultPlan):
     first, second = store.collection("first"), store.collection("second")
     await first.insert_one({"_id": 1, "state": "original"})
-    store.faults.fail("second", "insert_one")
+    faults.fail("second", "insert_one")
 
     async def work(session: Any) -> None:
         await first.update_one({"_id": 1}, {"$set": {"state": "changed"}}, session=session)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from documents.store import InjectedFault
 from tests.support.app import Fetch, Tenant, all_documents_text
+from tests.support.faulty_store import FaultPlan, InjectedFault
 from tests.support.visitor_data import SeededVisitor, seed_visitor
 
 
@@ -104,34 +104,34 @@ async def test_erasure_is_recorded_in_the_request_log_and_audit_trail(
     assert audit["actorUserId"] == tenant.user_id
 
 
-async def _erasure_steps(fetch: Fetch, tenant: Tenant, deps, seeded: SeededVisitor
+async def _erasure_steps(fetch: Fetch, tenant: Tenant, faults: FaultPlan, seeded: SeededVisitor
                          ) -> list[tuple[str, str]]:
     """The write operations an erasure performs, in order, learnt from a dry run's calls."""
-    deps.store.faults.record_calls = True
-    deps.store.faults.calls.clear()
-    deps.store.faults.fail("audit_log", "insert_one", error=lambda: InjectedFault("dry run"))
+    faults.record_calls = True
+    faults.calls.clear()
+    faults.fail("audit_log", "insert_one", error=lambda: InjectedFault("dry run"))
     await fetch(_erase_path(tenant, seeded.visitor_id), "DELETE", token=tenant.token)
-    writes = [call for call in deps.store.faults.calls
+    writes = [call for call in faults.calls
               if call[1] in {"delete_many", "update_one", "delete_one", "insert_one"}
               and call[0] not in {"dsr_requests"}]
-    deps.store.faults.clear()
-    deps.store.faults.record_calls = False
+    faults.clear()
+    faults.record_calls = False
     return writes
 
 
 async def test_a_fault_at_any_erasure_step_leaves_every_collection_as_it_was(
-        fetch: Fetch, tenant: Tenant, deps):
+        fetch: Fetch, tenant: Tenant, deps, faults):
     seeded = await seed_visitor(fetch, tenant, deps)
-    steps = await _erasure_steps(fetch, tenant, deps, seeded)
+    steps = await _erasure_steps(fetch, tenant, faults, seeded)
     assert len(steps) >= 15
     for index, (collection, operation) in enumerate(steps):
         before = await _snapshot(deps.store)
         before.pop("dsr_requests", None)
         skip = sum(1 for c in steps[:index] if c == (collection, operation))
-        deps.store.faults.fail(collection, operation, skip=skip)
+        faults.fail(collection, operation, skip=skip)
         answer = await fetch(_erase_path(tenant, seeded.visitor_id), "DELETE",
                              token=tenant.token)
-        deps.store.faults.clear()
+        faults.clear()
         assert answer.code == 503, (index, collection, operation, answer)
         after = await _snapshot(deps.store)
         after.pop("dsr_requests", None)

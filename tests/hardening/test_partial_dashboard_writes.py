@@ -15,6 +15,7 @@ import pytest
 
 from tests.hardening.test_partial_writes import PAGE, WritePath, _ingest, assert_all_or_nothing
 from tests.support.app import Answer, Fetch, Tenant
+from tests.support.faulty_store import FaultPlan
 
 
 def _dashboard(method: str, path: Callable[[Tenant, int], str],
@@ -66,8 +67,8 @@ PATHS = [
 
 @pytest.mark.parametrize("path", PATHS, ids=[path.name for path in PATHS])
 async def test_a_store_failure_at_any_dashboard_write_leaves_all_of_it_or_none(
-        fetch: Fetch, tenant: Tenant, deps: Any, path: WritePath):
-    await assert_all_or_nothing(fetch, tenant, deps, path)
+        fetch: Fetch, tenant: Tenant, deps: Any, faults: FaultPlan, path: WritePath):
+    await assert_all_or_nothing(fetch, tenant, deps, faults, path)
 
 
 SURVEY = {"name": "Recommend us", "questionType": "score",
@@ -110,18 +111,18 @@ SURVEY_PATHS = [
 
 @pytest.mark.parametrize("path", SURVEY_PATHS, ids=[path.name for path in SURVEY_PATHS])
 async def test_a_survey_definition_and_its_audit_entry_land_together_or_not_at_all(
-        fetch: Fetch, tenant: Tenant, deps: Any, path: WritePath):
-    await assert_all_or_nothing(fetch, tenant, deps, path)
+        fetch: Fetch, tenant: Tenant, deps: Any, faults: FaultPlan, path: WritePath):
+    await assert_all_or_nothing(fetch, tenant, deps, faults, path)
 
 
 async def test_an_error_status_change_and_its_audit_entry_land_together_or_not_at_all(
-        fetch: Fetch, tenant: Tenant, deps: Any):
+        fetch: Fetch, tenant: Tenant, deps: Any, faults: FaultPlan):
     # An error record as the worker stores it, written here so no background job runs during
     # the drill.
     await deps.store.collection("errors").insert_one({
         "_id": ERROR_ID, "siteId": tenant.site_id, "type": "TypeError", "message": "x",
         "source": "javascript", "status": "open", "occurrenceCount": 1})
-    await assert_all_or_nothing(fetch, tenant, deps, WritePath(
+    await assert_all_or_nothing(fetch, tenant, deps, faults, WritePath(
         "change an error's status", _dashboard(
             "PATCH", lambda t, n: _site(t, f"/errors/{ERROR_ID}"),
             lambda n: {"status": "resolved" if n % 2 else "ignored"})))

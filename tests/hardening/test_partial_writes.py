@@ -17,6 +17,7 @@ import pytest
 
 from tests.recordings.kit import gzip_json, rrweb_events
 from tests.support.app import Answer, Fetch, Tenant
+from tests.support.faulty_store import FaultPlan
 
 SHOP = "https://shop.example"
 PAGE = "https://shop.example/products/blue-mug"
@@ -164,30 +165,30 @@ async def _attempt(fetch: Fetch, tenant: Tenant, deps: Any, path: WritePath, n: 
     return answer, _changes(before, await _dump(deps.store))
 
 
-async def assert_all_or_nothing(fetch: Fetch, tenant: Tenant, deps: Any, path: WritePath
-                                ) -> None:
+async def assert_all_or_nothing(fetch: Fetch, tenant: Tenant, deps: Any, faults: FaultPlan,
+                                path: WritePath) -> None:
     """Fail the store at each write of `path` in turn: 503, nothing left, and the retry stores
     what a clean request does; then every site-wide list and CSV still answers."""
     # Attempt 0 settles anything a site's first request does once; attempt 1 is the reference.
     for n in (0, 1):
         await _prepare(fetch, tenant, path, n)
     await _attempt(fetch, tenant, deps, path, 0)
-    deps.store.faults.record_calls = True
-    deps.store.faults.clear()
+    faults.record_calls = True
+    faults.clear()
     clean, reference = await _attempt(fetch, tenant, deps, path, 1)
-    writes = [call for call in deps.store.faults.calls if call[1] in WRITES]
-    deps.store.faults.record_calls = False
+    writes = [call for call in faults.calls if call[1] in WRITES]
+    faults.record_calls = False
     assert 200 <= clean.code < 300, clean
     assert reference and writes
 
     for index, (collection, operation) in enumerate(writes):
         n = 2 + index
         await _prepare(fetch, tenant, path, n)
-        deps.store.faults.clear()
-        deps.store.faults.fail(collection, operation, skip=writes[:index].count(
+        faults.clear()
+        faults.fail(collection, operation, skip=writes[:index].count(
             (collection, operation)))
         failed, left = await _attempt(fetch, tenant, deps, path, n)
-        deps.store.faults.clear()
+        faults.clear()
         assert failed.code == 503, (collection, operation, failed)
         if path.logged_request and left:
             assert left == {"dsr_requests": 1}, (collection, operation, left)
@@ -212,5 +213,5 @@ async def assert_all_or_nothing(fetch: Fetch, tenant: Tenant, deps: Any, path: W
 
 @pytest.mark.parametrize("path", PATHS, ids=[path.name for path in PATHS])
 async def test_a_store_failure_at_any_write_leaves_all_of_the_request_or_none(
-        fetch: Fetch, tenant: Tenant, deps: Any, path: WritePath):
-    await assert_all_or_nothing(fetch, tenant, deps, path)
+        fetch: Fetch, tenant: Tenant, deps: Any, faults: FaultPlan, path: WritePath):
+    await assert_all_or_nothing(fetch, tenant, deps, faults, path)

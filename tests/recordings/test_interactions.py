@@ -182,10 +182,10 @@ async def test_the_same_batch_id_from_another_visitor_or_site_is_another_batch(
 
 
 async def test_a_batch_that_failed_half_way_is_stored_and_counted_once_on_retry(
-        fetch: Fetch, tenant: Tenant, deps):
+        fetch: Fetch, tenant: Tenant, deps, faults):
     # The events are written; the profile update after them fails, so the caller sees a 503
     # and the events go with it.
-    deps.store.faults.fail("visitors", "find_one_and_update")
+    faults.fail("visitors", "find_one_and_update")
 
     failed = await _send(fetch, tenant.api_key, CLICKS, batchId=BATCH)
     assert failed.code == 503, failed

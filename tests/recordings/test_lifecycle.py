@@ -256,11 +256,11 @@ ROTATION_FAULTS = [
 @pytest.mark.parametrize(("collection", "operation", "skip"), ROTATION_FAULTS)
 async def test_a_store_failure_during_rotation_loses_and_duplicates_nothing_on_retry(
         deps, clock: FakeClock, send_segment: SendSegment, collection: str, operation: str,
-        skip: int):
+        skip: int, faults):
     recording_id = new_recording_id()
     await send_segment(recording_id, 0)
     clock.advance(INACTIVITY * 2)
-    deps.store.faults.fail(collection, operation, skip=skip)
+    faults.fail(collection, operation, skip=skip)
 
     failed = await send_segment(recording_id, 1)
     retried = await send_segment(recording_id, 1)
@@ -280,15 +280,15 @@ async def test_a_store_failure_during_rotation_loses_and_duplicates_nothing_on_r
 
 
 async def test_every_listed_rotation_fault_is_actually_hit(deps, clock: FakeClock,
-                                                           send_segment: SendSegment):
+                                                           send_segment: SendSegment, faults):
     recording_id = new_recording_id()
     await send_segment(recording_id, 0)
     clock.advance(INACTIVITY * 2)
-    deps.store.faults.record_calls = True
+    faults.record_calls = True
 
     await send_segment(recording_id, 1)
 
-    calls = deps.store.faults.calls
+    calls = faults.calls
     for collection, operation, skip in ROTATION_FAULTS:
         assert calls.count((collection, operation)) > skip, (collection, operation, skip)
 

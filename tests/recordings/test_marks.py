@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from documents.store import InjectedFault
 from tasks.errors import error_job, process_error
 from tests.recordings.kit import FakeClock, context, new_recording_id
 from tests.support.app import Answer, Fetch, Tenant
+from tests.support.faulty_store import InjectedFault
 from tests.tasks.support import RecordingNotifier, js_error
 
 NONE = {"error": 0, "rage_click": 0, "dead_click": 0, "lead": 0}
@@ -119,21 +119,21 @@ async def test_a_click_that_arrives_before_the_segment_covering_it_marks_the_run
 
 @pytest.mark.parametrize("kind", ["recordings/interactions", "leads"])
 async def test_a_fold_that_fails_at_a_mark_counts_nothing_and_the_next_counts_once(
-        fetch: Fetch, tenant: Tenant, deps, kind: str):
+        fetch: Fetch, tenant: Tenant, deps, kind: str, faults):
     recording_id = await _start(fetch, tenant)
     body = context(batchId="batch-1", interactions=CLICKS) if kind != "leads" else context(
         leadId="lead-1", email="ada@example.com")
     for _ in range(2):  # a retried request
         assert (await _post(fetch, tenant, kind, body)).code == 200
     pending = await deps.store.collection("unfolded_facts").count_documents({})
-    deps.store.faults.fail("recordings", "update_one")
+    faults.fail("recordings", "update_one")
 
     with pytest.raises(InjectedFault):
         await deps.derivation.fold()
 
     assert await _marks(deps, recording_id) == NONE
     assert await deps.store.collection("unfolded_facts").count_documents({}) == pending
-    deps.store.faults.clear()
+    faults.clear()
     await deps.derivation.fold()
     await deps.derivation.fold()
     marks = await _marks(deps, recording_id)
@@ -141,21 +141,21 @@ async def test_a_fold_that_fails_at_a_mark_counts_nothing_and_the_next_counts_on
 
 
 async def test_a_fold_that_fails_at_an_error_mark_counts_nothing_and_the_next_counts_once(
-        fetch: Fetch, tenant: Tenant, deps):
+        fetch: Fetch, tenant: Tenant, deps, faults):
     recording_id = await _start(fetch, tenant)
     job = _job(tenant)
     for _ in range(2):  # a job processed twice is kept, and recorded for the fold, once
         await process_error(deps.store, job, notifier=RecordingNotifier(), bus=deps.bus,
                             metrics=deps.metrics)
     assert await deps.store.collection("unfolded_facts").count_documents({}) == 1
-    deps.store.faults.fail("recordings", "update_one")
+    faults.fail("recordings", "update_one")
 
     with pytest.raises(InjectedFault):
         await deps.derivation.fold()
 
     assert await deps.store.collection("error_occurrences").count_documents({}) == 1
     assert (await _marks(deps, recording_id))["error"] == 0
-    deps.store.faults.clear()
+    faults.clear()
     await deps.derivation.fold()
     await deps.derivation.fold()
     assert (await _marks(deps, recording_id))["error"] == 1

@@ -11,9 +11,9 @@ from urllib.parse import urlencode
 
 import pytest
 
-from documents.store import InjectedFault
 from privacy.statements import derive_statement_key, sign_statement
 from tests.support.app import Fetch, Tenant, all_documents_text
+from tests.support.faulty_store import InjectedFault
 
 SHOP = "https://shop.example"
 CHROME = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
@@ -445,8 +445,8 @@ SDK_WRITES = [
 
 @pytest.mark.parametrize(("path", "body"), SDK_WRITES, ids=[path for path, _ in SDK_WRITES])
 async def test_a_database_hiccup_after_the_key_check_answers_503_with_retry_after_and_cors(
-        fetch: Fetch, tenant: Tenant, deps, path: str, body: dict[str, Any]):
-    deps.store.faults.fail(skip=1)  # the key lookup passes; the next operation fails
+        fetch: Fetch, tenant: Tenant, deps, path: str, body: dict[str, Any], faults):
+    faults.fail(skip=1)  # the key lookup passes; the next operation fails
 
     answer = await _send(fetch, tenant, path, body)
 
@@ -460,13 +460,13 @@ async def test_a_database_hiccup_after_the_key_check_answers_503_with_retry_afte
 
 
 async def test_a_segment_upload_during_a_database_hiccup_answers_503_and_its_retry_stores_it(
-        fetch: Fetch, tenant: Tenant, deps):
+        fetch: Fetch, tenant: Tenant, deps, faults):
     segment = gzip.compress(json.dumps([{"type": 4, "data": {}, "timestamp": 1}]).encode())
     headers = {"Origin": SHOP, "Content-Type": "application/octet-stream",
                "X-Recording-Id": "0f0e0d0c-0b0a-4909-8807-060504030201", "X-Segment-Seq": "0",
                "X-Visitor-Id": "v-1", "X-Page-Url": PAGE}
     path = f"/sdk/v1/{tenant.public_key}/recordings/segment"
-    deps.store.faults.fail("segments.files", "insert_one")
+    faults.fail("segments.files", "insert_one")
 
     failed = await fetch(path, "POST", body=segment, headers=headers)
     retried = await fetch(path, "POST", body=segment, headers=headers)
@@ -478,8 +478,8 @@ async def test_a_segment_upload_during_a_database_hiccup_answers_503_and_its_ret
 
 
 async def test_a_database_hiccup_in_the_key_lookup_answers_503_without_cors(
-        fetch: Fetch, tenant: Tenant, deps):
-    deps.store.faults.fail("sites", "find_one", error=lambda: InjectedFault("lookup"))
+        fetch: Fetch, tenant: Tenant, deps, faults):
+    faults.fail("sites", "find_one", error=lambda: InjectedFault("lookup"))
 
     answer = await fetch(f"/sdk/v1/{tenant.public_key}/config", headers={"Origin": SHOP})
 

@@ -127,23 +127,23 @@ async def test_identical_errors_on_the_celery_worker_make_one_record(
 
 
 async def test_celery_retries_a_temporary_failure_and_counts_once(
-        tenant: Tenant, deps, celery_worker, store):
-    store.faults.record_calls = True
-    store.faults.fail("errors", "find_one_and_update", times=2)
+        tenant: Tenant, deps, celery_worker, faults):
+    faults.record_calls = True
+    faults.fail("errors", "find_one_and_update", times=2)
     await deps.queue.enqueue(error_job(tenant.site_id, js_error()))
 
     async def counted() -> bool:
         return await _count(deps, "errors", {"occurrenceCount": 1}) == 1
 
     await eventually(counted)
-    assert store.faults.calls.count(("errors", "find_one_and_update")) == 3
+    assert faults.calls.count(("errors", "find_one_and_update")) == 3
     assert await _count(deps, "failed_jobs") == 0
 
 
 async def test_celery_puts_a_job_in_failed_jobs_after_exactly_four_attempts(
-        tenant: Tenant, deps, celery_worker, store):
-    store.faults.record_calls = True
-    store.faults.fail("errors", "find_one_and_update", times=100)
+        tenant: Tenant, deps, celery_worker, faults):
+    faults.record_calls = True
+    faults.fail("errors", "find_one_and_update", times=100)
     job = error_job(tenant.site_id, js_error())
     await deps.queue.enqueue(job)
 
@@ -153,7 +153,7 @@ async def test_celery_puts_a_job_in_failed_jobs_after_exactly_four_attempts(
     await eventually(failed)
     stored = await deps.store.collection("failed_jobs").find_one({"_id": job["jobId"]})
     assert stored["attempts"] == 4
-    assert store.faults.calls.count(("errors", "find_one_and_update")) == 4
+    assert faults.calls.count(("errors", "find_one_and_update")) == 4
     await eventually(_outbox_empty(deps))
 
 
@@ -208,8 +208,8 @@ async def test_a_job_sent_twice_counts_once_whether_the_copies_overlap_or_not(
 
 
 async def test_an_outbox_that_cannot_take_the_job_answers_503_and_nothing_is_queued(
-        fetch: Fetch, tenant: Tenant, deps, store, redis_url: str):
-    store.faults.fail("error_outbox", "insert_one")
+        fetch: Fetch, tenant: Tenant, deps, faults, redis_url: str):
+    faults.fail("error_outbox", "insert_one")
     answer = await post_error(fetch, tenant)
     assert answer.code == 503, answer
     assert int(answer.headers["Retry-After"]) > 0

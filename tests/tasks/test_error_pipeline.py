@@ -126,11 +126,11 @@ async def test_the_same_job_processed_twice_counts_once(deps, tenant: Tenant, no
 
 
 async def test_a_job_that_loses_the_race_to_create_the_record_still_counts_once(
-        deps, tenant: Tenant, notifier, store):
+        deps, tenant: Tenant, notifier, faults):
     await process_error(deps.store, error_job(tenant.site_id, js_error()), notifier=notifier,
                         bus=deps.bus, metrics=deps.metrics)
     # What a concurrent first insert looks like on a real server: the upsert collides.
-    store.faults.fail("errors", "find_one_and_update",
+    faults.fail("errors", "find_one_and_update",
                       error=lambda: DuplicateKeyError("E11000 duplicate key", 11000))
     await process_error(deps.store, error_job(tenant.site_id, js_error()), notifier=notifier,
                         bus=deps.bus, metrics=deps.metrics)
@@ -139,29 +139,29 @@ async def test_a_job_that_loses_the_race_to_create_the_record_still_counts_once(
 
 
 async def test_a_store_that_fails_twice_then_recovers_counts_the_error_once(
-        fetch: Fetch, tenant: Tenant, deps, queue, store):
-    store.faults.record_calls = True
-    store.faults.fail("errors", "find_one_and_update", times=2)
+        fetch: Fetch, tenant: Tenant, deps, queue, faults):
+    faults.record_calls = True
+    faults.fail("errors", "find_one_and_update", times=2)
     assert (await post_error(fetch, tenant)).json() == {"ok": True}
     await queue.join()
     assert (await _only_error(deps))["occurrenceCount"] == 1
-    assert store.faults.calls.count(("errors", "find_one_and_update")) == 3
+    assert faults.calls.count(("errors", "find_one_and_update")) == 3
     assert deps.metrics.value("error_jobs_total", outcome="retried") == 2
     assert deps.metrics.value("error_jobs_total", outcome="processed") == 1
     assert await deps.store.collection("failed_jobs").count_documents({}) == 0
 
 
 async def test_a_store_that_stays_down_puts_the_job_in_failed_jobs_after_exactly_four_attempts(
-        fetch: Fetch, tenant: Tenant, deps, queue, store, caplog):
+        fetch: Fetch, tenant: Tenant, deps, queue, faults, caplog):
     caplog.set_level(logging.WARNING)
-    store.faults.record_calls = True
-    store.faults.fail("errors", "find_one_and_update", times=100)
+    faults.record_calls = True
+    faults.fail("errors", "find_one_and_update", times=100)
     assert (await post_error(fetch, tenant)).json() == {"ok": True}
     await queue.join()
     failed = await deps.store.collection("failed_jobs").find({}).to_list(None)
     assert len(failed) == 1
     assert failed[0]["attempts"] == 4
-    assert store.faults.calls.count(("errors", "find_one_and_update")) == 4
+    assert faults.calls.count(("errors", "find_one_and_update")) == 4
     assert "InjectedFault" in failed[0]["reason"]
     assert failed[0]["job"]["error"]["type"] == "TypeError"
     assert failed[0]["_id"] == failed[0]["job"]["jobId"]
@@ -170,11 +170,11 @@ async def test_a_store_that_stays_down_puts_the_job_in_failed_jobs_after_exactly
 
 
 async def test_a_job_that_cannot_even_be_kept_is_counted_and_logged_by_id_only(
-        fetch: Fetch, tenant: Tenant, deps, queue, store, caplog):
+        fetch: Fetch, tenant: Tenant, deps, queue, faults, caplog):
     """Logs outlive erasure: the last-resort line names the job, never what the visitor sent."""
     caplog.set_level(logging.DEBUG)
-    store.faults.fail("errors", "find_one_and_update", times=100)
-    store.faults.fail("failed_jobs", None, times=100)
+    faults.fail("errors", "find_one_and_update", times=100)
+    faults.fail("failed_jobs", None, times=100)
     body = js_error(message="cart of ada@example.com is undefined",
                     context={"user": {"email": "ada@example.com"}})
     assert (await post_error(fetch, tenant, body)).json() == {"ok": True}
@@ -189,8 +189,8 @@ async def test_a_job_that_cannot_even_be_kept_is_counted_and_logged_by_id_only(
 
 
 async def test_a_failure_that_is_not_temporary_goes_to_failed_jobs_at_once(
-        tenant: Tenant, deps, queue, store):
-    store.faults.fail("errors", "find_one_and_update", error=lambda: ValueError("bad document"))
+        tenant: Tenant, deps, queue, faults):
+    faults.fail("errors", "find_one_and_update", error=lambda: ValueError("bad document"))
     await queue.enqueue(error_job(tenant.site_id, js_error()))
     await queue.join()
     failed = await deps.store.collection("failed_jobs").find_one({})
@@ -268,12 +268,12 @@ async def test_a_restricted_visitors_error_is_acknowledged_and_not_stored(
 
 
 async def test_the_full_ip_address_is_stored_in_no_collection(
-        fetch: Fetch, tenant: Tenant, deps, queue, store):
+        fetch: Fetch, tenant: Tenant, deps, queue, faults):
     full_v6 = "2001:db8:abcd:12:3456:789a:bcde:f012"
     await post_error(fetch, tenant)
     await post_error(fetch, tenant, js_error(ip=full_v6, context={"peer": full_v6}))
     await queue.join()  # the first two are processed before the store starts failing
-    store.faults.fail("errors", "find_one_and_update", times=100)
+    faults.fail("errors", "find_one_and_update", times=100)
     await post_error(fetch, tenant, js_error(message="Other", type="RangeError"))
     await queue.join()
     text = await all_documents_text(deps.store)

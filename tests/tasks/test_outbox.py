@@ -156,8 +156,8 @@ async def test_a_copy_of_a_job_counted_long_ago_is_skipped_beyond_the_recent_job
 
 
 async def test_a_job_that_fails_for_good_releases_its_entry_once_stored_in_failed_jobs(
-        pipeline: ErrorPipeline, outbox: ErrorOutbox, tenant: Tenant, deps, store):
-    store.faults.fail("errors", "find_one_and_update", error=lambda: ValueError("bad document"))
+        pipeline: ErrorPipeline, outbox: ErrorOutbox, tenant: Tenant, deps, faults):
+    faults.fail("errors", "find_one_and_update", error=lambda: ValueError("bad document"))
     (job,) = await _kept_jobs(outbox, tenant, 1)
     await pipeline.run(job)
     assert await deps.store.collection("failed_jobs").count_documents({"_id": job["jobId"]}) == 1
@@ -165,9 +165,9 @@ async def test_a_job_that_fails_for_good_releases_its_entry_once_stored_in_faile
 
 
 async def test_a_failed_job_that_cannot_be_stored_stays_in_the_outbox_for_the_relay(
-        pipeline: ErrorPipeline, outbox: ErrorOutbox, tenant: Tenant, deps, store):
-    store.faults.fail("errors", "find_one_and_update", error=lambda: ValueError("bad document"))
-    store.faults.fail("failed_jobs", "update_one")
+        pipeline: ErrorPipeline, outbox: ErrorOutbox, tenant: Tenant, deps, faults):
+    faults.fail("errors", "find_one_and_update", error=lambda: ValueError("bad document"))
+    faults.fail("failed_jobs", "update_one")
     (job,) = await _kept_jobs(outbox, tenant, 1)
     await pipeline.run(job)
     assert await outbox.depth() == 1
@@ -176,9 +176,9 @@ async def test_a_failed_job_that_cannot_be_stored_stays_in_the_outbox_for_the_re
 
 
 async def test_a_failed_release_is_logged_and_the_stale_copy_is_counted_once(
-        pipeline: ErrorPipeline, outbox: ErrorOutbox, tenant: Tenant, deps, store, caplog):
+        pipeline: ErrorPipeline, outbox: ErrorOutbox, tenant: Tenant, deps, faults, caplog):
     caplog.set_level(logging.WARNING)
-    store.faults.fail("error_outbox", "delete_one")
+    faults.fail("error_outbox", "delete_one")
     (job,) = await _kept_jobs(outbox, tenant, 1)
     await pipeline.run(job)
     assert "could not be removed from the outbox" in caplog.text
