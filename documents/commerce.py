@@ -336,3 +336,30 @@ async def visitor_orders(store: Store, site_id: str, visitor_id: str) -> list[di
     cursor = store.collection(ORDERS).find({"siteId": site_id, "visitorId": visitor_id}).sort(
         [("placedAt", -1), ("_id", ASCENDING)])
     return [order_view(order) async for order in cursor]
+
+
+async def session_steps(store: Store, site_id: str, start: datetime, end: datetime
+                        ) -> dict[tuple[str, str], list[tuple[str, datetime]]]:
+    """Every add to cart and checkout started in [start, end), and every counted order paid
+    then (as `PAID` at its payment), by (visitorId, sessionId), each session's oldest first:
+    the steps funnels match. Events sent without a session are left out; so are restricted
+    visitors. One indexed query per kind."""
+    restricted = await _restricted(store, site_id)
+    steps: dict[tuple[str, str], list[tuple[str, datetime]]] = {}
+    for kind in (ADD_TO_CART, CHECKOUT_STARTED):
+        query = _range(site_id, "occurredAt", start, end, restricted)
+        query["type"] = kind
+        async for event in store.collection(EVENTS).find(
+                query, {"visitorId": 1, "sessionId": 1, "occurredAt": 1}):
+            if event.get("visitorId") and event.get("sessionId"):
+                steps.setdefault((event["visitorId"], event["sessionId"]), []).append(
+                    (kind, event["occurredAt"]))
+    async for order in store.collection(ORDERS).find(
+            _range(site_id, "paidAt", start, end, restricted),
+            {"visitorId": 1, "sessionId": 1, "paidAt": 1, "figure": 1}):
+        if order.get("figure") and order.get("visitorId") and order.get("sessionId"):
+            steps.setdefault((order["visitorId"], order["sessionId"]), []).append(
+                (PAID, order["paidAt"]))
+    for listed in steps.values():
+        listed.sort(key=lambda step: step[1])
+    return steps
