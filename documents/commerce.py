@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
 from documents.store import ASCENDING, AlreadyStored, DuplicateKeyError, Index, Store
@@ -336,6 +336,88 @@ async def visitor_orders(store: Store, site_id: str, visitor_id: str) -> list[di
     cursor = store.collection(ORDERS).find({"siteId": site_id, "visitorId": visitor_id}).sort(
         [("placedAt", -1), ("_id", ASCENDING)])
     return [order_view(order) async for order in cursor]
+
+
+# The overview's money figures -----------------------------------------------------------------
+
+
+def _ratio_text(minor: int, count: int, currency: str) -> str | None:
+    """minor / count as decimal text, rounded half up to the currency's places; None for 0/0."""
+    if not count:
+        return None
+    return decimal_text(int((Decimal(minor) / count).quantize(Decimal(1), ROUND_HALF_UP)),
+                        currency)
+
+
+def _change(now: Decimal | int, before: Decimal | int) -> float | None:
+    if not before:
+        return None
+    change = (Decimal(now) - Decimal(before)) / Decimal(before)
+    return float(change.quantize(Decimal("0.0001"), ROUND_HALF_UP))
+
+
+def _figure(now: Any, before: Any, change_now: Any, change_before: Any) -> dict[str, Any]:
+    return {"value": now, "previous": before, "change": _change(change_now, change_before)}
+
+
+def money_overview(now: Any, before: Any, currency: str | None,
+                   source: str | None) -> dict[str, Any]:
+    """The overview's commerce figures from two periods of daily figures (rollups.Period):
+    orders, conversion rate (paid orders per visitor), revenue, average order value and revenue
+    per visitor, each against the previous period; revenue and its ratios in the reporting
+    `currency` only, other currencies listed apart, never summed. Money as decimal text."""
+    def per(period: Any) -> dict[str, Any]:
+        orders = sum(period.orders.values())
+        mine = period.orders.get(currency, 0) if currency else 0
+        revenue = period.revenue.get(currency, 0) if currency else 0
+        return {"orders": orders, "mine": mine, "revenue": revenue,
+                "visitors": period.visitors,
+                "conversion": Decimal(orders) / period.visitors if period.visitors else Decimal(0)}
+
+    a, b = per(now), per(before)
+    figures: dict[str, Any] = {
+        "orders": _figure(a["orders"], b["orders"], a["orders"], b["orders"]),
+        "conversionRate": _figure(round(float(a["conversion"]), 4),
+                                  round(float(b["conversion"]), 4),
+                                  a["conversion"], b["conversion"]),
+    }
+    if currency:
+        aov_a = Decimal(a["revenue"]) / a["mine"] if a["mine"] else Decimal(0)
+        aov_b = Decimal(b["revenue"]) / b["mine"] if b["mine"] else Decimal(0)
+        rpv_a = Decimal(a["revenue"]) / a["visitors"] if a["visitors"] else Decimal(0)
+        rpv_b = Decimal(b["revenue"]) / b["visitors"] if b["visitors"] else Decimal(0)
+        figures.update({
+            "revenue": _figure(decimal_text(a["revenue"], currency),
+                               decimal_text(b["revenue"], currency), a["revenue"], b["revenue"]),
+            "averageOrderValue": _figure(_ratio_text(a["revenue"], a["mine"], currency),
+                                         _ratio_text(b["revenue"], b["mine"], currency),
+                                         aov_a, aov_b),
+            "revenuePerVisitor": _figure(_ratio_text(a["revenue"], a["visitors"], currency),
+                                         _ratio_text(b["revenue"], b["visitors"], currency),
+                                         rpv_a, rpv_b),
+        })
+    others = sorted((set(now.orders) | set(now.revenue)) - {currency})
+    return {
+        "currency": currency, "currencySource": source, "figures": figures,
+        "otherCurrencies": [{"currency": other, "orders": now.orders.get(other, 0),
+                             "revenue": decimal_text(now.revenue.get(other, 0), other)}
+                            for other in others],
+        "days": [{"day": day, "orders": sum(money["orders"].values()),
+                  "revenue": decimal_text(money["revenue"].get(currency, 0), currency)
+                  if currency else None}
+                 for day, money in sorted(now.money_per_day.items())],
+    }
+
+
+async def reporting_currency(store: Store, site_id: str, settings: dict[str, Any] | None
+                             ) -> tuple[str | None, str | None]:
+    """The site's reporting currency and where it comes from: its setting ("setting"), else
+    the currency of its first paid order ("firstOrder"), else none yet."""
+    chosen = (settings or {}).get("reportingCurrency")
+    if chosen:
+        return chosen, "setting"
+    first = await first_currency(store, site_id)
+    return (first, "firstOrder") if first else (None, None)
 
 
 async def session_steps(store: Store, site_id: str, start: datetime, end: datetime

@@ -20,6 +20,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from documents import (
+    commerce,
     derivation,
     error_records,
     interactions,
@@ -346,10 +347,12 @@ def _ranked(counts: Counter[Any], total: int | None = None) -> list[dict[str, An
             [:TOP_ITEMS]]
 
 
-async def overview(store: Store, site_id: str, first: date, last: date) -> dict[str, Any]:
+async def overview(store: Store, site_id: str, first: date, last: date, *,
+                   settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """Visitors, pageviews, errors, leads and leads per visitor between `first` and `last`, each
     with the previous period's figure and the change; top pages, top errors, the pages with
-    the most rage and dead clicks, and the visitors' countries and devices.
+    the most rage and dead clicks, and the visitors' countries and devices; the money figures
+    in the site's reporting currency (`settings`; documents/commerce.py).
 
     Everything but the top errors comes from the daily figures (documents/rollups.py), which
     leave restricted visitors out as every other read does."""
@@ -374,6 +377,7 @@ async def overview(store: Store, site_id: str, first: date, last: date) -> dict[
     frustrated = sorted((row for row in pages if row["rageClicks"] or row["deadClicks"]),
                         key=lambda row: (-(row["rageClicks"] + row["deadClicks"]), row["_id"]))
     previously = _figures(before)
+    currency = await commerce.reporting_currency(store, site_id, settings)
     return {
         "from": first.isoformat(), "to": last.isoformat(),
         "figuresAsOf": await derivation.oldest_unfolded(store, site_id),
@@ -392,6 +396,7 @@ async def overview(store: Store, site_id: str, first: date, last: date) -> dict[
                          "deadClicks": row["deadClicks"]} for row in frustrated[:TOP_ITEMS]],
         "countries": _ranked(now.countries, now.visitors),
         "devices": _ranked(now.devices, now.visitors),
+        "commerce": commerce.money_overview(now, before, *currency),
         "traffic": _traffic(sessions),
     }
 

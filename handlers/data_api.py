@@ -378,8 +378,8 @@ class OverviewHandler(SiteDataHandler):
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         first, last = self.day_range()
-        self.write_json(json_ready(await insights.overview(self.deps.store, site["_id"],
-                                                           first, last)))
+        self.write_json(json_ready(await insights.overview(
+            self.deps.store, site["_id"], first, last, settings=site.get("settings"))))
 
 
 class RecentEventsHandler(SiteDataHandler):
