@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeVar
 
-from documents import error_records, recordings, rollups, visitors
+from documents import commerce, error_records, recordings, rollups, visitors
 from documents.store import ASCENDING, DESCENDING, Index, Store
 from errors import InvalidInput, NotFound
+from instants import format_instant
 
 INDEXES = [
     # The site-wide recordings list, newest first (the visitor's own list has its index).
@@ -96,7 +97,7 @@ class Page:
 
 def encode_cursor(sort_value: datetime, document_id: str) -> str:
     """An opaque cursor for the position just after this item."""
-    raw = json.dumps([sort_value.astimezone(UTC).isoformat(), document_id],
+    raw = json.dumps([format_instant(sort_value), document_id],
                      separators=(",", ":"))
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
@@ -560,25 +561,42 @@ class CsvExport:
 def _error_row(error: dict[str, Any]) -> list[Any]:
     view = error_summary(error)
     return [view["id"], view["type"], view["message"], view["source"], view["status"],
-            view["occurrenceCount"], _iso(view["firstSeen"]), _iso(view["lastSeen"])]
+            view["occurrenceCount"], view["firstSeen"], view["lastSeen"]]
 
 
 def _lead_row(lead: dict[str, Any]) -> list[Any]:
     view = lead_view(lead)
-    return [view["id"], _iso(view["createdAt"]), view["visitorId"], view["kind"], view["name"],
+    return [view["id"], view["createdAt"], view["visitorId"], view["kind"], view["name"],
             view["email"], view["phone"], view["url"], view["formId"],
             json.dumps(view["fields"], ensure_ascii=False, sort_keys=True, default=str),
-            view["orderCompleted"]]
+            view["orderCompleted"], *_cart_cells(lead.get("cart"))]
+
+
+def _cart_cells(cart: Any) -> list[Any]:
+    """The checkout's cart value and currency as the lead carries them (sent by the shop)."""
+    if not isinstance(cart, dict):
+        return ["", ""]
+    return [cart.get("total", ""), cart.get("currency", "")]
+
+
+def _order_row(order: dict[str, Any]) -> list[Any]:
+    view = commerce.order_view(order)
+    currency = view["currency"]
+    refunded = commerce.decimal_text(view["refunded"], currency) if currency else ""
+    return [view["orderId"], view["placedAt"], view["paidAt"], view["visitorId"],
+            view["sessionId"], view["status"], currency, view["totalText"], refunded,
+            view["netText"]]
 
 
 def _recording_row(recording: dict[str, Any]) -> list[Any]:
     view = recording_summary(recording)
     return [view["id"], view["visitorId"], view["sessionId"], view["status"],
-            _iso(view["startedAt"]), _iso(view["endedAt"]), view["duration"], view["pageUrl"],
+            view["startedAt"], view["endedAt"], view["duration"], view["pageUrl"],
             view["pageCount"]]
 
 
-_ROW_MAKERS = {"errors": _error_row, "leads": _lead_row, "recordings": _recording_row}
+_ROW_MAKERS = {"errors": _error_row, "leads": _lead_row, "recordings": _recording_row,
+               "orders": _order_row}
 
 CSV_EXPORTS = {
     "errors": CsvExport("errors", error_records.ERRORS,
@@ -586,15 +604,17 @@ CSV_EXPORTS = {
                          "firstSeen", "lastSeen"), "lastSeen"),
     "leads": CsvExport("leads", "leads",
                        ("id", "createdAt", "visitorId", "kind", "name", "email", "phone", "url",
-                        "formId", "fields", "orderCompleted"), "createdAt"),
+                        "formId", "fields", "orderCompleted", "cartTotal", "cartCurrency"),
+                       "createdAt"),
     "recordings": CsvExport("recordings", "recordings",
                             ("id", "visitorId", "sessionId", "status", "startedAt", "endedAt",
                              "durationSeconds", "firstPageUrl", "pageCount"), "startedAt"),
+    # Orders the shop's server reported (documents/commerce.py): value and currency as
+    # decimal text, never converted.
+    "orders": CsvExport("orders", commerce.ORDERS,
+                        ("orderId", "placedAt", "paidAt", "visitorId", "sessionId", "status",
+                         "currency", "total", "refunded", "netRevenue"), "placedAt"),
 }
-
-
-def _iso(value: datetime | None) -> str:
-    return value.astimezone(UTC).isoformat() if value is not None else ""
 
 
 async def _export_filter(store: Store, export: CsvExport, site_id: str) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""CSV exports per site: GET /api/v1/sites/{siteId}/{errors|leads|recordings}.csv.
+"""CSV exports per site: GET /api/v1/sites/{siteId}/{errors|leads|recordings|orders}.csv.
 
 Rows stream from a database cursor through `csv.writer` on a small buffer that is written and
 flushed every FLUSH_ROWS rows, so memory does not grow with the export. At most CSV_ROW_CAP rows
@@ -82,5 +82,5 @@ class CsvExportHandler(CsvStreamHandler):
 
 
 default_handlers = [
-    (rf"/api/v1/sites/{SITE_ID}/(errors|leads|recordings)\.csv", CsvExportHandler),
+    (rf"/api/v1/sites/{SITE_ID}/(errors|leads|recordings|orders)\.csv", CsvExportHandler),
 ]
