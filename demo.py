@@ -20,6 +20,7 @@ from documents import accounts, error_records
 from documents.sites import SiteKeyring
 from ingest import activity
 from ingest.recordings import RecordingLifecycle, SegmentUpload
+from instants import format_instant
 from tasks.queue import submit_error
 
 
@@ -123,18 +124,19 @@ async def seed_demo_activity(deps: Any, site_id: str, *, now: datetime | None = 
         context = {"visitorId": visitor_id, "ip": ip, "userAgent": agent, "screen": screen,
                    "language": "en-GB", "sessionId": f"{visitor_id}-s"}
         await activity.register_visitor(deps.intake, site, {
-            **context, "occurredAt": _iso(now - timedelta(days=max(days)))})
+            **context, "occurredAt": format_instant(now - timedelta(days=max(days)))})
         for index, offset in enumerate(days):
             for page in DEMO_PAGES[: 2 + index % 4]:
                 at = now - timedelta(days=offset, minutes=30 - DEMO_PAGES.index(page) * 3)
                 await activity.record_pageview(deps.intake, site, {
-                    **context, "url": origin + page, "occurredAt": _iso(at),
+                    **context, "url": origin + page, "occurredAt": format_instant(at),
                     "title": f"Demo Shop {page}"})
         if name:
             await activity.record_lead(deps.intake, deps.bus, deps.recordings, site, {
                 **context, "email": f"{visitor_id}@example.com", "name": name,
                 "phone": "+49 30 1234567", "kind": "form", "formId": "contact",
-                "url": origin + "/contact", "occurredAt": _iso(now - timedelta(days=days[-1])),
+                "url": origin + "/contact",
+                "occurredAt": format_instant(now - timedelta(days=days[-1])),
                 "fields": {"message": "Do you ship the blue mug to Denmark?"}})
     agents = {visitor_id: agent for visitor_id, _, _, agent, _, _ in DEMO_VISITORS}
     for error_type, message, visitor_id, offset in DEMO_ERRORS:
@@ -143,7 +145,7 @@ async def seed_demo_activity(deps: Any, site_id: str, *, now: datetime | None = 
             "userAgent": agents[visitor_id], "context": {"release": "demo-1.0", "cartItems": 2},
             "type": error_type, "message": message, "url": origin + "/cart",
             "stack": f"{error_type}: {message}\n    at updateCart (cart.js:42:17)",
-            "occurredAt": _iso(now - timedelta(days=offset))})
+            "occurredAt": format_instant(now - timedelta(days=offset))})
     for offset in (3, 0):
         await _seed_recording(deps, site, "demo-visitor-mia", now - timedelta(days=offset,
                                                                               minutes=20))
@@ -169,7 +171,8 @@ async def _seed_recording(deps: Any, site: dict[str, Any], visitor_id: str,
     await lifecycle.add_segment(site, SegmentUpload(
         recording_id=recording_id, seq=0, visitor_id=visitor_id, page_url=url,
         data=gzip.compress(json.dumps(events).encode()), session_id=f"{visitor_id}-s",
-        started_at=_iso(started), ended_at=_iso(started + timedelta(seconds=5))))
+        started_at=format_instant(started),
+        ended_at=format_instant(started + timedelta(seconds=5))))
     clock["now"] = started + timedelta(seconds=5)
     await lifecycle.end(site, body)
 
@@ -181,7 +184,3 @@ async def _wait_for_errors(store: Any, site_id: str, count: int) -> None:
         if await errors.count_documents({"siteId": site_id}) >= count:
             return
         await asyncio.sleep(0.05)
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")

@@ -10,11 +10,13 @@ import json
 import logging
 import re
 import sys
-import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from tornado.web import RequestHandler
+
+from instants import format_instant
 
 REDACTED = "[redacted]"
 
@@ -73,8 +75,7 @@ class JsonLinesFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
+            "time": format_instant(datetime.fromtimestamp(record.created, UTC)),
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),

@@ -20,6 +20,7 @@ from documents.accounts import new_id
 from documents.sites import Sealer
 from documents.store import ASCENDING, DESCENDING, Index, Store
 from errors import InvalidInput
+from instants import format_instant
 
 CHANNELS = "notification_channels"
 DELIVERIES = "notification_deliveries"
@@ -66,7 +67,7 @@ def public_view(doc: dict[str, Any] | None) -> dict[str, Any]:
         shown = {k: v for k, v in stored.items() if k != sealed_field}
         shown[f"{api_field}Set"] = bool(stored.get(sealed_field))
         view[channel] = shown
-    view["updatedAt"] = _iso((doc or {}).get("updatedAt"))
+    view["updatedAt"] = format_instant((doc or {}).get("updatedAt"))
     return view
 
 
@@ -153,12 +154,7 @@ def delivery_view(doc: dict[str, Any]) -> dict[str, Any]:
         "id": doc["_id"], "channel": doc["channel"], "event": doc["event"],
         "errorId": doc["errorId"], "fingerprint": doc["fingerprint"],
         "reopened": doc["reopened"], "status": doc["status"], "attempts": doc["attempts"],
-        "lastError": doc.get("lastError"), "createdAt": _iso(doc.get("createdAt")),
-        "updatedAt": _iso(doc.get("updatedAt")), "deliveredAt": _iso(doc.get("deliveredAt")),
+        "lastError": doc.get("lastError"), "createdAt": format_instant(doc.get("createdAt")),
+        "updatedAt": format_instant(doc.get("updatedAt")),
+        "deliveredAt": format_instant(doc.get("deliveredAt")),
     }
-
-
-def _iso(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    return value.replace(tzinfo=value.tzinfo or UTC).isoformat().replace("+00:00", "Z")

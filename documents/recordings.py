@@ -40,6 +40,7 @@ from pymongo.errors import PyMongoError
 from documents import error_records, interactions, visitors
 from documents.store import ASCENDING, DESCENDING, AlreadyStored, DuplicateKeyError, Index, Store
 from errors import NotFound
+from instants import format_instant
 
 SEGMENTS_BUCKET = "segments"
 
@@ -331,7 +332,7 @@ async def session_timeline(store: Store, site_id: str, visitor_id: str) -> list[
         pages = recording.get("pages") or []
         timeline.append({
             "id": recording["_id"],
-            "startedAt": recording["startedAt"].isoformat(),
+            "startedAt": format_instant(recording["startedAt"]),
             "duration": duration_seconds(recording),
             "pageUrl": pages[0]["url"] if pages else None,
         })

@@ -27,6 +27,7 @@ from pymongo import ReturnDocument
 from documents.accounts import AuthenticatedUser, new_id
 from documents.store import ASCENDING, Index, Store
 from errors import Forbidden, InvalidInput, NotFound
+from instants import format_instant
 
 INDEXES = [
     Index("sites", (("organizationId", ASCENDING), ("createdAt", ASCENDING))),
@@ -156,18 +157,10 @@ def public_view(site: dict[str, Any]) -> dict[str, Any]:
         "settings": {**DEFAULT_SETTINGS, **site.get("settings", {})},
         "publicKey": site["publicKey"],
         "apiKeyHint": site.get("apiKeyHint"),
-        "apiKeyRotatedAt": _iso(site.get("apiKeyRotatedAt")),
-        "createdAt": _iso(site.get("createdAt")),
-        "updatedAt": _iso(site.get("updatedAt")),
+        "apiKeyRotatedAt": format_instant(site.get("apiKeyRotatedAt")),
+        "createdAt": format_instant(site.get("createdAt")),
+        "updatedAt": format_instant(site.get("updatedAt")),
     }
-
-
-def _iso(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _statement_purpose(site_id: str) -> str:

@@ -287,7 +287,7 @@ async def answer_rows(store: Store, site_id: str, survey_id: str, *, limit: int
         main = _main_answer(response)
         answered = response.get("answeredAt")
         choice = main.get("text") if survey["questionType"] == "choice" else None
-        yield [response["_id"], answered.astimezone(UTC).isoformat() if answered else "",
+        yield [response["_id"], answered,
                main.get("question"), main.get("score"), choice,
                None if choice is not None else _free_text(response),
                _page(response.get("url")), response.get("url"), response.get("visitorId"),

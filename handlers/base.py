@@ -17,7 +17,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tornado.httputil import HTTPHeaders
@@ -41,6 +41,7 @@ from errors import (
     Unavailable,
     UnsupportedMediaType,
 )
+from instants import format_instant
 
 if TYPE_CHECKING:
     from handlers.deps import Deps
@@ -383,8 +384,7 @@ _STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant)
 def _as_json(value: Any) -> Any:
     """What JSON cannot hold: dates as RFC 3339 in UTC (what the contract says), else text."""
     if isinstance(value, datetime):
-        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
-        return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        return format_instant(value)
     return str(value)
 
 

@@ -16,6 +16,7 @@ from documents import requests as request_log
 from errors import InvalidInput, NotFound
 from handlers import ui
 from handlers.base import BaseHandler
+from instants import format_instant
 from realtime.recent import recent_events
 
 SITE_ID = r"([0-9a-f-]{36})"
@@ -27,7 +28,7 @@ CLIENT_ID = r"([A-Za-z0-9_-]{1,64})"
 def json_ready(value: Any) -> Any:
     """The value with every datetime as ISO 8601 text, ready for `write_json`."""
     if isinstance(value, datetime):
-        return value.astimezone(UTC).isoformat()
+        return format_instant(value)
     if isinstance(value, dict):
         return {key: json_ready(item) for key, item in value.items()}
     if isinstance(value, list | tuple):

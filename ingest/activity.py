@@ -15,12 +15,9 @@ from documents import activity, derivation, engagement, leads, rollups, visitors
 from documents.accounts import new_id
 from ingest.intake import Outcome, VisitorIntake, parse_time
 from ingest.recordings import RecordingLifecycle
+from instants import format_instant
 from privacy.gate import ItemKind
 from realtime.bus import EventBus
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 async def record_pageview(intake: VisitorIntake, site: dict[str, Any], payload: dict[str, Any],
@@ -158,7 +155,7 @@ async def record_lead(intake: VisitorIntake, bus: EventBus, recordings: Recordin
         "type": "new_lead",
         "siteId": site["_id"],
         "id": lead_id,
-        "time": _iso(at),
+        "time": format_instant(at),
         "lead": {"id": lead_id, "displayName": display_name, "visitorId": payload["visitorId"]},
     })
     return Outcome(True, None, lead_id)

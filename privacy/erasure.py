@@ -18,6 +18,7 @@ from documents import audit, derivation, visitors
 from documents import requests as request_log
 from documents.store import Store
 from errors import NotFound
+from instants import format_instant
 from privacy.subject_data import VISITOR_DATA, SubjectKeys, subject_keys
 
 #: Diagnostic-context keys that identify a person (compared without case, "-" or "_").
@@ -52,8 +53,8 @@ class ErasureReceipt:
         return {
             "requestId": self.request_id,
             "siteId": self.site_id,
-            "receivedAt": _iso(self.received_at),
-            "completedAt": _iso(self.completed_at),
+            "receivedAt": format_instant(self.received_at),
+            "completedAt": format_instant(self.completed_at),
             "counts": self.counts,
             "legacyFootage": self.legacy_footage,
             "legacyFootageNote": (
@@ -62,10 +63,6 @@ class ErasureReceipt:
                 "erased; please delete the listed files yourself." if self.legacy_footage
                 else None),
         }
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def strip_context(value: Any) -> Any:

@@ -20,6 +20,7 @@ from typing import Any
 from documents import activity, commerce, visitors
 from documents.store import ASCENDING, Store
 from errors import NotFound
+from instants import format_instant
 from privacy.subject_data import VISITOR_DATA, SubjectKeys, subject_keys
 
 FORMAT = "visitor-service/access-export/v1"
@@ -59,8 +60,7 @@ CATEGORIES = [
 
 def _default(value: Any) -> Any:
     if isinstance(value, datetime):
-        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
-        return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        return format_instant(value)
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
     return str(value)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from instants import format_instant
+
 #: Longest error message carried in an event; the dashboard shows a one-line summary and the
 #: full record is one API call away, so a huge message must not inflate every frame.
 MAX_MESSAGE_CHARS = 500
@@ -65,8 +67,7 @@ _MISSING = object()
 
 def event_time(when: datetime | None = None) -> str:
     """ISO-8601 UTC with milliseconds, the `time` of every event."""
-    moment = (when or datetime.now(UTC)).astimezone(UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return format_instant(when or datetime.now(UTC))
 
 
 def new_error_event(site_id: str, *, error_id: str, fingerprint: str, message: str,

@@ -24,6 +24,7 @@ from documents.accounts import new_id
 from documents.store import Store
 from errors import InvalidInput
 from ingest.intake import parse_time
+from instants import format_instant
 from privacy.ipaddr import OwnHosts, address_spellings, anonymise_addresses_in
 from realtime.bus import EventBus
 from realtime.events import new_error_event_from_record
@@ -163,7 +164,7 @@ def error_job(site_id: str, body: dict[str, Any], *, now: datetime | None = None
     return {
         "jobId": new_id(),
         "siteId": site_id,
-        "receivedAt": (now or datetime.now(UTC)).isoformat(),
+        "receivedAt": format_instant(now or datetime.now(UTC)),
         "ipAddress": address[1] if address is not None else None,
         "error": _scrubbed(payload, _address_scrubber(address, own)),
         "device": device or {},

@@ -1,0 +1,33 @@
+"""How the service writes an instant: RFC 3339 in UTC with milliseconds and `Z`, for example
+`2026-11-26T05:00:00.123Z`, in API answers, exports, live events, CSV files and log lines alike.
+
+Milliseconds because that is what the store keeps (a BSON date), so an instant read back and
+written out again is spelled the same; always three digits, so instants sort as text too.
+Shared by every layer, like errors.py (docs/decisions.md, "One spelling of an instant").
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import overload
+
+
+@overload
+def format_instant(moment: datetime) -> str: ...
+
+
+@overload
+def format_instant(moment: None) -> None: ...
+
+
+@overload
+def format_instant(moment: datetime | None) -> str | None: ...
+
+
+def format_instant(moment: datetime | None) -> str | None:
+    """`moment` as `2026-11-26T05:00:00.123Z` (None stays None); a naive one is taken as UTC."""
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
