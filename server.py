@@ -50,6 +50,7 @@ from handlers import ingest_errors as ingest_error_handlers
 from handlers import ingest_recordings as recording_handlers
 from handlers import live as live_handlers
 from handlers import notifications as notification_handlers
+from handlers import retention as retention_handlers
 from handlers import sdk as sdk_handlers
 from handlers import sites as site_handlers
 from handlers import subject_requests_by_email as privacy_by_email_handlers
@@ -74,6 +75,7 @@ from realtime.hub import LiveHub
 from tasks.derivation import FigureDeriver
 from tasks.heatmaps import HEATMAP_CHROMIUM, HeatmapRenderer
 from tasks.notifications import Notifier
+from tasks.purge import RetentionPurger
 from tasks.worker import open_error_queue, run_worker
 
 log = logging.getLogger("visitor_service")
@@ -137,6 +139,12 @@ async def build_deps(settings: Settings, *, store: Store | None = None,
         derivation=FigureDeriver(store, metrics,
                                  interval_seconds=settings.derivation_interval_seconds,
                                  folds=not settings.redis_url),
+        # Like the derivation: purged here on the embedded default; with REDIS_URL, by the
+        # worker, and a server process only reads the purge's state for /metrics.
+        purge=RetentionPurger(store, metrics, notifier,
+                              interval_seconds=settings.retention_purge_interval_seconds,
+                              batch=settings.retention_purge_batch,
+                              purges=not settings.redis_url),
         rate_limiter=(
             SharedSiteRateLimiter(settings.redis_url, settings.site_rate_per_second,
                                   settings.site_rate_burst)
@@ -165,6 +173,7 @@ async def build_deps(settings: Settings, *, store: Store | None = None,
     deps.closers.append(deps.rate_limiter.close)
     deps.closers.append(deps.segment_sweeper.close)
     deps.closers.append(deps.derivation.close)
+    deps.closers.append(deps.purge.close)
     deps.closers.append(deps.hub.close)
     deps.closers.append(deps.notifier.close)
     deps.bus.listen(deps.hub.dispatch)
@@ -193,6 +202,7 @@ def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
         *health_handlers.default_handlers,
         *auth_handlers.default_handlers,
         *site_handlers.default_handlers,
+        *retention_handlers.default_handlers,
         *visitor_handlers.default_handlers,
         *data_api_handlers.default_handlers,
         *heatmap_handlers.default_handlers,
@@ -283,6 +293,7 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     deps.segment_sweeper.start()
     # The figures are folded here on the embedded default; with REDIS_URL, by the worker.
     deps.derivation.start()
+    deps.purge.start()
     # Heatmap backgrounds are rendered off the request path, where Debian's Chromium is: here
     # on the embedded default, by the worker when REDIS_URL is set (a browser competes with
     # the requests for the web process's cores).

@@ -269,6 +269,20 @@ class Settings:
         "figures (in the server on the embedded default, in the worker when REDIS_URL is set).",
         _positive_float,
     )
+    retention_purge_interval_seconds: float = _setting(
+        "RETENTION_PURGE_INTERVAL_SECONDS",
+        3600.0,
+        "Pause between passes of the retention purge, which removes what is past each site's "
+        "retention (in the server on the embedded default, in the worker when REDIS_URL is set).",
+        _positive_float,
+    )
+    retention_purge_batch: int = _setting(
+        "RETENTION_PURGE_BATCH",
+        200,
+        "Items the retention purge removes per transaction: small enough that a batch never "
+        "holds ingest up.",
+        _positive_int,
+    )
     error_retry_base_seconds: float = _setting(
         "ERROR_RETRY_BASE_SECONDS",
         0.5,

@@ -19,6 +19,7 @@ from documents import (
     queries,
     recordings,
     requests,
+    retention,
     rollups,
     sites,
     statement_nonces,
@@ -37,7 +38,8 @@ def declared_indexes() -> list[Index]:
         *engagement.INDEXES, *error_outbox.INDEXES, *error_records.INDEXES, *heatmaps.INDEXES,
         *interactions.INDEXES,
         *leads.INDEXES, *notifications.INDEXES, *queries.INDEXES, *recordings.INDEXES,
-        *requests.INDEXES, *rollups.INDEXES, *sites.INDEXES, *statement_nonces.INDEXES,
+        *requests.INDEXES, *retention.INDEXES, *rollups.INDEXES, *sites.INDEXES,
+        *statement_nonces.INDEXES,
         *surveys.INDEXES, *visitors.INDEXES, *visits.INDEXES,
     ]
 

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
+from documents.retention import Expiry
 from documents.store import ASCENDING, AlreadyStored, DuplicateKeyError, Index, Store
 
 COLLECTION = "pageview_buckets"
@@ -20,7 +21,11 @@ INDEXES = [
     Index(COLLECTION, (("siteId", ASCENDING), ("visitorId", ASCENDING), ("firstAt", ASCENDING))),
     Index(COLLECTION, (("siteId", ASCENDING), ("events.id", ASCENDING))),
     Index(COLLECTION, (("siteId", ASCENDING), ("lastAt", ASCENDING))),
+    # The site's oldest pageviews, for retention (documents/retention.py).
+    Index(COLLECTION, (("siteId", ASCENDING), ("firstAt", ASCENDING))),
 ]
+#: A bucket holds expired pageviews once its first one is past the retention.
+EXPIRY = Expiry(COLLECTION, "firstAt")
 
 
 def bucket_id(site_id: str, visitor_id: str, sequence: int) -> str:

@@ -196,8 +196,11 @@ async def claim(store: Store, site_id: str, owner: str, *, now: datetime,
 
 async def release(store: Store, site_id: str, owner: str) -> None:
     """Give the site back, unless the lease ran out and another folder took it."""
+    # A second in the past: stores keep milliseconds, and a claim within the same millisecond
+    # must find the lease run out.
     await store.collection(LEASES).update_one(
-        {"_id": site_id, "owner": owner}, {"$set": {"leaseUntil": datetime.now(UTC)}})
+        {"_id": site_id, "owner": owner},
+        {"$set": {"leaseUntil": datetime.now(UTC) - timedelta(seconds=1)}})
 
 
 @dataclass(frozen=True)

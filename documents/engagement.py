@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from documents.retention import Expiry
 from documents.store import ASCENDING, DuplicateKeyError, Index, Store
 
 INDEXES = [
@@ -20,7 +21,14 @@ INDEXES = [
     Index("chat_transcripts", (("siteId", ASCENDING), ("emails", ASCENDING))),
     Index("consent_decisions", (("siteId", ASCENDING), ("visitorId", ASCENDING),
                                 ("decidedAt", ASCENDING))),
+    # Each site's oldest items, for retention (documents/retention.py).
+    Index("survey_responses", (("siteId", ASCENDING), ("answeredAt", ASCENDING))),
+    Index("chat_transcripts", (("siteId", ASCENDING), ("startedAt", ASCENDING))),
+    Index("consent_decisions", (("siteId", ASCENDING), ("decidedAt", ASCENDING))),
 ]
+SURVEY_EXPIRY = Expiry("survey_responses", "answeredAt")
+CHAT_EXPIRY = Expiry("chat_transcripts", "startedAt")
+CONSENT_EXPIRY = Expiry("consent_decisions", "decidedAt")
 
 
 async def insert_once(store: Store, collection: str, document: dict[str, Any]) -> bool:

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 from pymongo import ReturnDocument
 
+from documents.retention import Expiry
 from documents.store import ASCENDING, DESCENDING, DuplicateKeyError, Index, Store
 
 ERRORS = "errors"
@@ -47,7 +48,17 @@ INDEXES = [
     Index(OCCURRENCES, (("siteId", ASCENDING), ("errorId", ASCENDING))),
     Index(FAILED_JOBS, (("failedAt", DESCENDING),)),
     Index(FAILED_JOBS, (("siteId", ASCENDING), ("failedAt", DESCENDING))),
+    # The site's oldest links and occurrences, for retention (documents/retention.py).
+    Index(SESSION_LINKS, (("siteId", ASCENDING), ("lastSeen", ASCENDING))),
+    Index(OCCURRENCES, (("siteId", ASCENDING), ("occurredAt", ASCENDING))),
 ]
+SESSION_LINK_EXPIRY = Expiry(SESSION_LINKS, "lastSeen")
+#: Occurrences and aggregates are anonymised when they expire, never deleted (privacy/erasure.py
+#: says how): the ones still naming someone are the ones left to do.
+OCCURRENCE_EXPIRY = Expiry(OCCURRENCES, "occurredAt")
+ERROR_EXPIRY = Expiry(ERRORS, "lastSeen")
+NAMING_SOMEONE: dict[str, Any] = {"$or": [
+    {"visitorId": {"$ne": None}}, {"sessionId": {"$ne": None}}, {"wpUserId": {"$ne": None}}]}
 
 #: How many counted job ids an aggregate remembers. Retries of one job arrive within seconds,
 #: while thousands of other jobs would have to land in between to push its id out. A copy

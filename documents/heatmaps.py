@@ -12,6 +12,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from documents import interactions
+from documents.retention import Expiry
 from documents.store import ASCENDING, DuplicateKeyError, Index, Store
 
 BUCKET = "heatmaps"
@@ -24,7 +25,11 @@ INDEXES = [
     Index(f"{BUCKET}.files", (("metadata.siteId", ASCENDING), ("metadata.pageUrl", ASCENDING),
                               ("metadata.width", ASCENDING), ("uploadDate", ASCENDING))),
     Index(f"{BUCKET}.chunks", (("files_id", ASCENDING), ("n", ASCENDING)), unique=True),
+    # The site's oldest images, for retention (documents/retention.py).
+    Index(f"{BUCKET}.files", (("metadata.siteId", ASCENDING), ("uploadDate", ASCENDING))),
 ]
+#: An image expires by when it was rendered; it goes with its chunks.
+EXPIRY = Expiry(f"{BUCKET}.files", "uploadDate", "metadata.siteId", bucket=BUCKET)
 
 
 async def store_heatmap(store: Store, site_id: str, page_url: str, image: bytes,

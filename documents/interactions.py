@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from documents.accounts import new_id
+from documents.retention import Expiry
 from documents.store import ASCENDING, AlreadyStored, DuplicateKeyError, Index, Store
 
 COLLECTION = "interaction_buckets"
@@ -33,7 +34,11 @@ INDEXES = [
     Index(COLLECTION, (("siteId", ASCENDING), ("visitorId", ASCENDING), ("count", ASCENDING))),
     Index(COLLECTION, (("siteId", ASCENDING), ("visitorId", ASCENDING),
                        ("firstAt", ASCENDING))),
+    # The site's oldest interactions, for retention (documents/retention.py).
+    Index(COLLECTION, (("siteId", ASCENDING), ("firstAt", ASCENDING))),
 ]
+#: A bucket holds expired interactions once its first one is past the retention.
+EXPIRY = Expiry(COLLECTION, "firstAt")
 
 
 async def append_interactions(store: Store, site_id: str, visitor_id: str,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from documents.retention import Expiry
 from documents.store import ASCENDING, DESCENDING, AlreadyStored, DuplicateKeyError, Index, Store
 from documents.visitors import profile_id
 
@@ -13,6 +14,7 @@ INDEXES = [
     Index("leads", (("siteId", ASCENDING), ("visitorId", ASCENDING))),
     Index("leads", (("siteId", ASCENDING), ("email", ASCENDING))),
 ]
+EXPIRY = Expiry("leads", "createdAt")
 
 
 async def insert_lead(store: Store, lead: dict[str, Any], *, session: Any = None) -> bool:

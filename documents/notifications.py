@@ -111,13 +111,14 @@ async def save_channels(store: Store, sealer: Sealer, site: dict[str, Any],
     return saved, changed
 
 
-async def start_delivery(store: Store, *, site_id: str, channel: str, error_id: str,
-                         fingerprint: str, reopened: bool) -> str:
+async def start_delivery(store: Store, *, site_id: str, channel: str, error_id: str | None,
+                         fingerprint: str | None, reopened: bool,
+                         event: str = "new_error") -> str:
     """Log a delivery about to be attempted; returns its id (also sent to webhook receivers)."""
     delivery_id = new_id()
     now = datetime.now(UTC)
     await store.collection(DELIVERIES).insert_one({
-        "_id": delivery_id, "siteId": site_id, "channel": channel, "event": "new_error",
+        "_id": delivery_id, "siteId": site_id, "channel": channel, "event": event,
         "errorId": error_id, "fingerprint": fingerprint, "reopened": reopened,
         "status": "pending", "attempts": 0, "lastError": None,
         "createdAt": now, "updatedAt": now, "deliveredAt": None,

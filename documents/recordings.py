@@ -38,6 +38,7 @@ from pymongo import ReturnDocument
 from pymongo.errors import PyMongoError
 
 from documents import error_records, interactions, visitors
+from documents.retention import Expiry, expired_ids
 from documents.store import ASCENDING, DESCENDING, AlreadyStored, DuplicateKeyError, Index, Store
 from errors import NotFound
 from instants import format_instant
@@ -82,7 +83,11 @@ INDEXES = [
                                        ("metadata.visitorId", ASCENDING))),
     Index(f"{SEGMENTS_BUCKET}.files", (("filename", ASCENDING), ("uploadDate", ASCENDING))),
     Index(f"{SEGMENTS_BUCKET}.chunks", (("files_id", ASCENDING), ("n", ASCENDING)), unique=True),
+    # The site's oldest recordings, for retention (documents/retention.py).
+    Index("recordings", (("siteId", ASCENDING), ("lastActivityAt", ASCENDING))),
 ]
+#: A recording expires by its last activity; its footage goes with it.
+EXPIRY = Expiry("recordings", "lastActivityAt")
 
 
 def successor_id(recording_id: str) -> str:
@@ -588,3 +593,18 @@ async def _facts(store: Store, site_id: str, batch: list[dict[str, Any]], *, ses
         country, device = profiles.get(visitor_id, (None, None))
         facts[recording["_id"]] = {"country": country, "device": device, "marks": marks}
     return facts
+
+
+async def purge_expired(store: Store, site_id: str, before: datetime, *, limit: int,
+                        session: Any) -> tuple[int, int]:
+    """Delete up to `limit` recordings whose last activity is before `before`, with their
+    footage files and chunks, in the caller's transaction; returns (found, recordings
+    deleted)."""
+    ids = await expired_ids(store, EXPIRY, site_id, before, limit=limit, session=session)
+    if not ids:
+        return 0, 0
+    await store.bucket(SEGMENTS_BUCKET).delete_where(
+        {"metadata.siteId": site_id, "metadata.recordingId": {"$in": ids}}, session=session)
+    deleted = await store.collection("recordings").delete_many(
+        {"siteId": site_id, "_id": {"$in": ids}}, session=session)
+    return len(ids), deleted.deleted_count

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pymongo.errors import PyMongoError
 
 from documents.accounts import new_id
+from documents.retention import Expiry
 from documents.store import ASCENDING, DESCENDING, Index, Store
 
 RequestType = Literal["access", "erasure", "restriction", "objection", "rectification"]
@@ -27,7 +28,10 @@ RequestType = Literal["access", "erasure", "restriction", "objection", "rectific
 INDEXES = [
     Index("dsr_requests", (("organizationId", ASCENDING), ("receivedAt", DESCENDING))),
     Index("dsr_requests", (("siteId", ASCENDING), ("subjectDigest", ASCENDING))),
+    Index("dsr_requests", (("siteId", ASCENDING), ("completedAt", ASCENDING))),
 ]
+#: A request's entry expires by when it was completed; an open one never does.
+EXPIRY = Expiry("dsr_requests", "completedAt")
 
 
 def one_month_later(moment: datetime) -> datetime:

@@ -143,8 +143,13 @@ def _origin_host(hostname: str) -> str | None:
 
 def normalise_settings(current: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """Merge setting changes, already checked (privacy.exclusion.checked_settings), into the
-    current settings."""
-    return {**DEFAULT_SETTINGS, **current, **changes}
+    current settings. Retentions are merged kind by kind: a change names only the kinds it
+    changes."""
+    merged = {**DEFAULT_SETTINGS, **current, **changes}
+    if "retentionDays" in changes:
+        merged["retentionDays"] = {**current.get("retentionDays", {}),
+                                   **changes["retentionDays"]}
+    return merged
 
 
 def public_view(site: dict[str, Any]) -> dict[str, Any]:
@@ -318,3 +323,10 @@ async def update_site(store: Store, user: AuthenticatedUser, site: dict[str, Any
     if updated is None:
         raise NotFound("site not found")
     return updated, changed
+
+
+async def all_sites(store: Store) -> list[dict[str, Any]]:
+    """Every site's id, organization and settings, in id order (the retention purge's walk)."""
+    cursor = store.collection("sites").find(
+        {}, {"organizationId": 1, "settings": 1, "name": 1}).sort("_id", ASCENDING)
+    return await cursor.to_list(None)

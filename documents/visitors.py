@@ -13,6 +13,7 @@ from typing import Any
 
 from pymongo import ReturnDocument
 
+from documents.retention import Expiry
 from documents.store import ASCENDING, DESCENDING, DuplicateKeyError, Index, Store
 
 INDEXES = [
@@ -26,6 +27,8 @@ INDEXES = [
     Index("visitors", (("siteId", ASCENDING), ("restricted", ASCENDING))),
     Index("visitors", (("siteId", ASCENDING), ("objected", ASCENDING))),
 ]
+#: A profile expires when the visitor has not been seen for its site's retention.
+EXPIRY = Expiry("visitors", "lastSeen")
 
 #: How many recent activity entries a profile embeds; the rest is in the buckets.
 RECENT_ACTIVITY = 20
@@ -277,3 +280,12 @@ async def countries_and_devices(store: Store, site_id: str, visitor_ids: list[st
 async def find_profile(store: Store, site_id: str, visitor_id: str) -> dict[str, Any] | None:
     """The profile, or None."""
     return await store.collection("visitors").find_one({"_id": profile_id(site_id, visitor_id)})
+
+
+async def expired_visitor_ids(store: Store, site_id: str, before: datetime, *, limit: int,
+                              session: Any = None) -> list[str]:
+    """The visitor ids of up to `limit` of the site's profiles not seen since `before`."""
+    cursor = store.collection("visitors").find(
+        EXPIRY.query(site_id, before), {"visitorId": 1}, session=session,
+    ).sort(EXPIRY.time_field, ASCENDING).limit(limit)
+    return [doc["visitorId"] async for doc in cursor]

@@ -25,6 +25,7 @@ from realtime.bus import EventBus
 from realtime.hub import LiveHub
 from tasks.derivation import FigureDeriver
 from tasks.notifications import Notifier
+from tasks.purge import RetentionPurger
 from tasks.queue import ErrorQueue
 
 log = logging.getLogger("visitor_service")
@@ -48,6 +49,8 @@ class Deps:
     segment_sweeper: SegmentSweeper
     #: Folds new data into the dashboard's figures (documents/derivation.py).
     derivation: FigureDeriver
+    #: Removes what is past each site's retention (privacy/retention.py).
+    purge: RetentionPurger
     queue: ErrorQueue
     hub: LiveHub
     notifier: Notifier

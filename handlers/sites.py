@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from documents import sites
+from documents import retention, sites
 from documents.sites import SiteKeys
 from errors import InvalidInput
 from handlers.base import BaseHandler
@@ -14,8 +14,22 @@ from privacy.personal_pages import checked_personal_pages
 
 
 def _checked_settings(changes: dict[str, Any]) -> dict[str, Any]:
-    """Setting changes with every pattern list normalised; InvalidInput names a bad one."""
+    """Setting changes with every pattern list normalised and every retention within its
+    range; InvalidInput names a bad one."""
+    if "retentionDays" in changes:
+        try:
+            changes = {**changes,
+                       "retentionDays": retention.checked_days(changes["retentionDays"])}
+        except retention.RetentionOutOfRange as refused:
+            raise InvalidInput(str(refused),
+                               field=f"settings.retentionDays.{refused.kind}") from None
     return checked_personal_pages(checked_page_groups(checked_settings(changes)))
+
+
+def _retention_moves(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """Each retention that changed, from and to (days), for the audit trail."""
+    old, new = retention.site_days(before), retention.site_days(after)
+    return {kind: {"from": old[kind], "to": new[kind]} for kind in new if old[kind] != new[kind]}
 
 
 class SitesHandler(BaseHandler):
@@ -60,8 +74,11 @@ class SiteHandler(BaseHandler):
             updated, changed = await sites.update_site(self.deps.store, self.user, site, body,
                                                        session=session)
             if changed:
-                await self.audit("site.settings_changed", site, {"fields": changed},
-                                 session=session)
+                details: dict[str, Any] = {"fields": changed}
+                if "settings.retentionDays" in changed:
+                    # A shorter retention deletes at the next purge: the trail says who chose it.
+                    details["retentionDays"] = _retention_moves(site, updated)
+                await self.audit("site.settings_changed", site, details, session=session)
             return updated
 
         self.write_json(sites.public_view(await self.deps.store.transaction(change)))

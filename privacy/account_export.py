@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from documents import audit
+from documents import audit, retention
 from documents import notifications as notification_documents
 from documents import surveys as survey_documents
 from documents.accounts import AuthenticatedUser
@@ -59,6 +59,8 @@ async def account_export(store: Store, user: AuthenticatedUser) -> dict[str, Any
             {key: value for key, value in (channels or {}).items() if key != "_id"})
         # The customer's own survey definitions (never answers: those are visitor data).
         view["surveys"] = await survey_documents.list_surveys(store, site["_id"])
+        # Every kind's retention in force, defaults included (issue 32).
+        view["retentionDays"] = retention.site_days(site)
         site_views.append(view)
     invoices = await store.collection("invoices").find(
         {"accountId": user.account_id}).sort("issuedAt", ASCENDING).to_list(None)

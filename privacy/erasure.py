@@ -109,17 +109,22 @@ async def _anonymise_occurrences(store: Store, query: dict[str, Any], session: A
 ANONYMISERS = {"errors": _anonymise_errors, "error_occurrences": _anonymise_occurrences}
 
 
-async def _apply(store: Store, keys: SubjectKeys, session: Any) -> dict[str, int]:
-    # Before the raw data goes: the figures lose the share it added (reported under the data
-    # it came from), the heatmap counts always, the daily figures unless a restriction has
-    # already taken them out; what is not folded into them yet is deleted with the rest.
-    restricted = (await visitors.privacy_flags(store, keys.site_id, keys.visitor_id,
-                                               session=session)).restricted
-    await derivation.take_out_visitor(store, keys.site_id, keys.visitor_id,
-                                      restricted=restricted, session=session)
+async def _apply(store: Store, keys: SubjectKeys, session: Any, *, figures: bool = True,
+                 narrowed: dict[str, dict[str, Any]] | None = None) -> dict[str, int]:
+    """Delete or anonymise the visitor's data; `narrowed` adds conditions per category (what
+    a purge keeps for longer), and `figures` False leaves the figures as they are."""
+    if figures:
+        # Before the raw data goes: the figures lose the share it added (reported under the
+        # data it came from), the heatmap counts always, the daily figures unless a
+        # restriction has already taken them out; what is not folded into them yet is deleted
+        # with the rest.
+        restricted = (await visitors.privacy_flags(store, keys.site_id, keys.visitor_id,
+                                                   session=session)).restricted
+        await derivation.take_out_visitor(store, keys.site_id, keys.visitor_id,
+                                          restricted=restricted, session=session)
     counts: dict[str, int] = {}
     for source in VISITOR_DATA:
-        query = source.find(keys)
+        query = {**source.find(keys), **(narrowed or {}).get(source.category, {})}
         if source.action == "delete":
             result = await store.collection(source.collection).delete_many(query, session=session)
             counts[source.category] = result.deleted_count
@@ -161,3 +166,13 @@ async def erase_visitor(store: Store, site: dict[str, Any], visitor_id: str, *,
                               counts, sorted(legacy))
 
     return await store.transaction(work)
+
+
+async def purge_visitor(store: Store, site_id: str, visitor_id: str, *,
+                        consent_before: datetime, session: Any) -> dict[str, int]:
+    """Remove a visitor whose profile expired (issue 32) as erasure does, in the caller's
+    transaction, except that the figures keep what the visitor added, as anonymous aggregates,
+    and consent decisions made since `consent_before` stay as the proof the law asks for."""
+    keys = await subject_keys(store, site_id, visitor_id, session=session)
+    return await _apply(store, keys, session, figures=False, narrowed={
+        "consentDecisions": {"decidedAt": {"$lt": consent_before}}})

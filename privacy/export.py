@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import activity, commerce, visitors
+from documents import activity, commerce, retention, visitors
 from documents.store import ASCENDING, Store
 from errors import NotFound
 from instants import format_instant
@@ -37,7 +37,8 @@ DEFAULT_TRANSPARENCY: dict[str, Any] = {
         "The shop operator (controller)",
         "Visitor Service, as processor, on servers in the European Union",
     ],
-    "retention": "Kept while the shop operator's account is active, or until erased on request.",
+    "retention": "Each category is kept for the days listed in retentionPeriods, then deleted "
+                 "automatically (error records are kept anonymised), or until erased on request.",
     "source": "Collected from the visitor's browser and the shop's server.",
     "automatedDecisionMaking": "None.",
     "rights": [
@@ -128,8 +129,9 @@ class VisitorExport:
         yield "," + _json("generatedAt") + ":" + _json(datetime.now(UTC))
         yield "," + _json("site") + ":" + _json({"id": self._site["_id"],
                                                  "name": self._site["name"]})
-        yield "," + _json("information") + ":" + _json({**transparency,
-                                                        "categories": CATEGORIES})
+        yield "," + _json("information") + ":" + _json({
+            **transparency, "categories": CATEGORIES,
+            "retentionPeriods": retention.periods(self._site)})
         sections = self._sections(keys)
         for source in VISITOR_DATA:
             if source.section == "visitor":

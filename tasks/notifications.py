@@ -30,14 +30,17 @@ import smtplib
 import ssl
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from email.message import EmailMessage
 from typing import Any
 
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 from documents import notifications
+from documents.accounts import new_id
 from documents.store import Store
 from errors import InvalidInput
+from instants import format_instant
 from privacy import addresses
 from privacy.sealing import SealedSecretError, SecretSealer
 from realtime.events import new_error_event_from_record
@@ -117,6 +120,14 @@ class Notifier:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def retention_alert(self, site_id: str, *, problem: str, kinds: list[str]) -> None:
+        """Schedule a notice that the retention purge failed or fell behind for the site
+        (tasks/purge.py) and return at once; `problem` is "failed" or "behind"."""
+        task = asyncio.create_task(self._notify_retention(site_id, problem, kinds),
+                                   name=f"notify-retention-{site_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
     async def drain(self, within: float) -> bool:
         """Wait for deliveries in flight; True when all finished within `within` seconds."""
         if not self._tasks:
@@ -164,11 +175,43 @@ class Notifier:
         except Exception:  # noqa: BLE001 - background boundary: log, never reach the worker
             log.exception("notification failed", extra={"siteId": site_id})
 
+    async def _notify_retention(self, site_id: str, problem: str, kinds: list[str]) -> None:
+        try:
+            channels = await notifications.channels_for_site(self._store, site_id)
+            if not channels:
+                return
+            event = {"type": f"retention_purge_{problem}", "id": new_id(), "siteId": site_id,
+                     "at": format_instant(datetime.now(UTC)),
+                     "kinds": sorted(kinds)}
+            link = f"{self._public_url}/app/sites/{site_id}/privacy"
+            senders: dict[str, Callable[[str], Awaitable[None]]] = {}
+            email = channels.get("email")
+            if email and email.get("enabled"):
+                name = await notifications.site_name(self._store, site_id)
+                what = ("The retention purge failed" if problem == "failed"
+                        else "The retention purge is behind")
+                text = (f"{what} on {name}.\n\nKinds of data concerned: "
+                        f"{', '.join(sorted(kinds))}\n\nSee Privacy & exports: {link}\n")
+                senders["email"] = lambda _id: self._send_text_email(
+                    site_id, email, f"[{name}] {what}", text)
+            webhook = channels.get("webhook")
+            if webhook and webhook.get("enabled"):
+                senders["webhook"] = lambda delivery_id: self._send_webhook(
+                    site_id, webhook, event, delivery_id, link=link)
+            await asyncio.gather(*(
+                self._deliver(site_id, channel, event, send)
+                for channel, send in senders.items()))
+        except Exception:  # noqa: BLE001 - background boundary: log, never reach the purge
+            log.exception("retention notification failed", extra={"siteId": site_id})
+
     async def _deliver(self, site_id: str, channel: str, event: dict[str, Any],
                        send: Callable[[str], Awaitable[None]]) -> None:
+        error = event.get("error") or {}
         delivery_id = await notifications.start_delivery(
-            self._store, site_id=site_id, channel=channel, error_id=event["id"],
-            fingerprint=event["error"]["fingerprint"], reopened=event["error"]["reopened"])
+            self._store, site_id=site_id, channel=channel,
+            error_id=event["id"] if error else None, fingerprint=error.get("fingerprint"),
+            reopened=bool(error.get("reopened")),
+            event="new_error" if error else event["type"])
         for attempt in range(1, self._max_attempts + 1):
             try:
                 async with self._slots:
@@ -220,12 +263,30 @@ class Notifier:
         )
         await asyncio.to_thread(_send_smtp, config, password, message)
 
+    async def _send_text_email(self, site_id: str, config: dict[str, Any], subject: str,
+                               text: str) -> None:
+        password = ""
+        if config.get("smtpPasswordSealed"):
+            password = self._sealer.open(config["smtpPasswordSealed"],
+                                         notifications.secret_purpose(site_id, "email"))
+        message = EmailMessage()
+        message["Subject"] = _one_line(subject)[:200]
+        try:
+            message["From"] = config["from"]
+            message["To"] = ", ".join(config["recipients"])
+        except ValueError:  # saved before addresses were checked for control characters
+            raise DeliveryFailed("an address of the channel cannot be written in a mail "
+                                 "header; save the channel again") from None
+        message.set_content(text)
+        await asyncio.to_thread(_send_smtp, config, password, message)
+
     async def _send_webhook(self, site_id: str, config: dict[str, Any], event: dict[str, Any],
-                            delivery_id: str) -> None:
+                            delivery_id: str, *, link: str | None = None) -> None:
         secret = self._sealer.open(config["secretSealed"],
                                    notifications.secret_purpose(site_id, "webhook"))
-        body = json.dumps({**event, "dashboardUrl": self._dashboard_link(site_id, event["id"])},
-                          separators=(",", ":")).encode()
+        body = json.dumps(
+            {**event, "dashboardUrl": link or self._dashboard_link(site_id, event["id"])},
+            separators=(",", ":")).encode()
         request = HTTPRequest(
             config["url"], method="POST", body=body, follow_redirects=False,
             connect_timeout=ATTEMPT_TIMEOUT_SECONDS, request_timeout=ATTEMPT_TIMEOUT_SECONDS,

@@ -7,7 +7,8 @@ async pipeline on one event loop thread that owns the Motor client, the bus and 
 notifier (e-mail and webhooks), which is drained before that loop stops; the pipeline releases
 each finished job's outbox entry. The same loop runs the background work that would compete
 with requests in a web process: the derivation (tasks/derivation.py), which folds new data into
-the figures, and the heatmap renderer (tasks/heatmaps.py), where Chromium is installed. Threads
+the figures, the retention purge (tasks/purge.py), and the heatmap renderer (tasks/heatmaps.py),
+where Chromium is installed. Threads
 rather than prefork, because the work is waiting on MongoDB and a Motor client must not be
 created before a fork.
 """
@@ -33,6 +34,7 @@ from tasks.heatmaps import HEATMAP_CHROMIUM, HeatmapRenderer
 from tasks.notifications import Notifier
 from tasks.notify_port import Notifier as NotifierPort
 from tasks.outbox import ErrorOutbox
+from tasks.purge import RetentionPurger
 from tasks.queue import (
     QUEUE_NAME,
     WORKER_CONCURRENCY,
@@ -110,10 +112,23 @@ def background_work(settings: Settings, store: Store, metrics: Metrics
                             allow_private_addresses=settings.heatmap_allow_private_addresses))
 
 
+def retention_purge(settings: Settings, store: Store, metrics: Metrics,
+                    notifier: Notifier) -> RetentionPurger:
+    """The retention purge (tasks/purge.py), which the worker runs beside the derivation."""
+    return RetentionPurger(store, metrics, notifier,
+                           interval_seconds=settings.retention_purge_interval_seconds,
+                           batch=settings.retention_purge_batch, purges=True)
+
+
 async def _start(deriver: FigureDeriver, renderer: HeatmapRenderer) -> None:
     """Start the background loops on the running loop (the worker's loop thread)."""
     deriver.start()
     renderer.start()
+
+
+async def _start_purge(purger: RetentionPurger) -> None:
+    """Start the purge's loop on the worker's loop thread."""
+    purger.start()
 
 
 def run_worker(settings: Settings) -> None:
@@ -130,12 +145,15 @@ def run_worker(settings: Settings) -> None:
                              outbox=error_outbox(settings, clients.store))
     deriver, renderer = background_work(settings, clients.store, metrics)
     runtime.run(_start(deriver, renderer))
+    purger = retention_purge(settings, clients.store, metrics, clients.notifier)
+    runtime.run(_start_purge(purger))
     app = make_celery_app(settings.redis_url, consumer=TaskConsumer(pipeline, runtime.run))
     try:
         app.Worker(pool="threads", concurrency=WORKER_CONCURRENCY, queues=[QUEUE_NAME],
                    loglevel=settings.log_level, without_mingle=True,
                    without_gossip=True).start()
     finally:
+        runtime.run(purger.close())
         runtime.run(renderer.close())
         runtime.run(deriver.close())
         runtime.run(clients.close())

@@ -1,0 +1,231 @@
+"""The retention purge (issue 32): what of each kind is past its site's retention goes.
+
+`PURGES` says, per kind of `documents.retention.KINDS`, what one batch does, how the oldest
+item held is found, and how a shortened retention is previewed. Every batch is one transaction
+that also counts what it removed (`documents.retention.count_removed`), so a purge stopped at
+any point leaves exact counts and is resumed by the next run without redoing a batch.
+
+Like erasure, files go with their chunks and the rows that point at them, and error records
+are anonymised rather than deleted (privacy/erasure.py does both). Unlike erasure, nothing is
+taken out of the figures: the daily figures, page figures and heatmap counts keep what purged
+data added, as anonymous aggregates; a visitor's chain of days goes with the visitor (decision
+"Issue 32: retention" in docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from documents import (
+    activity,
+    derivation,
+    engagement,
+    error_records,
+    heatmaps,
+    interactions,
+    leads,
+    recordings,
+    requests,
+    retention,
+    sites,
+    visitors,
+)
+from documents.retention import Expiry
+from documents.store import Store
+from privacy import erasure
+
+#: One batch: (store, site id, cutoff, limit, session, cutoffs of every kind) -> (found, removed).
+Batch = Callable[[Store, str, datetime, int, Any, dict[str, datetime]],
+                 Awaitable[tuple[int, int]]]
+
+
+def _delete(expiry: Expiry) -> Batch:
+    async def batch(store: Store, site_id: str, before: datetime, limit: int, session: Any,
+                    _cutoffs: dict[str, datetime]) -> tuple[int, int]:
+        return await retention.delete_expired(store, expiry, site_id, before, limit=limit,
+                                              session=session)
+    return batch
+
+
+def _trim(expiry: Expiry) -> Batch:
+    async def batch(store: Store, site_id: str, before: datetime, limit: int, session: Any,
+                    _cutoffs: dict[str, datetime]) -> tuple[int, int]:
+        return await retention.trim_expired_buckets(store, expiry, site_id, before,
+                                                    limit=limit, session=session)
+    return batch
+
+
+async def _recordings(store: Store, site_id: str, before: datetime, limit: int, session: Any,
+                      _cutoffs: dict[str, datetime]) -> tuple[int, int]:
+    return await recordings.purge_expired(store, site_id, before, limit=limit, session=session)
+
+
+def _anonymise(expiry: Expiry, collection_key: str) -> Batch:
+    """Anonymise expired occurrences or aggregates still naming someone, as erasure does."""
+    anonymiser = erasure.ANONYMISERS[collection_key]
+
+    async def batch(store: Store, site_id: str, before: datetime, limit: int, session: Any,
+                    _cutoffs: dict[str, datetime]) -> tuple[int, int]:
+        ids = await retention.expired_ids(store, expiry, site_id, before, limit=limit,
+                                          extra=error_records.NAMING_SOMEONE, session=session)
+        if not ids:
+            return 0, 0
+        return len(ids), await anonymiser(store, {"_id": {"$in": ids}}, session)
+    return batch
+
+
+async def _visitors(store: Store, site_id: str, before: datetime, limit: int, session: Any,
+                    cutoffs: dict[str, datetime]) -> tuple[int, int]:
+    ids = await visitors.expired_visitor_ids(store, site_id, before, limit=limit,
+                                             session=session)
+    for visitor_id in ids:
+        await erasure.purge_visitor(store, site_id, visitor_id,
+                                    consent_before=cutoffs["consent"], session=session)
+    return len(ids), len(ids)
+
+
+@dataclass(frozen=True)
+class KindPurge:
+    """How one kind is purged: its batches in order, and the collections that hold it."""
+
+    batches: tuple[Batch, ...]
+    #: (expiry, the items' condition) whose oldest item is "the oldest held".
+    held: tuple[tuple[Expiry, dict[str, Any] | None], ...]
+    #: Counts events inside buckets rather than documents.
+    buckets: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+PURGES: dict[str, KindPurge] = {
+    "recordings": KindPurge((_recordings,), ((recordings.EXPIRY, None),)),
+    "heatmaps": KindPurge((_delete(heatmaps.EXPIRY),), ((heatmaps.EXPIRY, None),)),
+    "errors": KindPurge(
+        (_delete(error_records.SESSION_LINK_EXPIRY),
+         _anonymise(error_records.OCCURRENCE_EXPIRY, error_records.OCCURRENCES),
+         _anonymise(error_records.ERROR_EXPIRY, error_records.ERRORS)),
+        ((error_records.SESSION_LINK_EXPIRY, None),
+         (error_records.OCCURRENCE_EXPIRY, error_records.NAMING_SOMEONE),
+         (error_records.ERROR_EXPIRY, error_records.NAMING_SOMEONE))),
+    "activity": KindPurge((_trim(activity.EXPIRY), _trim(interactions.EXPIRY)),
+                          ((activity.EXPIRY, None), (interactions.EXPIRY, None)), buckets=True),
+    "leads": KindPurge((_delete(leads.EXPIRY),), ((leads.EXPIRY, None),)),
+    "surveys": KindPurge((_delete(engagement.SURVEY_EXPIRY),),
+                         ((engagement.SURVEY_EXPIRY, None),)),
+    "chats": KindPurge((_delete(engagement.CHAT_EXPIRY),), ((engagement.CHAT_EXPIRY, None),)),
+    "consent": KindPurge((_delete(engagement.CONSENT_EXPIRY),),
+                         ((engagement.CONSENT_EXPIRY, None),)),
+    "visitors": KindPurge((_visitors,), ((visitors.EXPIRY, None),)),
+    "requestLog": KindPurge((_delete(requests.EXPIRY),), ((requests.EXPIRY, None),)),
+}
+
+
+class LeaseLost(RuntimeError):
+    """Another runner took the purge over (this one was too slow to renew its lease)."""
+
+
+class PurgeFailed(RuntimeError):
+    """A batch failed; `site_id` and `kind` say where (the cause is chained)."""
+
+    def __init__(self, site_id: str, kind: str) -> None:
+        super().__init__(f"the retention purge failed at kind {kind}")
+        self.site_id = site_id
+        self.kind = kind
+
+
+@dataclass
+class PurgeReport:
+    """What one run removed, per kind, and the sites whose oldest item is past retention."""
+
+    run_id: str
+    removed: dict[str, int] = field(default_factory=dict)
+    behind: dict[str, list[str]] = field(default_factory=dict)
+
+
+async def oldest_held(store: Store, site_id: str, kind: str) -> datetime | None:
+    """The oldest item of the kind the site still holds."""
+    found = [moment for expiry, extra in PURGES[kind].held
+             if (moment := await retention.oldest(store, expiry, site_id, extra)) is not None]
+    return min(found) if found else None
+
+
+async def preview(store: Store, site: dict[str, Any], days: dict[str, int], now: datetime
+                  ) -> dict[str, int]:
+    """How many items of each kind the retentions `days` would remove at `now`."""
+    chosen = {**retention.site_days(site), **days}
+    counts: dict[str, int] = {}
+    for kind in retention.KINDS:
+        before = retention.cutoff(now, chosen[kind.key])
+        purge = PURGES[kind.key]
+        total = 0
+        for expiry, extra in purge.held:
+            if purge.buckets:
+                total += await retention.count_expired_events(store, expiry, site["_id"], before)
+            else:
+                total += await retention.count_expired(store, expiry, site["_id"], before, extra)
+        counts[kind.key] = total
+    return counts
+
+
+async def purge_all(store: Store, owner: str, *, now: datetime, batch: int,
+                    renew: Callable[[], Awaitable[bool]]) -> PurgeReport:
+    """Run (or resume) the purge over every site; `renew` keeps the runner's lease and says
+    False when it was lost. Raises PurgeFailed at the first failing batch."""
+    run = await retention.open_run(store, owner, now)
+    measured_from: datetime = run["now"]
+    report = PurgeReport(run["_id"], {kind.key: 0 for kind in retention.KINDS})
+    done = set(run.get("done", []))
+    for site in await sites.all_sites(store):
+        site_id = site["_id"]
+        days = retention.site_days(site)
+        cutoffs = {key: retention.cutoff(measured_from, value) for key, value in days.items()}
+        # What the visitors to be purged added must be in the figures before they go.
+        while await derivation.fold_partition(store, site_id) > 0:
+            pass
+        for kind in retention.KINDS:
+            if retention.pair_key(site_id, kind.key) in done:
+                continue
+            await retention.start_pair(store, run["_id"], site_id, kind.key)
+            try:
+                removed = await _purge_kind(store, run["_id"], site_id, kind.key, cutoffs,
+                                            batch, renew)
+            except LeaseLost:
+                raise
+            except Exception as exc:
+                raise PurgeFailed(site_id, kind.key) from exc
+            report.removed[kind.key] += removed
+            held = await oldest_held(store, site_id, kind.key)
+            await retention.finish_pair(store, run["_id"], site_id, kind.key,
+                                        days=days[kind.key], oldest_held=held,
+                                        purged_at=measured_from)
+            if held is not None and held < cutoffs[kind.key]:
+                report.behind.setdefault(site_id, []).append(kind.key)
+    await retention.complete_run(store, run["_id"], measured_from)
+    return report
+
+
+async def _purge_kind(store: Store, run_id: str, site_id: str, kind: str,
+                      cutoffs: dict[str, datetime], limit: int,
+                      renew: Callable[[], Awaitable[bool]]) -> int:
+    removed_total = 0
+    for step in PURGES[kind].batches:
+        while True:
+            if not await renew():
+                raise LeaseLost("the purge lease was taken over")
+
+            async def work(session: Any, step: Batch = step) -> tuple[int, int]:
+                found, removed = await step(store, site_id, cutoffs[kind], limit, session,
+                                            cutoffs)
+                await retention.count_removed(store, run_id, site_id, kind, removed,
+                                              session=session)
+                return found, removed
+
+            found, removed = await store.transaction(work)
+            removed_total += removed
+            # A full batch that removed nothing is one whose items all changed meanwhile:
+            # they are left for the next run rather than read again and again.
+            if found < limit or removed == 0:
+                break
+    return removed_total

@@ -1,0 +1,247 @@
+"""The retention purge: each kind goes once past its retention, nothing younger is touched, a
+purged visitor leaves only anonymous aggregates, and a stopped run resumes without redoing work.
+
+Two visitors (Ada and Bob) are seeded through the real endpoints with one of everything
+(tests/support/visitor_data.py): per visitor two pageviews, two interactions, one recording
+with one footage segment plus one legacy recording from 2024, one heatmap image, one lead, one
+consent decision, one survey answer, two chat transcripts, one error occurrence with its
+session link; and one error aggregate both hit. The purge is then run with an injected clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from documents import derivation, retention
+from tests.retention.conftest import RecordingAlerts, Seeded, make_purger
+from tests.support.app import all_documents_text
+from tests.support.faulty_store import FaultPlan, FaultyStore
+
+NOTHING = {kind.key: 0 for kind in retention.KINDS}
+
+
+async def _count(store: Any, collection: str, query: dict[str, Any] | None = None) -> int:
+    return await store.collection(collection).count_documents(query or {})
+
+
+async def _events(store: Any, collection: str) -> int:
+    return sum([len(bucket["events"]) async for bucket in store.collection(collection).find({})])
+
+
+async def _held(store: Any) -> dict[str, int]:
+    """What the store holds of each kind, counted the way the purge counts removals."""
+    return {
+        "recordings": await _count(store, "recordings"),
+        "segments": await _count(store, "segments.files"),
+        "segmentChunks": await _count(store, "segments.chunks"),
+        "heatmapImages": await _count(store, "heatmaps.files"),
+        "heatmapChunks": await _count(store, "heatmaps.chunks"),
+        "errorLinks": await _count(store, "error_sessions"),
+        "occurrencesNamingSomeone": await _count(
+            store, "error_occurrences", {"visitorId": {"$ne": None}}),
+        "occurrences": await _count(store, "error_occurrences"),
+        "errorRecords": await _count(store, "errors"),
+        "pageviews": await _events(store, "pageview_buckets"),
+        "interactions": await _events(store, "interaction_buckets"),
+        "leads": await _count(store, "leads"),
+        "surveys": await _count(store, "survey_responses"),
+        "chats": await _count(store, "chat_transcripts"),
+        "consents": await _count(store, "consent_decisions"),
+        "profiles": await _count(store, "visitors"),
+        "activeDays": await _count(store, "visitor_days"),
+    }
+
+
+async def test_each_kind_goes_once_past_its_retention_and_nothing_younger_is_touched(
+        seeded: Seeded, deps):
+    store = deps.store
+    purger = make_purger(store)
+    await derivation.fold_all(store)
+    held = await _held(store)
+    assert held == {
+        "recordings": 4, "segments": 2, "segmentChunks": 2, "heatmapImages": 2,
+        "heatmapChunks": 2, "errorLinks": 2, "occurrencesNamingSomeone": 2, "occurrences": 2,
+        "errorRecords": 1, "pageviews": 4, "interactions": 4, "leads": 2, "surveys": 2,
+        "chats": 4, "consents": 2, "profiles": 2, "activeDays": 2}
+
+    async def run(days: float, removed: dict[str, int], changes: dict[str, int]) -> None:
+        report = await purger.purge(seeded.at + timedelta(days=days))
+        assert report is not None
+        assert report.removed == {**NOTHING, **removed}, days
+        held.update(changes)
+        assert await _held(store) == held, days
+
+    # A month on, only the two legacy recordings of 2024 are past 90 days.
+    await run(30, {"recordings": 2}, {"recordings": 2})
+    # A day short of 90, the recordings and images stay; nothing more goes.
+    await run(89, {}, {})
+    # Past 90 days: recordings with their footage files and chunks, images with theirs, and the
+    # errors' links (deleted), occurrences and the aggregate (anonymised, kept).
+    await run(91, {"recordings": 2, "heatmaps": 2, "errors": 2 + 2 + 1}, {
+        "recordings": 0, "segments": 0, "segmentChunks": 0, "heatmapImages": 0,
+        "heatmapChunks": 0, "errorLinks": 0, "occurrencesNamingSomeone": 0})
+    # A second run at the same time finds nothing left to do.
+    await run(91, {}, {})
+    # Past a year: survey answers and chat transcripts.
+    await run(366, {"surveys": 2, "chats": 4}, {"surveys": 0, "chats": 0})
+    # Past 25 months: pageviews and interactions; the profiles, not seen since, go with their
+    # leads and chains of days; their consent decisions stay as proof.
+    await run(762, {"activity": 4 + 4, "visitors": 2}, {
+        "pageviews": 0, "interactions": 0, "profiles": 0, "leads": 0, "activeDays": 0})
+    # Past five years: the consent decisions.
+    await run(1827, {"consent": 2}, {"consents": 0})
+
+
+async def test_a_purged_visitor_leaves_no_trace_but_anonymous_aggregates(seeded: Seeded, deps):
+    store = deps.store
+    await derivation.fold_all(store)
+    figures = {name: await store.collection(name).find({}, {"_id": 0}).to_list(None)
+               for name in ("site_days", "page_days", "heatmap_counts")}
+    assert all(figures.values())
+
+    assert await make_purger(store).purge(seeded.at + timedelta(days=1900)) is not None
+
+    text = await all_documents_text(store)
+    for visitor in (seeded.ada, seeded.bob):
+        for value in (visitor.visitor_id, visitor.session_id, visitor.email,
+                      visitor.recording_id, visitor.legacy_path):
+            assert value not in text, value
+    for value in ("Ada Lovelace", "Bob Builder", "+44 20 7946 0000", "Where is my parcel?"):
+        assert value not in text, value
+    for name in ("segments.files", "segments.chunks", "heatmaps.files", "heatmaps.chunks",
+                 "visitors", "visitor_days", "recordings", "pageview_buckets",
+                 "interaction_buckets", "leads", "consent_decisions"):
+        assert await _count(store, name) == 0, name
+    # The figures are what they were: purged data is not taken out of them.
+    for name, before in figures.items():
+        assert await store.collection(name).find({}, {"_id": 0}).to_list(None) == before, name
+    # The error stays in the Errors list with both occurrences, naming no one.
+    error = await store.collection("errors").find_one({"message": "cart is undefined"})
+    assert error["occurrenceCount"] == 2
+    assert (error["visitorId"], error["sessionId"], error["wpUserId"]) == (None, None, None)
+    assert await _count(store, "error_occurrences", {"visitorId": None}) == 2
+
+
+async def test_consent_decisions_outlive_an_expired_profile_for_the_legal_period(
+        seeded: Seeded, deps):
+    store = deps.store
+    await make_purger(store).purge(seeded.at + timedelta(days=800))
+    assert await _count(store, "visitors") == 0
+    kept = await store.collection("consent_decisions").find({}).to_list(None)
+    assert sorted(d["visitorId"] for d in kept) == ["ada-1", "bob-2"]
+
+
+async def test_a_shorter_retention_applies_at_the_next_run(seeded: Seeded, deps, tenant):
+    store = deps.store
+    await store.collection("sites").update_one(
+        {"_id": tenant.site_id},
+        {"$set": {"settings.retentionDays": {"activity": 30, "leads": 30}}})
+    report = await make_purger(store).purge(seeded.at + timedelta(days=31))
+    assert report is not None
+    assert report.removed == {**NOTHING, "recordings": 2, "activity": 8, "leads": 2}
+    assert await _count(store, "visitors") == 2  # profiles keep their 25 months
+
+
+async def test_a_runner_stopped_mid_batch_resumes_without_double_work(seeded: Seeded, deps):
+    plan = FaultPlan()
+    faulty = FaultyStore(deps.store, plan)
+    # Batches of one; the second occurrence's anonymisation fails, inside its batch.
+    plan.fail("error_occurrences", "update_many", skip=1)
+    stopped = make_purger(faulty, batch=1)
+    now = seeded.at + timedelta(days=91)
+    try:
+        await stopped.purge(now)
+    except Exception as exc:  # noqa: BLE001 - the failure is the point
+        failure = exc
+    assert type(failure).__name__ == "PurgeFailed"
+    (run,) = await deps.store.collection("retention_runs").find({}).to_list(None)
+    assert run["completedAt"] is None
+    # Recordings and images were done; of the errors, both links and one occurrence.
+    assert run["removed"] == {"recordings": 4, "heatmaps": 2, "errors": 3}
+    assert await _count(deps.store, "error_occurrences", {"visitorId": {"$ne": None}}) == 1
+
+    plan.clear()
+    plan.record_calls = True
+    resumed = await make_purger(faulty, batch=1).purge(now + timedelta(days=1))
+    assert resumed is not None and resumed.run_id == run["_id"]
+    # The finished kinds were not visited again, nor a link deleted twice.
+    touched = {collection for collection, operation in plan.calls
+               if operation.startswith("delete") or operation.startswith("update")}
+    assert not touched & {"recordings", "segments.files", "segments.chunks", "heatmaps.files",
+                          "heatmaps.chunks", "error_sessions"}
+    assert resumed.removed == {**NOTHING, "errors": 2}
+    (run,) = await deps.store.collection("retention_runs").find({}).to_list(None)
+    assert run["completedAt"] is not None
+    assert run["removed"] == {"recordings": 4, "heatmaps": 2, "errors": 5}
+    assert await _count(deps.store, "error_occurrences", {"visitorId": {"$ne": None}}) == 0
+
+
+class PausingStore(FaultyStore):
+    """The store, with every footage-chunk delete waiting until the test lets it go on."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.reached = asyncio.Event()
+        self.go_on = asyncio.Event()
+
+    def collection(self, name: str) -> Any:
+        proxy = super().collection(name)
+        if name != "segments.chunks":
+            return proxy
+        pausing = self
+
+        class Pausing:
+            def __getattr__(self, attribute: str) -> Any:
+                return getattr(proxy, attribute)
+
+            async def delete_many(self, *args: Any, **kwargs: Any) -> Any:
+                pausing.reached.set()
+                await pausing.go_on.wait()
+                return await proxy.delete_many(*args, **kwargs)
+
+        return Pausing()
+
+
+async def test_two_runners_never_run_at_once(seeded: Seeded, deps):
+    now = seeded.at + timedelta(days=91)
+    paused = PausingStore(deps.store)
+    first, second = make_purger(paused), make_purger(deps.store)
+    running = asyncio.create_task(first.purge(now))
+    await asyncio.wait_for(paused.reached.wait(), 10)
+    # The first is inside a batch: the second does nothing at all, however often it tries.
+    for _ in range(3):
+        assert await second.purge(now) is None
+    assert await _count(deps.store, "recordings") == 4
+    paused.go_on.set()
+    report = await running
+    assert report is not None and report.removed["recordings"] == 4
+    # Once the first is done the second may run, and finds nothing left.
+    again = await second.purge(now)
+    assert again is not None and again.removed == NOTHING
+    assert await _count(deps.store, "retention_runs") == 2
+
+
+async def test_a_failing_run_is_counted_and_notifies_the_owner_once_a_day(
+        seeded: Seeded, deps, tenant):
+    plan = FaultPlan()
+    plan.fail("leads", "delete_many", times=2)
+    alerts = RecordingAlerts()
+    purger = make_purger(FaultyStore(deps.store, plan), alerts)
+    await deps.store.collection("sites").update_one(
+        {"_id": tenant.site_id}, {"$set": {"settings.retentionDays": {"leads": 30}}})
+    now = seeded.at + timedelta(days=31)
+    for _ in range(2):
+        try:
+            await purger.purge(now)
+        except Exception as exc:  # noqa: BLE001 - the failure is the point
+            assert type(exc).__name__ == "PurgeFailed"
+    assert alerts.calls == [(tenant.site_id, "failed", ["leads"])]
+    assert purger.metrics.value("retention_purge_failures_total") == 2
+    assert purger.last_success == 0.0
+    (run,) = await deps.store.collection("retention_runs").find({}).to_list(None)
+    assert run["lastError"] == "InjectedFault while purging leads"
+    # The next day's pass succeeds and says so.
+    report = await purger.purge(now + timedelta(days=1))
+    assert report is not None and purger.last_success > 0
