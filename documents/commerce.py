@@ -45,6 +45,9 @@ ORDER_EVENT_TYPES = frozenset({PLACED, PAID, REFUNDED, CANCELLED, FAILED})
 #: A refund sets none: its amount is taken off, and a refund of the whole total makes the
 #: order "refunded".
 STATUS_OF = {PLACED: "placed", PAID: "paid", CANCELLED: "cancelled", FAILED: "failed"}
+#: Which of two steps stamped with the same time came later, in an order's usual life (a shop's
+#: clock may give several steps one second; a failed payment can be retried and succeed).
+_LIFE_ORDER = {PLACED: 0, FAILED: 1, PAID: 2, REFUNDED: 3, CANCELLED: 4}
 #: Events one order may have; far more than any real order's life, a bound on the summary's read.
 MAX_ORDER_EVENTS = 200
 
@@ -137,7 +140,8 @@ def order_summary(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
                                "currency": None, "placedAt": None, "paidAt": None,
                                "refunded": 0, "status": None}
     latest: datetime | None = None
-    for event in sorted(events, key=lambda e: (e["occurredAt"], e["_id"])):
+    for event in sorted(events, key=lambda e: (e["occurredAt"], _LIFE_ORDER[e["type"]],
+                                               e["recordedAt"], e["_id"])):
         for name in ("visitorId", "sessionId", "total", "currency"):
             if summary[name] is None and event.get(name) is not None:
                 summary[name] = event[name]

@@ -107,3 +107,25 @@ async def test_the_browser_has_no_way_to_send_money(fetch: Fetch, tenant: Tenant
         "eventId": "x", "type": "order_placed", "orderId": "1", "total": 1, "currency": "EUR"},
         headers={"X-Public-Key": tenant.public_key})
     assert answer.code == 401, answer
+
+
+async def test_steps_sent_in_any_order_or_in_one_second_make_the_same_order(
+        tenant: Tenant, deps, ingest: Ingest):
+    day = _today() - timedelta(days=1)
+    same = _at(day, 12)
+    steps = [{"eventId": "f", "type": "order_failed", "orderId": "9", "occurredAt": same},
+             {"eventId": "p", "type": "order_placed", "visitorId": "cy", "orderId": "9",
+              "total": "8.00", "currency": "EUR", "occurredAt": same},
+             # The payment is retried and goes through a minute later.
+             {"eventId": "q", "type": "order_paid", "orderId": "9",
+              "occurredAt": same.replace("12:00:00", "12:01:00")}]
+    for body in steps[:2]:
+        await ingest("commerce", body)
+    order = await deps.store.collection(commerce.ORDERS).find_one({"orderId": "9"})
+    assert (order["status"], order["figure"]) == ("failed", [])
+    await ingest("commerce", steps[2])
+    await deps.derivation.fold()
+    order = await deps.store.collection(commerce.ORDERS).find_one({"orderId": "9"})
+    assert (order["status"], order["visitorId"]) == ("paid", "cy")
+    assert list((await _money(deps.store, tenant.site_id)).values()) == [
+        {"orders": {"EUR": 1}, "revenue": {"EUR": 800}}]

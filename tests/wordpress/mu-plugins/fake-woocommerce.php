@@ -5,8 +5,12 @@
  * Description: The few public WooCommerce functions, objects and hooks the Visitor Service adapter
  *              calls (WC(), cart, session, order, get_woocommerce_currency, is_product, the
  *              conditional tags is_checkout, is_order_received_page and is_account_page,
- *              wc_get_checkout_url, the woocommerce_checkout_order_processed hook), and nothing
- *              more. WooCommerce itself cannot be installed from the registries these tests may use.
+ *              wc_get_checkout_url, the woocommerce_checkout_order_processed hook; for commerce
+ *              events wc_get_product, wc_get_order, order meta, refunds, the checkout shortcode
+ *              and block, and the hooks woocommerce_add_to_cart, woocommerce_before_checkout_form,
+ *              woocommerce_payment_complete, woocommerce_order_status_changed and
+ *              woocommerce_order_refunded), and nothing more. WooCommerce itself cannot be
+ *              installed from the registries these tests may use.
  *
  * The cart lives in the cookie fake_wc_cart ({"productId": quantity}), the session id in the
  * cookie fake_wc_session. GET /?fake_wc_checkout=1&email=… places an order from the cart
@@ -16,6 +20,12 @@
  * is the checkout page with ?order-received=ID (WooCommerce's endpoint, as a query argument).
  * POST register=1&email=…&first_name=… registers a customer as My Account's form does
  * (woocommerce_created_customer, with the documented $new_customer_data).
+ *
+ * GET /?add-to-cart=ID&quantity=N adds to the cart as WooCommerce's own link does. A page holding
+ * [woocommerce_checkout] is the classic checkout, one holding the woocommerce/checkout block the
+ * block checkout. Orders are kept in the option fake_wc_orders; GET /?fake_wc_order=ID with
+ * &payment_complete=1, &status=S or &refund=AMOUNT changes one as WC_Order::payment_complete(),
+ * WC_Order::update_status() and wc_create_refund() do, firing their hooks.
  */
 
 declare(strict_types=1);
@@ -35,6 +45,12 @@ final class Fake_WC_Product
     public function get_name(): string
     {
         return (string) get_the_title($this->id);
+    }
+
+    /** As WooCommerce: the price as stored, decimal text. */
+    public function get_price(): string
+    {
+        return (string) get_post_meta($this->id, '_price', true);
     }
 }
 
@@ -102,9 +118,34 @@ final class Fake_WC_Order_Item
 
 final class Fake_WC_Order
 {
-    /** @param array<string, array<string, mixed>> $lines */
-    public function __construct(private int $id, private string $email, private array $lines)
+    /**
+     * @param array<string, array<string, mixed>> $lines
+     * @param array<string, string> $meta
+     */
+    public function __construct(private int $id, private string $email, private array $lines,
+        private array $meta = [], public string $status = 'pending')
     {
+    }
+
+    public function get_meta(string $key): string
+    {
+        return $this->meta[$key] ?? '';
+    }
+
+    public function update_meta_data(string $key, string $value): void
+    {
+        $this->meta[$key] = $value;
+    }
+
+    /** Kept in an option, where wc_get_order() finds it on a later request. */
+    public function save(): int
+    {
+        $orders = (array) get_option('fake_wc_orders', []);
+        $orders[$this->id] = ['email' => $this->email, 'lines' => array_map(
+            static fn ($line) => array_diff_key($line, ['data' => 1]), $this->lines),
+            'meta' => $this->meta, 'status' => $this->status];
+        update_option('fake_wc_orders', $orders, false);
+        return $this->id;
     }
 
     public function get_id(): int
@@ -147,6 +188,52 @@ final class Fake_WC_Order
     {
         return get_woocommerce_currency();
     }
+}
+
+final class Fake_WC_Order_Refund
+{
+    public function __construct(private int $id, private string $amount)
+    {
+    }
+
+    public function get_id(): int
+    {
+        return $this->id;
+    }
+
+    public function get_amount(): string
+    {
+        return $this->amount;
+    }
+}
+
+/**
+ * @param mixed $id
+ * @return Fake_WC_Order|Fake_WC_Order_Refund|false
+ */
+function wc_get_order($id = false)
+{
+    $id = (int) $id;
+    $kept = ((array) get_option('fake_wc_orders', []))[$id] ?? null;
+    if (!is_array($kept)) {
+        return false;
+    }
+    if (isset($kept['refund'])) {
+        return new Fake_WC_Order_Refund($id, (string) $kept['refund']);
+    }
+    $lines = array_map(static fn ($line) => $line + ['data' => new Fake_WC_Product((int) $line['product_id'])],
+        (array) $kept['lines']);
+    return new Fake_WC_Order($id, (string) $kept['email'], $lines, (array) $kept['meta'], (string) $kept['status']);
+}
+
+/**
+ * @param mixed $id
+ * @return Fake_WC_Product|false
+ */
+function wc_get_product($id = false)
+{
+    $id = (int) $id;
+    return get_post_type($id) === 'product' ? new Fake_WC_Product($id) : false;
 }
 
 function WC(): WooCommerce
@@ -233,6 +320,7 @@ add_action('template_redirect', static function (): void {
     }
     $email = sanitize_email(wp_unslash((string) ($_GET['email'] ?? '')));
     $order = new Fake_WC_Order(random_int(1000, 999999), $email, WC()->cart->get_cart());
+    $order->save();
     if (isset($_GET['block'])) {
         do_action('woocommerce_store_api_checkout_order_processed', $order);
     } else {
@@ -245,4 +333,61 @@ add_action('template_redirect', static function (): void {
     nocache_headers();
     echo '<!doctype html><title>Order received</title><p id="order">Order ' . (int) $order->get_id() . ' received</p>';
     exit;
+});
+
+// As WC_Form_Handler::add_to_cart_action: ?add-to-cart=ID adds the product, then the hook.
+add_action('wp_loaded', static function (): void {
+    if (!isset($_GET['add-to-cart'])) {
+        return;
+    }
+    $id = (int) $_GET['add-to-cart'];
+    $quantity = max(1, (int) ($_GET['quantity'] ?? 1));
+    $raw = isset($_COOKIE['fake_wc_cart']) ? wp_unslash((string) $_COOKIE['fake_wc_cart']) : '{}';
+    $cart = (array) json_decode($raw, true);
+    $cart[$id] = (int) ($cart[$id] ?? 0) + $quantity;
+    setcookie('fake_wc_cart', (string) wp_json_encode($cart), 0, '/');
+    do_action('woocommerce_add_to_cart', 'line-' . $id, $id, $quantity, 0, [], []);
+});
+
+// The classic checkout's shortcode and the block checkout's block, as WooCommerce registers them.
+add_shortcode('woocommerce_checkout', static function (): string {
+    ob_start();
+    do_action('woocommerce_before_checkout_form', null);
+    return ob_get_clean() . '<form class="checkout woocommerce-checkout"></form>';
+});
+add_action('init', static function (): void {
+    register_block_type('woocommerce/checkout', [
+        'render_callback' => static fn (): string => '<div class="wp-block-woocommerce-checkout"></div>',
+    ]);
+});
+
+// An order's later life, as WC_Order::payment_complete(), update_status() and wc_create_refund()
+// fire it: on a request of its own (a payment provider's callback, the back office).
+add_action('wp_loaded', static function (): void {
+    if (!isset($_GET['fake_wc_order'])) {
+        return;
+    }
+    $id = (int) $_GET['fake_wc_order'];
+    $order = wc_get_order($id);
+    if (!$order instanceof Fake_WC_Order) {
+        wp_send_json(['error' => 'no such order'], 404);
+    }
+    $status = isset($_GET['payment_complete']) ? 'processing' : sanitize_key((string) ($_GET['status'] ?? ''));
+    if ($status !== '') {
+        $from = $order->status;
+        $order->status = $status;
+        $order->save();
+        do_action('woocommerce_order_status_changed', $id, $from, $status, $order);
+        if (isset($_GET['payment_complete'])) {
+            do_action('woocommerce_payment_complete', $id);
+        }
+    }
+    if (isset($_GET['refund'])) {
+        $orders = (array) get_option('fake_wc_orders', []);
+        $refund = $id * 100 + count($orders);
+        $orders[$refund] = ['refund' => sanitize_text_field(wp_unslash((string) $_GET['refund']))];
+        update_option('fake_wc_orders', $orders, false);
+        do_action('woocommerce_order_refunded', $id, $refund);
+    }
+    wp_send_json(['ok' => true]);
 });

@@ -23,7 +23,7 @@ final class Outbox
     public const CRON_HOOK = 'visitor_service_retry';
     public const SCHEDULE = 'visitor_service_five_minutes';
     /** Ingest paths whose items are kept until delivered. */
-    public const DURABLE = ['/ingest/leads', '/ingest/surveys'];
+    public const DURABLE = ['/ingest/leads', '/ingest/surveys', '/ingest/commerce'];
     private const BATCH = 50;
     private const MAX_BACKOFF = 6 * HOUR_IN_SECONDS;
     /** Seconds one send may wait for the service (never on a visitor's request). */

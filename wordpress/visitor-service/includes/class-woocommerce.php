@@ -1,7 +1,8 @@
 <?php
 
 /**
- * The thin WooCommerce adapter: cart, session id, product pages and the checkout hook.
+ * The thin WooCommerce adapter: cart, session id, product pages, the checkout hook, and the
+ * commerce events (cart, checkout, an order's life) the revenue figures are made of.
  *
  * @package VisitorService
  */
@@ -31,6 +32,187 @@ final class WooCommerce
         add_action('woocommerce_store_api_checkout_order_processed', [self::class, 'blockCheckoutProcessed']);
         // An account registered at the checkout or on My Account.
         add_action('woocommerce_created_customer', [self::class, 'customerCreated'], 10, 2);
+        // Commerce events (issue 31): the cart, the checkout page, and the order's later life.
+        add_action('woocommerce_add_to_cart', [self::class, 'addedToCart'], 10, 4);
+        add_action('woocommerce_before_checkout_form', [self::class, 'checkoutStarted']);
+        add_filter('render_block_woocommerce/checkout', [self::class, 'blockCheckoutRendered']);
+        add_action('woocommerce_payment_complete', [self::class, 'paymentComplete']);
+        add_action('woocommerce_order_status_changed', [self::class, 'statusChanged'], 10, 3);
+        add_action('woocommerce_order_refunded', [self::class, 'refunded'], 10, 2);
+    }
+
+    /** The order meta that says the plugin reported the order's placing. */
+    private const REPORTED = '_visitor_service_reported';
+    /** Order statuses that mean the money was taken, and what the others report. */
+    private const PAID_STATUSES = ['processing', 'completed'];
+    private const STATUS_EVENTS = ['cancelled' => 'order_cancelled', 'failed' => 'order_failed'];
+
+    /**
+     * woocommerce_add_to_cart($cart_item_key, $product_id, $quantity, $variation_id): the
+     * product, quantity and unit price, in the shop's currency.
+     *
+     * @param mixed $key
+     * @param mixed $productId
+     * @param mixed $quantity
+     * @param mixed $variationId
+     */
+    public static function addedToCart($key, $productId, $quantity = 1, $variationId = 0): void
+    {
+        $event = [
+            'type' => 'add_to_cart',
+            'productId' => (string) (int) $productId,
+            'quantity' => max(1, (int) $quantity),
+            'currency' => (string) get_woocommerce_currency(),
+        ];
+        $product = function_exists('wc_get_product') ? wc_get_product((int) $variationId ?: (int) $productId) : null;
+        if (is_object($product) && method_exists($product, 'get_price') && is_numeric($product->get_price())) {
+            $event['price'] = self::money($product->get_price());
+        }
+        self::sendVisitorEvent($event);
+    }
+
+    /** woocommerce_before_checkout_form: the classic checkout page is shown. */
+    public static function checkoutStarted(): void
+    {
+        self::sendVisitorEvent(['type' => 'checkout_started']);
+    }
+
+    /**
+     * render_block_woocommerce/checkout: the block checkout is shown (a WordPress filter, so
+     * the block's HTML is handed back unchanged).
+     *
+     * @param mixed $html
+     * @return mixed
+     */
+    public static function blockCheckoutRendered($html)
+    {
+        static $sent = false;
+        if (!$sent && !is_admin()) {
+            $sent = true;
+            self::checkoutStarted();
+        }
+        return $html;
+    }
+
+    /**
+     * A commerce event of the visitor on this request (a cart, a checkout, a placed order):
+     * sent with the visitor's context, so the service's privacy gate applies to it, through
+     * the outbox (kept, and sent after the response).
+     *
+     * @param array<string, mixed> $event
+     */
+    private static function sendVisitorEvent(array $event): bool
+    {
+        $visitor = Request::cookieVisitorId();
+        if ($visitor === null || !Options::configured() || !Request::mayCollect()) {
+            return false;
+        }
+        $event += ['eventId' => 'wc-' . Request::newId(), 'visitorId' => $visitor,
+            'occurredAt' => self::now()] + Request::serverContext();
+        // No sessionId: the loader's browser session is not known to the server, and WooCommerce's
+        // customer session (days long) is not one; the service places the event by visitor and time.
+        return Outbox::accept('/ingest/commerce', array_filter($event, static fn ($v) => $v !== '' && $v !== null));
+    }
+
+    /**
+     * A later step of an order the plugin reported as placed. It happens on a request that is
+     * not the visitor's (a payment provider's callback, the shop's back office), so it carries
+     * no visitor: the service finds the order by its id. Its id is the step's own, so hooks that
+     * report the same step twice (payment complete, then the status change) store it once.
+     *
+     * @param object $order a WC_Order
+     * @param array<string, mixed> $extra
+     */
+    private static function sendOrderEvent($order, string $type, string $step, array $extra = []): void
+    {
+        if (!is_object($order) || !Options::configured() || !$order->get_meta(self::REPORTED)) {
+            return;
+        }
+        Outbox::accept('/ingest/commerce', [
+            'eventId' => self::orderKey($order) . '-' . $step,
+            'type' => $type,
+            'orderId' => (string) $order->get_id(),
+            'occurredAt' => self::now(),
+        ] + $extra);
+    }
+
+    /** @param mixed $orderId */
+    public static function paymentComplete($orderId): void
+    {
+        self::sendOrderEvent(self::order($orderId), 'order_paid', 'paid');
+    }
+
+    /**
+     * woocommerce_order_status_changed($order_id, $from, $to): processing or completed means
+     * paid (a gateway without payment_complete, or an order marked paid by hand); cancelled and
+     * failed are reported as such. "refunded" is left to woocommerce_order_refunded, which
+     * carries the amount.
+     *
+     * @param mixed $orderId
+     * @param mixed $from
+     * @param mixed $to
+     */
+    public static function statusChanged($orderId, $from = '', $to = ''): void
+    {
+        $to = (string) $to;
+        if (in_array($to, self::PAID_STATUSES, true)) {
+            self::paymentComplete($orderId);
+        } elseif (isset(self::STATUS_EVENTS[$to])) {
+            self::sendOrderEvent(self::order($orderId), self::STATUS_EVENTS[$to], $to);
+        }
+    }
+
+    /**
+     * woocommerce_order_refunded($order_id, $refund_id): the refund's amount, in part or whole.
+     *
+     * @param mixed $orderId
+     * @param mixed $refundId
+     */
+    public static function refunded($orderId, $refundId): void
+    {
+        $order = self::order($orderId);
+        $refund = self::order($refundId);
+        if (!is_object($order) || !is_object($refund) || !method_exists($refund, 'get_amount')) {
+            return;
+        }
+        self::sendOrderEvent($order, 'order_refunded', 'refund-' . (int) $refundId, [
+            'amount' => self::money($refund->get_amount()),
+            'currency' => (string) $order->get_currency(),
+        ]);
+    }
+
+    /**
+     * @param mixed $orderId
+     * @return object|null a WC_Order (or WC_Order_Refund)
+     */
+    private static function order($orderId)
+    {
+        $order = function_exists('wc_get_order') ? wc_get_order((int) $orderId) : null;
+        return is_object($order) ? $order : null;
+    }
+
+    /** Now, to the millisecond: an order's steps often fall in one second. */
+    private static function now(): string
+    {
+        return (new \DateTimeImmutable('now', new \DateTimeZone('UTC')))->format('Y-m-d\TH:i:s.v\Z');
+    }
+
+    /** An order's id on the service, unique to this shop: several shops may share a site. */
+    private static function orderKey(object $order): string
+    {
+        return 'wc-order-' . (int) $order->get_id() . '-' . substr(md5(home_url()), 0, 8);
+    }
+
+    /**
+     * A WooCommerce amount as decimal text with the shop's decimals: the service keeps money in
+     * minor units and refuses what does not fit the currency, so no float reaches it.
+     *
+     * @param mixed $amount
+     */
+    private static function money($amount): string
+    {
+        $decimals = function_exists('wc_get_price_decimals') ? (int) wc_get_price_decimals() : 2;
+        return number_format((float) $amount, max(0, $decimals), '.', '');
     }
 
     /**
@@ -161,6 +343,18 @@ final class WooCommerce
         $visitor = Request::cookieVisitorId();
         if (!is_object($order) || $visitor === null || !Options::configured() || !Request::mayCollect()) {
             return;
+        }
+        // The order itself, for the revenue figures: counted once the shop reports it paid.
+        $placed = self::sendVisitorEvent([
+            'eventId' => self::orderKey($order) . '-placed',
+            'type' => 'order_placed',
+            'orderId' => (string) $order->get_id(),
+            'total' => self::money($order->get_total()),
+            'currency' => (string) $order->get_currency(),
+        ]);
+        if ($placed) {
+            $order->update_meta_data(self::REPORTED, '1');
+            $order->save();
         }
         $email = (string) $order->get_billing_email();
         if (!is_email($email)) {
