@@ -43,6 +43,7 @@ from handlers import api_docs as api_docs_handlers
 from handlers import auth as auth_handlers
 from handlers import csv_exports as csv_export_handlers
 from handlers import data_api as data_api_handlers
+from handlers import funnels as funnel_handlers
 from handlers import health as health_handlers
 from handlers import heatmaps as heatmap_handlers
 from handlers import ingest as ingest_handlers
@@ -202,6 +203,7 @@ def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
         *health_handlers.default_handlers,
         *auth_handlers.default_handlers,
         *site_handlers.default_handlers,
+        *funnel_handlers.default_handlers,
         *retention_handlers.default_handlers,
         *visitor_handlers.default_handlers,
         *data_api_handlers.default_handlers,

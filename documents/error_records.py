@@ -319,3 +319,16 @@ async def recently_announced(store: Store, site_id: str, since: datetime,
          "$or": [{"firstSeen": {"$gte": since}}, {"reopenedAt": {"$gte": since}}]},
         WITHOUT_JOB_IDS).sort("lastSeen", DESCENDING).limit(limit)
     return await cursor.to_list(limit)
+
+
+async def session_hits(store: Store, site_id: str, start: datetime, end: datetime, *,
+                       hidden: list[str]) -> list[tuple[str, str, str, datetime]]:
+    """(errorId, visitorId, sessionId, occurredAt) of every occurrence in [start, end) that
+    names its visitor and session, the `hidden` visitors left out; on (siteId, occurredAt)."""
+    query: dict[str, Any] = {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end},
+                             "sessionId": {"$ne": None}}
+    query["visitorId"] = {"$nin": [None, *hidden]}
+    cursor = store.collection(OCCURRENCES).find(
+        query, {"errorId": 1, "visitorId": 1, "sessionId": 1, "occurredAt": 1})
+    return [(row["errorId"], row["visitorId"], row["sessionId"], row["occurredAt"])
+            async for row in cursor]

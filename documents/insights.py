@@ -198,6 +198,8 @@ class RecordingFilters:
     device: str | None = None
     marks: tuple[str, ...] = ()
     visitor_id: str | None = None
+    #: Only these browser sessions (a source or a funnel step), when given.
+    sessions: tuple[str, ...] | None = None
 
 
 def _bounds(first: date | None, last: date | None) -> dict[str, Any]:
@@ -236,6 +238,8 @@ async def search_recordings(store: Store, site_id: str, filters: RecordingFilter
         filter_["device"] = filters.device
     for mark in filters.marks:
         filter_[f"marks.{mark}"] = {"$gt": 0}
+    if filters.sessions is not None:
+        filter_["sessionId"] = {"$in": list(filters.sessions)}
     durations = []
     if filters.min_seconds is not None:
         durations.append({"$expr": {"$gte": [recordings.DURATION_MS, filters.min_seconds * 1000]}})

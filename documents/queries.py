@@ -295,7 +295,7 @@ async def find_error(store: Store, site_id: str, error_id: str) -> dict[str, Any
 # Errors over a date range --------------------------------------------------------------------
 
 #: How the ranked errors list may be sorted, each biggest (or newest) first.
-ERROR_SORTS = ("lastSeen", "occurrences", "visitors")
+ERROR_SORTS = ("lastSeen", "occurrences", "visitors", "revenueAtRisk")
 ERROR_SOURCES = ("javascript", "php")
 #: Rows of the ranked errors list, and the entries of each breakdown of one error.
 MAX_RANKED_ERRORS = 100
@@ -315,9 +315,12 @@ def _days(first: date, last: date) -> list[str]:
 
 async def ranked_errors(store: Store, site_id: str, *, first: date, last: date,
                         status: str | None, source: str | None, page: str | None, sort: str,
-                        limit: int) -> dict[str, Any]:
+                        limit: int, impacts: dict[str, dict[str, Any]] | None = None
+                        ) -> dict[str, Any]:
     """The site's errors that occurred between `first` and `last` (UTC days), with their
     occurrences, visitors affected and a per-day trend in that range, sorted by `sort`.
+    `impacts` (documents/conversion_impact.py) gives each error its revenue at risk; sorted
+    by it, the significant figures come first, largest first, then the errors by sessions hit.
 
     Counted from the occurrences, which are kept for errors tied to a visitor or a session (as
     the daily chart counts them); status and source come from each error's aggregate.
@@ -350,7 +353,17 @@ async def ranked_errors(store: Store, site_id: str, *, first: date, last: date,
     errors = {error["_id"]: error async for error in store.collection(
         error_records.ERRORS).find(aggregate_filter, error_records.WITHOUT_JOB_IDS)}
     rows = [row for row in grouped if row["_id"] in errors]
-    rows.sort(key=lambda row: (row[sort], row["lastSeen"], row["_id"]), reverse=True)
+    impacts = impacts or {}
+    for row in rows:
+        impact = impacts.get(row["_id"])
+        row["revenueAtRisk"] = (impact or {}).get("revenueAtRisk")
+        row["sessionsHit"] = (impact or {}).get("affectedSessions", 0)
+    if sort == "revenueAtRisk":
+        rows.sort(key=lambda row: (row["revenueAtRisk"] is not None, row["revenueAtRisk"] or 0,
+                                   row["sessionsHit"], row["lastSeen"], row["_id"]),
+                  reverse=True)
+    else:
+        rows.sort(key=lambda row: (row[sort], row["lastSeen"], row["_id"]), reverse=True)
     rows = rows[:limit]
     per_day = occurrences.aggregate([
         {"$match": {**match, "errorId": {"$in": [row["_id"] for row in rows]}}},
@@ -364,7 +377,14 @@ async def ranked_errors(store: Store, site_id: str, *, first: date, last: date,
         "occurrencesInRange": row["occurrences"], "visitorsAffected": row["visitors"],
         "firstSeenInRange": row["firstSeen"], "lastSeenInRange": row["lastSeen"],
         "trend": [trend.get((row["_id"], day), 0) for day in days],
+        "impact": impacts.get(row["_id"]) or _NO_IMPACT,
     } for row in rows]}
+
+
+#: The impact of an error that hit no session of the range.
+_NO_IMPACT = {"affectedSessions": 0, "affectedConversion": None, "baselineConversion": None,
+              "z": None, "status": "notEnoughData", "revenueAtRisk": None,
+              "revenueAtRiskText": None, "currency": None}
 
 
 async def error_breakdown(store: Store, site_id: str, error_id: str, *, first: date,

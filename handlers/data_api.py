@@ -11,18 +11,44 @@ from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from documents import error_records, insights, leads, queries, recordings, sites
+from documents import (
+    conversion_impact,
+    error_records,
+    funnels,
+    insights,
+    leads,
+    queries,
+    recordings,
+    sites,
+    visits,
+)
 from documents import requests as request_log
 from errors import InvalidInput, NotFound
 from handlers import ui
 from handlers.base import BaseHandler
 from instants import format_instant
+from privacy.exclusion import ExclusionRule, rule_matches
 from realtime.recent import recent_events
 
 SITE_ID = r"([0-9a-f-]{36})"
 UUID = r"([0-9a-f-]{36})"
 #: Visitor and lead ids: the characters the ingest schemas allow.
 CLIENT_ID = r"([A-Za-z0-9_-]{1,64})"
+#: Sessions a recordings filter by source or funnel step may name: beyond, the newest.
+MAX_FILTER_SESSIONS = 10_000
+
+
+def page_matcher() -> funnels.PageMatch:
+    """Matches URLs against funnel step patterns, each pattern's rule built once per request."""
+    rules: dict[str, ExclusionRule] = {}
+
+    def matches(url: str, pattern: str) -> bool:
+        rule = rules.get(pattern)
+        if rule is None:
+            rule = rules[pattern] = ExclusionRule(pattern)
+        return rule_matches(url, rule)
+
+    return matches
 
 
 def json_ready(value: Any) -> Any:
@@ -125,11 +151,14 @@ class ErrorsHandler(SiteDataHandler):
 
 class ErrorTrendsHandler(SiteDataHandler):
     """GET .../error-trends?from=&to=&status=&source=&page=&sort=&limit=: the errors that
-    occurred in a date range, with occurrences, visitors affected and a per-day trend."""
+    occurred in a date range, with occurrences, visitors affected, a per-day trend and the
+    revenue at risk (documents/conversion_impact.py)."""
 
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         first, last = self.day_range()
+        impacts = await conversion_impact.error_impacts(self.deps.store, site, first, last,
+                                                        page_matcher())
         ranked = await queries.ranked_errors(
             self.deps.store, site["_id"], first=first, last=last,
             status=self.get_query_argument("status", None) or None,
@@ -137,8 +166,8 @@ class ErrorTrendsHandler(SiteDataHandler):
             page=self.get_query_argument("page", None) or None,
             sort=self.get_query_argument("sort", None) or "lastSeen",
             limit=min(queries.page_limit(self.get_query_argument("limit", None)),
-                      queries.MAX_RANKED_ERRORS))
-        self.write_json(json_ready(ranked))
+                      queries.MAX_RANKED_ERRORS), impacts=impacts)
+        self.write_json(json_ready({**ranked, "rule": conversion_impact.RULE}))
 
 
 class ErrorBreakdownHandler(SiteDataHandler):
@@ -247,7 +276,29 @@ class LeadHandler(SiteDataHandler):
 
 class RecordingsHandler(SiteDataHandler):
     """GET .../recordings?visitorId=&from=&to=&minDuration=&maxDuration=&page=&country=&
-    device=&has=&cursor=&limit=: recordings, newest first, with what happened in each."""
+    device=&has=&source=&funnel=&stoppedAt=&cursor=&limit=: recordings, newest first, with
+    what happened in each."""
+
+    async def sessions(self, site: dict[str, Any]) -> tuple[str, ...] | None:
+        """The sessions the source or funnel-step filter leaves, or None without one: those
+        of the range (the last 30 days by default) from `source` and, with `funnel`, that
+        reached its step `stoppedAt` and not the next."""
+        source = self.get_query_argument("source", None) or None
+        funnel_id = self.get_query_argument("funnel", None) or None
+        if source is None and funnel_id is None:
+            return None
+        first, last = self.day_range()
+        if funnel_id is None:
+            start, end = funnels.day_bounds(first, last)
+            return tuple(await visits.session_ids_from(self.deps.store, site["_id"], source,
+                                                       start, end, limit=MAX_FILTER_SESSIONS))
+        funnel = await funnels.find_funnel(self.deps.store, site["_id"], funnel_id)
+        step = self.optional_number("stoppedAt")
+        if step is None or not 1 <= step <= len(funnel["steps"]) or step != int(step):
+            raise InvalidInput("stoppedAt names a step of the funnel", field="stoppedAt")
+        paths = await funnels.session_paths(self.deps.store, site["_id"], funnel, first, last,
+                                            page_matches=page_matcher(), source=source)
+        return tuple(funnels.stopped_at(paths, int(step))[:MAX_FILTER_SESSIONS])
 
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
@@ -260,7 +311,7 @@ class RecordingsHandler(SiteDataHandler):
             page=argument("page", None) or None, country=argument("country", None) or None,
             device=argument("device", None) or None,
             marks=tuple(mark for mark in (argument("has", None) or "").split(",") if mark),
-            visitor_id=argument("visitorId", None))
+            visitor_id=argument("visitorId", None), sessions=await self.sessions(site))
         page = await insights.search_recordings(self.deps.store, site["_id"], filters,
                                                 cursor=cursor, limit=limit)
         self.write_json(json_ready(page.as_dict()))

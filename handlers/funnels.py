@@ -1,0 +1,108 @@
+"""Funnels and revenue at risk in the dashboard API: funnel definitions (owners and admins
+change them, members read), a funnel's report over a date range, and the pages with rage and
+dead clicks ranked by the revenue they put at risk (documents/funnels.py and
+documents/conversion_impact.py say how each is worked out)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from documents import conversion_impact, funnels
+from handlers.data_api import SITE_ID, UUID, SiteDataHandler, json_ready, page_matcher
+from privacy.exclusion import validate_pattern
+
+#: A funnel's id in a path: a definition's UUID, or "shop" for the built-in one.
+FUNNEL_ID = rf"({funnels.SHOP_FUNNEL_ID}|{UUID[1:-1]})"
+
+
+class FunnelsHandler(SiteDataHandler):
+    """GET lists the shop funnel and the site's own; POST creates one (owner or admin)."""
+
+    async def get(self, site_id: str) -> None:
+        site = await self.readable_site(site_id)
+        listed = await funnels.list_funnels(self.deps.store, site["_id"])
+        self.write_json(json_ready([funnels.view(funnel) for funnel in listed]))
+
+    async def post(self, site_id: str) -> None:
+        site = await self.admin_site(site_id)
+        body = self.validated_body("FunnelCreate")
+
+        async def create(session: Any) -> dict[str, Any]:
+            # The definition and its audit entry land together, or neither does.
+            funnel = await funnels.create_funnel(self.deps.store, site["_id"], body,
+                                                 validate_pattern, session=session)
+            await self.audit("funnel.created", site, {"funnelId": funnel["_id"]},
+                             session=session)
+            return funnel
+
+        funnel = await self.deps.store.transaction(create)
+        self.write_json(json_ready(funnels.view(funnel)), status=201)
+
+
+class FunnelHandler(SiteDataHandler):
+    """GET reads one funnel; PATCH changes it, DELETE removes it (owner or admin)."""
+
+    async def get(self, site_id: str, funnel_id: str) -> None:
+        site = await self.readable_site(site_id)
+        funnel = await funnels.find_funnel(self.deps.store, site["_id"], funnel_id)
+        self.write_json(json_ready(funnels.view(funnel)))
+
+    async def patch(self, site_id: str, funnel_id: str) -> None:
+        site = await self.admin_site(site_id)
+        body = self.validated_body("FunnelUpdate")
+
+        async def change(session: Any) -> dict[str, Any]:
+            funnel, changed = await funnels.update_funnel(
+                self.deps.store, site["_id"], funnel_id, body, validate_pattern, session=session)
+            if changed:
+                await self.audit("funnel.changed", site,
+                                 {"funnelId": funnel_id, "fields": changed}, session=session)
+            return funnel
+
+        funnel = await self.deps.store.transaction(change)
+        self.write_json(json_ready(funnels.view(funnel)))
+
+    async def delete(self, site_id: str, funnel_id: str) -> None:
+        site = await self.admin_site(site_id)
+
+        async def delete(session: Any) -> None:
+            await funnels.delete_funnel(self.deps.store, site["_id"], funnel_id, session=session)
+            await self.audit("funnel.deleted", site, {"funnelId": funnel_id}, session=session)
+
+        await self.deps.store.transaction(delete)
+        self.set_status(204)
+        self.finish()
+
+
+class FunnelReportHandler(SiteDataHandler):
+    """GET .../funnels/{funnelId}/report?from=&to=&source=: the range's sessions through it."""
+
+    async def get(self, site_id: str, funnel_id: str) -> None:
+        site = await self.readable_site(site_id)
+        funnel = await funnels.find_funnel(self.deps.store, site["_id"], funnel_id)
+        first, last = self.day_range()
+        source = self.get_query_argument("source", None) or None
+        paths = await funnels.session_paths(self.deps.store, site["_id"], funnel, first, last,
+                                            page_matches=page_matcher(), source=source)
+        self.write_json(json_ready(funnels.report(funnel, paths, first, last, source)))
+
+
+class PagesAtRiskHandler(SiteDataHandler):
+    """GET .../revenue-at-risk/pages?from=&to=: pages with rage or dead clicks, by the revenue
+    their sessions put at risk."""
+
+    async def get(self, site_id: str) -> None:
+        site = await self.readable_site(site_id)
+        first, last = self.day_range()
+        pages = await conversion_impact.page_impacts(self.deps.store, site, first, last,
+                                                     page_matcher())
+        self.write_json(json_ready({"from": first.isoformat(), "to": last.isoformat(),
+                                    "rule": conversion_impact.RULE, "items": pages}))
+
+
+default_handlers = [
+    (rf"/api/v1/sites/{SITE_ID}/funnels", FunnelsHandler),
+    (rf"/api/v1/sites/{SITE_ID}/funnels/{FUNNEL_ID}", FunnelHandler),
+    (rf"/api/v1/sites/{SITE_ID}/funnels/{FUNNEL_ID}/report", FunnelReportHandler),
+    (rf"/api/v1/sites/{SITE_ID}/revenue-at-risk/pages", PagesAtRiskHandler),
+]

@@ -1,0 +1,195 @@
+"""Funnels (issue 31 point 3): the shop funnel and a funnel of page patterns over crafted
+sessions whose counts, conversions, drop-offs, medians and breakdowns are worked out by hand
+below; the recordings of the sessions that stopped at a step; definitions stored per site and
+audited; erasure and restriction keep the reports exact."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tests.support.app import Fetch, Tenant
+from tests.support.ingest import Ingest
+
+SHOP = "https://shop.example"
+PHONE = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 "
+         "(KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1")
+DESKTOP = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+#: Two hours ago: every event below is in the past.
+BASE = (datetime.now(UTC) - timedelta(hours=2)).replace(second=0, microsecond=0)
+RECORDINGS = {"s4": "00000000-0000-4000-8000-000000000004",
+              "s5": "00000000-0000-4000-8000-000000000005",
+              "s1": "00000000-0000-4000-8000-000000000001"}
+
+
+def _at(minute: float) -> str:
+    return (BASE + timedelta(minutes=minute)).isoformat()
+
+
+async def _sessions(ingest: Ingest, deps) -> None:
+    """Six sessions of six visitors:
+
+    s1 desktop, from google.com: product view 0', cart 2', checkout 5', paid order 9' (step 4)
+    s2 phone, direct: product view 0', cart 4', checkout 10' (step 3)
+    s3 desktop, direct: product view 0', cart 6' (step 2)
+    s4 phone, newsletter campaign: product view 0' (step 1)
+    s5 desktop, direct: cart 1', then a product view 3' and no cart after it (step 1)
+    s6 desktop, direct: the home page only (no step)
+    """
+    sessions = [
+        ("v1", "s1", DESKTOP, "https://www.google.com/", [
+            (0, "/product/a", True), (2, "/cart", False), (5, "/checkout", False)],
+         [(2, "add_to_cart"), (5, "checkout_started"), (9, "order")]),
+        ("v2", "s2", PHONE, None, [(0, "/product/a", True), (4, "/cart", False),
+                                   (10, "/checkout", False)],
+         [(4, "add_to_cart"), (10, "checkout_started")]),
+        ("v3", "s3", DESKTOP, None, [(0, "/product/b", True), (6, "/cart", False)],
+         [(6, "add_to_cart")]),
+        ("v4", "s4", PHONE, None, [(0, "/product/b?utm_source=newsletter", True)], []),
+        ("v5", "s5", DESKTOP, None, [(1, "/cart", False), (3, "/product/b", True)],
+         [(1, "add_to_cart")]),
+        ("v6", "s6", DESKTOP, None, [(0, "/", False)], []),
+    ]
+    for visitor, session, agent, referrer, pages, events in sessions:
+        context = {"visitorId": visitor, "sessionId": session, "userAgent": agent}
+        for n, (minute, page, product) in enumerate(pages):
+            body: dict[str, Any] = {**context, "url": f"{SHOP}{page}", "occurredAt": _at(minute),
+                                    "pageviewId": f"{session}-{n}"}
+            if product:
+                body["productId"] = "p-1"
+            if referrer and n == 0:
+                body["referrer"] = referrer
+            await ingest("pageviews", body)
+        for minute, kind in events:
+            if kind == "order":
+                await ingest("commerce", {"eventId": f"{session}-placed", "type": "order_placed",
+                                          **context, "orderId": f"o-{session}", "total": "20.00",
+                                          "currency": "EUR", "occurredAt": _at(minute - 0.5)})
+                await ingest("commerce", {"eventId": f"{session}-paid", "type": "order_paid",
+                                          "orderId": f"o-{session}", "occurredAt": _at(minute)})
+            else:
+                extra = {"productId": "p-1"} if kind == "add_to_cart" else {}
+                await ingest("commerce", {"eventId": f"{session}-{kind}", "type": kind,
+                                          **context, **extra, "occurredAt": _at(minute)})
+        if session in RECORDINGS:
+            await ingest("recordings/start", {**context, "url": f"{SHOP}{pages[0][1]}",
+                                              "recordingId": RECORDINGS[session]})
+    await deps.derivation.fold()
+
+
+async def _report(fetch: Fetch, tenant: Tenant, token: str, funnel: str = "shop",
+                  query: str = "") -> dict[str, Any]:
+    first = BASE.date().isoformat()
+    last = datetime.now(UTC).date().isoformat()
+    answer = await fetch(f"/api/v1/sites/{tenant.site_id}/funnels/{funnel}/report?from={first}"
+                         f"&to={last}{query}", token=token)
+    assert answer.code == 200, answer
+    return answer.json()
+
+
+def _column(report: dict[str, Any], name: str) -> list[Any]:
+    return [step[name] for step in report["steps"]]
+
+
+async def test_the_shop_funnel_counts_each_step_in_order_with_medians_and_breakdowns(
+        fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str):
+    await _sessions(ingest, deps)
+    report = await _report(fetch, tenant, viewer_token)
+    assert report["sessions"] == 6
+    assert _column(report, "label") == ["Product view", "Add to cart", "Checkout", "Order"]
+    # s5's cart came before its product view, so it stops at step 1.
+    assert _column(report, "sessions") == [5, 3, 2, 1]
+    assert _column(report, "conversion") == [1.0, 0.6, 0.4, 0.2]
+    assert _column(report, "fromPrevious") == [None, 0.6, 0.6667, 0.5]
+    assert _column(report, "dropOff") == [2, 1, 1, 0]
+    # Cart after product view: s1 2', s2 4', s3 6' -> median 4' = 240 s. Checkout after
+    # cart: s1 3', s2 6' -> 270 s. Order after checkout: s1 4' -> 240 s.
+    assert _column(report, "medianSecondsFromPrevious") == [None, 240.0, 270.0, 240.0]
+    assert report["breakdown"]["device"] == [
+        {"name": "desktop", "sessions": [3, 2, 1, 1], "conversion": 0.3333},
+        {"name": "mobile", "sessions": [2, 1, 1, 0], "conversion": 0.0}]
+    assert report["breakdown"]["source"] == [
+        {"name": "(direct)", "sessions": [3, 2, 1, 0], "conversion": 0.0},
+        {"name": "google.com", "sessions": [1, 1, 1, 1], "conversion": 1.0},
+        {"name": "newsletter", "sessions": [1, 0, 0, 0], "conversion": 0.0}]
+    direct = await _report(fetch, tenant, viewer_token, query="&source=(direct)")
+    assert (direct["sessions"], _column(direct, "sessions")) == (4, [3, 2, 1, 0])
+
+
+async def test_an_owners_funnel_of_page_patterns_is_stored_audited_and_reported(
+        fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str):
+    await _sessions(ingest, deps)
+    base = f"/api/v1/sites/{tenant.site_id}/funnels"
+    steps = [{"kind": "page", "pattern": "/product/*", "label": "Product"},
+             {"kind": "page", "pattern": "/cart"}, {"kind": "page", "pattern": "/checkout*"}]
+    refused = await fetch(base, "POST", json_body={"name": "Pages", "steps": steps},
+                          token=viewer_token)
+    assert refused.code == 403, refused
+    bad = await fetch(base, "POST", json_body={"name": "Bad", "steps": [
+        {"kind": "page", "pattern": "/a b"}, {"kind": "page", "pattern": "/c"}]},
+        token=tenant.token)
+    assert (bad.code, bad.json()["error"].get("field")) == (422, "steps.0.pattern")
+    created = await fetch(base, "POST", json_body={"name": "Pages", "steps": steps},
+                          token=tenant.token)
+    assert created.code == 201, created
+    funnel = created.json()
+    assert [step["label"] for step in funnel["steps"]] == ["Product", "/cart", "/checkout*"]
+    listed = await fetch(base, token=viewer_token)
+    assert [f["id"] for f in listed.json()] == ["shop", funnel["id"]]
+    report = await _report(fetch, tenant, viewer_token, funnel["id"])
+    # /product/*: s1-s5 (s4's query is not part of a path pattern without "?"); then /cart
+    # not before it: s1, s2, s3 (s5's /cart came first); then /checkout*: s1, s2.
+    assert _column(report, "sessions") == [5, 3, 2]
+    assert _column(report, "medianSecondsFromPrevious") == [None, 240.0, 270.0]
+    changed = await fetch(f"{base}/{funnel['id']}", "PATCH",
+                          json_body={"steps": steps[1:]}, token=tenant.token)
+    assert changed.code == 200, changed
+    assert _column(await _report(fetch, tenant, viewer_token, funnel["id"]),
+                   "sessions") == [4, 2]
+    shop = await fetch(f"{base}/shop", "DELETE", token=tenant.token)
+    assert shop.code == 422, shop
+    deleted = await fetch(f"{base}/{funnel['id']}", "DELETE", token=tenant.token)
+    assert deleted.code == 204, deleted
+    actions = [entry["action"] async for entry in deps.store.collection("audit_log").find(
+        {"siteId": tenant.site_id, "action": {"$regex": "^funnel"}})]
+    assert sorted(actions) == ["funnel.changed", "funnel.created", "funnel.deleted"]
+
+
+async def test_a_step_opens_the_recordings_of_the_sessions_that_stopped_there(
+        fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str):
+    await _sessions(ingest, deps)
+    base = f"/api/v1/sites/{tenant.site_id}/recordings"
+
+    async def recorded(query: str) -> set[str]:
+        answer = await fetch(f"{base}?{query}", token=viewer_token)
+        assert answer.code == 200, answer
+        return {row["sessionId"] for row in answer.json()["items"]}
+
+    assert await recorded("funnel=shop&stoppedAt=1") == {"s4", "s5"}
+    assert await recorded("funnel=shop&stoppedAt=4") == {"s1"}
+    assert await recorded("funnel=shop&stoppedAt=2") == set()
+    assert await recorded("source=google.com") == {"s1"}
+    assert await recorded("source=newsletter&funnel=shop&stoppedAt=1") == {"s4"}
+    wrong = await fetch(f"{base}?funnel=shop&stoppedAt=5", token=viewer_token)
+    assert wrong.code == 422, wrong
+
+
+async def test_erasure_and_restriction_keep_the_funnel_exact(
+        fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str):
+    await _sessions(ingest, deps)
+    switch = f"/api/v1/sites/{tenant.site_id}/visitors/v2/restriction"
+    answer = await fetch(switch, "PUT", json_body={"on": True}, token=tenant.token)
+    assert answer.code == 200, answer
+    # Without s2: step 1 s1, s3, s4, s5; step 2 s1, s3; steps 3 and 4 s1.
+    held = await _report(fetch, tenant, viewer_token)
+    assert (held["sessions"], _column(held, "sessions")) == (5, [4, 2, 1, 1])
+    answer = await fetch(switch, "PUT", json_body={"on": False}, token=tenant.token)
+    assert answer.code == 200, answer
+    assert _column(await _report(fetch, tenant, viewer_token), "sessions") == [5, 3, 2, 1]
+    erased = await fetch(f"/api/v1/sites/{tenant.site_id}/visitors/v1/data", "DELETE",
+                         token=tenant.token)
+    assert erased.code == 200, erased
+    # Without s1: step 1 s2-s5; step 2 s2, s3; step 3 s2; nobody ordered.
+    after = await _report(fetch, tenant, viewer_token)
+    assert (after["sessions"], _column(after, "sessions")) == (5, [4, 2, 1, 0])
+    assert _column(after, "medianSecondsFromPrevious") == [None, 300.0, 360.0, None]
