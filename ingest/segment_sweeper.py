@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from config.background import stop_task
+from config.background import PeriodicTask
 from config.metrics import Metrics
 from documents import recordings
 from documents.accounts import new_id
@@ -165,7 +165,11 @@ class SegmentSweeper:
         self.max_inflated_bytes = max_inflated_bytes
         self.interval = interval_seconds
         self.lease = timedelta(seconds=lease_seconds)
-        self._task: asyncio.Task[None] | None = None
+        # A bad pass is logged and the next one retries: leases expire.
+        self._loop = PeriodicTask(
+            "segment-sweeper",
+            [("segment sweep", self.sweep), ("idle recording sweep", self.end_idle_recordings)],
+            pause=lambda: self.interval, logger=log)
 
     async def sweep(self, limit: int = 100) -> int:
         """Check up to `limit` segments now; returns how many were checked (not deferred)."""
@@ -225,20 +229,8 @@ class SegmentSweeper:
 
     def start(self) -> None:
         """Sweep in the background until `close`."""
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run())
+        self._loop.start()
 
     async def close(self) -> None:
         """Stop the background sweep."""
-        await stop_task(self._task)
-        self._task = None
-
-    async def _run(self) -> None:
-        steps = (("segment sweep", self.sweep), ("idle recording sweep", self.end_idle_recordings))
-        while True:
-            for name, step in steps:
-                try:
-                    await step()
-                except Exception:  # noqa: BLE001 - the loop outlives one bad pass; leases expire
-                    log.exception("%s failed", name)
-            await asyncio.sleep(self.interval)
+        await self._loop.close()

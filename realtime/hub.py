@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from tornado.websocket import WebSocketClosedError
 
-from config.background import stop_task
+from config.background import PeriodicTask
 from documents.accounts import AuthenticatedUser
 
 log = logging.getLogger(__name__)
@@ -130,10 +130,12 @@ class LiveHub:
                  session_check_seconds: float = 30.0) -> None:
         self._queue_limit = queue_limit
         self._is_session_revoked = is_session_revoked
-        self._session_check_seconds = session_check_seconds
         self._by_site: dict[str, set[Subscriber]] = {}
         self._subscribers: set[Subscriber] = set()
-        self._sweeper: asyncio.Task[None] | None = None
+        # The sweep must survive a store hiccup; it waits first, as no socket is open at start.
+        self._sweeper = PeriodicTask("live-session-sweep",
+                                     [("live session sweep", self.sweep_sessions)],
+                                     pause=session_check_seconds, wait_first=True, logger=log)
         self.delivered = 0
         self.dropped_slow = 0
 
@@ -201,16 +203,8 @@ class LiveHub:
 
     def start(self) -> None:
         """Start the periodic revoked-session sweep."""
-        if self._sweeper is None and self._is_session_revoked is not None:
-            self._sweeper = asyncio.create_task(self._sweep_forever(), name="live-session-sweep")
-
-    async def _sweep_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self._session_check_seconds)
-            try:
-                await self.sweep_sessions()
-            except Exception:  # noqa: BLE001 - the sweep must survive a store hiccup
-                log.exception("live session sweep failed")
+        if self._is_session_revoked is not None:
+            self._sweeper.start()
 
     async def sweep_sessions(self) -> int:
         """Close sockets whose session was revoked; returns how many were closed."""
@@ -230,7 +224,6 @@ class LiveHub:
 
     async def close(self) -> None:
         """Stop the sweep and close every socket with 1001 (server going away)."""
-        await stop_task(self._sweeper)
-        self._sweeper = None
+        await self._sweeper.close()
         for subscriber in list(self._subscribers):
             self.detach_and_close(subscriber, CLOSE_GOING_AWAY, "server_shutdown")

@@ -12,11 +12,10 @@ in /metrics, read by every runner (folding or not) on each pass.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import UTC, datetime
 
-from config.background import stop_task
+from config.background import PeriodicTask
 from config.metrics import Metrics
 from documents import derivation
 from documents.accounts import new_id
@@ -42,7 +41,10 @@ class FigureDeriver:
         #: One owner name per process, so its leases are its own.
         self.owner = new_id()
         self.lag_seconds = 0.0
-        self._task: asyncio.Task[None] | None = None
+        # A bad pass is logged and the next one retries: leases expire.
+        steps = [("figure derivation", self.fold)] if folds else []
+        self._loop = PeriodicTask("figure-derivation", [*steps, ("derivation lag", self.measure)],
+                                  pause=lambda: self.interval, logger=log)
         metrics.gauge(LAG_METRIC, LAG_HELP, lambda: self.lag_seconds)
 
     async def fold(self) -> int:
@@ -61,21 +63,8 @@ class FigureDeriver:
 
     def start(self) -> None:
         """Run in the background until `close`."""
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run())
+        self._loop.start()
 
     async def close(self) -> None:
         """Stop the background loop (a fold cut off here is undone by its transaction)."""
-        await stop_task(self._task)
-        self._task = None
-
-    async def _run(self) -> None:
-        steps = [("figure derivation", self.fold)] if self.folds else []
-        steps.append(("derivation lag", self.measure))
-        while True:
-            for name, step in steps:
-                try:
-                    await step()
-                except Exception:  # noqa: BLE001 - the loop outlives one bad pass; leases expire
-                    log.exception("%s failed", name)
-            await asyncio.sleep(self.interval)
+        await self._loop.close()

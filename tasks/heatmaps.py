@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from tornado.httpclient import HTTPClientError
 
-from config.background import stop_task
+from config.background import PeriodicTask
 from documents import heatmaps, recordings, rollups
 from documents.sites import normalise_origin
 from documents.store import Store
@@ -401,7 +401,11 @@ class HeatmapRenderer:
         self.interval = interval_seconds
         self.lease = timedelta(seconds=lease_seconds)
         self.limits = limits or RenderLimits()
-        self._task: asyncio.Task[None] | None = None
+        # A store outage must not end the loop; a browser's message can quote the recorded
+        # page, so a failure is logged by its type only.
+        self._loop = PeriodicTask("heatmap-renderer",
+                                  [("heatmap renderer pass", self.render_waiting)],
+                                  pause=lambda: self.interval, logger=log, traceback=False)
 
     async def render_waiting(self, limit: int = 10) -> int:
         """Handle up to `limit` waiting requests now; returns how many were handled."""
@@ -429,20 +433,9 @@ class HeatmapRenderer:
         if not Path(self.chromium_path).exists():
             log.warning("no chromium: heatmap backgrounds are not rendered in this process")
             return False
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(),
-                                                                name="heatmap-renderer")
+        self._loop.start()
         return True
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self.render_waiting()
-            except Exception as exc:  # noqa: BLE001 - a store outage must not end the loop
-                log.error("heatmap renderer pass failed (%s)", type(exc).__name__)
-            await asyncio.sleep(self.interval)
 
     async def close(self) -> None:
         """Stop the background loop."""
-        await stop_task(self._task)
-        self._task = None
+        await self._loop.close()

@@ -12,13 +12,12 @@ docs/decisions.md, "Error pipeline", and docs/operations.md §3.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from config.background import stop_task
+from config.background import PeriodicTask
 from config.metrics import Metrics
 from documents import error_outbox
 from documents.store import Store
@@ -115,7 +114,11 @@ class OutboxRelay:
         self.interval = interval_seconds
         self.batch = batch
         self.last_depth = 0
-        self._task: asyncio.Task[None] | None = None
+        self._last_sent = 0
+        # A bad pass is logged and the next one retries: its entries stay due.
+        self._loop = PeriodicTask("error-outbox-relay",
+                                  [("error outbox relay pass", self._relay_and_measure)],
+                                  pause=self._pause, logger=log)
 
     async def relay(self) -> int:
         """One pass: send up to `batch` due entries; returns how many were sent."""
@@ -135,23 +138,20 @@ class OutboxRelay:
 
     def start(self) -> None:
         """Relay in the background until `close`, and expose the outbox depth."""
-        if self._task is None:
+        if not self._loop.running:
             self.metrics.gauge(DEPTH_METRIC, DEPTH_HELP, lambda: self.last_depth)
-            self._task = asyncio.get_running_loop().create_task(self._run())
+            self._loop.start()
 
     async def close(self) -> None:
         """Stop relaying."""
-        await stop_task(self._task)
-        self._task = None
+        await self._loop.close()
 
-    async def _run(self) -> None:
-        while True:
-            sent = 0
-            try:
-                sent = await self.relay()
-                self.last_depth = await self.outbox.depth()
-            except Exception:  # noqa: BLE001 - the loop outlives one bad pass; entries stay due
-                log.exception("error outbox relay pass failed")
-            # A full batch means more are due (Redis just came back): go on without the pause,
-            # which only exists so that an empty outbox is not polled constantly.
-            await asyncio.sleep(self.interval if sent < self.batch else 0)
+    async def _relay_and_measure(self) -> None:
+        self._last_sent = 0
+        self._last_sent = await self.relay()
+        self.last_depth = await self.outbox.depth()
+
+    def _pause(self) -> float:
+        # A full batch means more are due (Redis just came back): go on without the pause,
+        # which only exists so that an empty outbox is not polled constantly.
+        return self.interval if self._last_sent < self.batch else 0
