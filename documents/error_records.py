@@ -48,9 +48,9 @@ INDEXES = [
     Index(OCCURRENCES, (("siteId", ASCENDING), ("errorId", ASCENDING))),
     Index(FAILED_JOBS, (("failedAt", DESCENDING),)),
     Index(FAILED_JOBS, (("siteId", ASCENDING), ("failedAt", DESCENDING))),
-    # The site's oldest links and occurrences, for retention (documents/retention.py).
+    # The site's oldest links, for retention (documents/retention.py); its oldest occurrences
+    # are on the index documents/queries.py declares for date ranges.
     Index(SESSION_LINKS, (("siteId", ASCENDING), ("lastSeen", ASCENDING))),
-    Index(OCCURRENCES, (("siteId", ASCENDING), ("occurredAt", ASCENDING))),
 ]
 SESSION_LINK_EXPIRY = Expiry(SESSION_LINKS, "lastSeen")
 #: Occurrences and aggregates are anonymised when they expire, never deleted (privacy/erasure.py

@@ -49,8 +49,9 @@ class RetentionPreviewHandler(BaseHandler):
     """POST: how many items of each kind the given retentions would delete at the next run."""
 
     async def post(self, site_id: str) -> None:
-        body = self.validated_body("RetentionPreviewRequest")
+        # Another organization's site is not found, whatever the body says.
         site = await sites.site_for_user(self.deps.store, self.user, site_id)
+        body = self.validated_body("RetentionPreviewRequest")
         try:
             days = retention.checked_days(body["retentionDays"])
         except retention.RetentionOutOfRange as refused:
