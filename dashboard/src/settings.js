@@ -290,10 +290,64 @@ function requestSubject(site, request) {
     : h('span', {}, name, h('span', { class: 'hint' }, ' (no data held)')));
 }
 
+/** "90 days", "25 months"-free: retention is set and shown in days. */
+function days(value) {
+  return value === 1 ? '1 day' : `${value} days`;
+}
+
+/**
+ * Retention, per kind: how long it is kept, the oldest item still held, the last purge and what
+ * it removed, so the owner can see the durations are enforced. Owners and admins change a
+ * retention here; a shorter one is previewed (how many items the next purge removes) first.
+ */
+function retentionPanel(app, site, status, admin) {
+  const outcome = h('div', { role: 'status' });
+  const inputs = {};
+  const rows = status.kinds.map((kind) => {
+    const editable = admin && kind.settable;
+    const input = editable ? h('input', { type: 'number', name: kind.kind, min: kind.minDays, max: kind.maxDays,
+      value: kind.retentionDays, 'aria-label': `Days to keep: ${kind.label}`, class: 'days' }) : null;
+    if (input) inputs[kind.kind] = input;
+    return h('tr', { dataset: { kind: kind.kind } }, h('td', {}, kind.label),
+      h('td', {}, input || days(kind.retentionDays),
+        h('span', { class: 'hint' }, kind.settable ? ` ${kind.minDays}–${kind.maxDays}` : ' fixed by law')),
+      h('td', {}, when(kind.oldestHeldAt)), h('td', { class: 'optional' }, when(kind.lastPurgeAt)),
+      h('td', {}, String(kind.removedLastRun)), h('td', { class: 'optional' }, String(kind.removedTotal)));
+  });
+  const changed = () => Object.fromEntries(Object.entries(inputs).map(([kind, input]) => [kind, Number(input.value)])
+    .filter(([kind, value]) => value !== status.kinds.find((k) => k.kind === kind).retentionDays));
+  const controls = admin ? h('div', { class: 'row' },
+    actionButton('Preview deletions', async () => {
+      const preview = await app.session.json(`${api(site)}/retention/preview`, { method: 'POST', json: { retentionDays: changed() } });
+      const counts = status.kinds.filter((kind) => preview.wouldRemove[kind.kind])
+        .map((kind) => `${kind.label}: ${preview.wouldRemove[kind.kind]}`);
+      outcome.replaceChildren(h('div', { class: 'notice', id: 'retention-preview' }, counts.length
+        ? `The next purge would remove ${counts.join('; ')}.` : 'The next purge would remove nothing.'));
+      return null;
+    }, { busy: 'Counting…', kind: 'secondary' }),
+    actionButton('Save retention', async () => {
+      const updated = await app.session.json(api(site), { method: 'PATCH', json: { settings: { retentionDays: changed() } } });
+      Object.assign(site, updated);
+      outcome.replaceChildren(h('div', { class: 'notice' }, 'Retention saved; it applies at the next purge.'));
+      return null;
+    }, { busy: 'Saving…', id: 'save-retention' })) : null;
+  const lag = status.lastError ? h('p', { class: 'warning' }, `The last purge failed (${status.lastError}); it is retried.`) : null;
+  return h('section', { class: 'panel', 'aria-labelledby': 'retention-title', id: 'retention' },
+    h('h2', { id: 'retention-title' }, 'Retention'),
+    h('p', { class: 'hint' }, `What is older is removed automatically. Last purge finished: ${when(status.lastRunCompletedAt)}.`),
+    lag,
+    h('div', { class: 'table-wrap' }, h('table', { id: 'retention-table' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'Data'), h('th', {}, 'Kept (days)'), h('th', {}, 'Oldest held'),
+        h('th', { class: 'optional' }, 'Last purge'), h('th', {}, 'Removed last run'), h('th', { class: 'optional' }, 'Removed in all'))),
+      h('tbody', {}, rows))),
+    controls, outcome);
+}
+
 export async function privacyPage(app, site) {
   const admin = app.isAdmin(site);
   const [requests, holds] = admin ? await Promise.all([
     app.session.json('/api/v1/requests'), app.session.json(`${api(site)}/privacy-holds`)]) : [[], null];
+  const retention = await app.session.json(`${api(site)}/retention`);
   const auditHolder = h('div', {}, h('p', { class: 'hint' }, 'The audit trail is part of the account export.'));
   const showAudit = actionButton('Show the audit trail', async () => {
     const exported = await (await app.session.send('/auth/me/export.json')).json();
@@ -318,6 +372,7 @@ export async function privacyPage(app, site) {
     h('section', { class: 'panel' }, h('h2', {}, 'CSV exports'),
       admin ? h('div', { class: 'row' }, ['errors', 'leads', 'recordings'].map((kind) => csvDownload(app, site, kind)))
         : h('p', { class: 'hint' }, 'CSV exports need an owner or admin.')),
+    retentionPanel(app, site, retention, admin),
     admin ? holdsPanel(app, site, holds) : null,
     h('section', { class: 'panel' }, h('h2', {}, 'Your account'),
       download(app, '/auth/me/export.json', 'account-export.json', 'Download account export'), showAudit, auditHolder),
