@@ -1,0 +1,50 @@
+"""The overview's money figures as the owner sees them (issue 31 point 2): orders, conversion
+rate, revenue, average order value and revenue per visitor from the shop's paid orders, orders
+in another currency said apart, nothing else added; clean under axe-core."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from playwright.async_api import Page, expect
+
+from tests.ui.accessibility import assert_accessible
+from tests.ui.conftest import Dashboard, ingest, sign_in
+
+
+async def _send(dashboard: Dashboard, body: dict) -> None:
+    answer = await ingest(dashboard, "/ingest/commerce", body)
+    assert answer.code == 200, answer
+
+
+async def test_the_overview_shows_revenue_from_paid_orders_and_other_currencies_apart(
+        page: Page, dashboard: Dashboard, deps, artifacts):
+    yesterday = (datetime.now(UTC) - timedelta(days=1)).replace(hour=9).isoformat()
+    for visitor, order, total, currency in (("buyer-1", "m1", "25.50", "EUR"),
+                                           ("buyer-2", "m2", "10.00", "EUR"),
+                                           ("buyer-3", "m3", "7", "USD")):
+        await _send(dashboard, {"eventId": f"{order}-p", "type": "order_placed",
+                                "visitorId": visitor, "orderId": order,
+                                "total": total,
+                                "currency": currency, "occurredAt": yesterday})
+    await _send(dashboard, {"eventId": "m1-paid", "type": "order_paid", "orderId": "m1",
+                            "occurredAt": yesterday})
+    await _send(dashboard, {"eventId": "m3-paid", "type": "order_paid", "orderId": "m3",
+                            "occurredAt": yesterday})
+    # m2's payment fails: never counted.
+    await _send(dashboard, {"eventId": "m2-failed", "type": "order_failed", "orderId": "m2",
+                            "occurredAt": yesterday})
+    await deps.derivation.fold()
+    await sign_in(page, dashboard)
+    await page.goto(dashboard.page_url())
+    figures = page.locator("#money-figures")
+    await expect(figures).to_be_visible()
+    # The demo shop's first paid order is m1's (EUR): 25.50 EUR from one EUR order.
+    await expect(figures.locator('[data-figure="revenue"] .figure-value')).to_have_text(
+        "25.50 EUR")
+    await expect(figures.locator('[data-figure="averageOrderValue"] .figure-value')
+                 ).to_have_text("25.50 EUR")
+    await expect(figures.locator('[data-figure="orders"] .figure-value')).to_have_text("2")
+    await expect(page.locator("#other-currencies")).to_contain_text("1 order, 7.00 USD")
+    await page.screenshot(path=artifacts("money-figures.png"), full_page=True)
+    await assert_accessible(page, "the overview with money figures")
