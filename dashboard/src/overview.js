@@ -1,13 +1,12 @@
 // The overview: a date range (today, 7 days, 30 days or custom, kept in the URL) with visitors,
-// pageviews, errors, leads and leads per visitor against the previous period; sales (money.js); top
-// errors, the pages with the most rage and dead clicks, countries and devices; the daily chart
+// pageviews, errors, leads and leads per visitor against the previous period; sales (money.js);
+// top pages, top errors, the pages with the most rage and dead clicks, countries and devices; the daily chart
 // and the live feed.
 import { ApiError, describeError } from './api.js';
 import { dailyChart } from './chart.js';
 import { alertBox, empty, h, when } from './dom.js';
 import { isoDay } from './filters.js';
 import { moneyPanel } from './money.js';
-import { trafficPanels } from './traffic.js';
 
 const api = (site) => `/api/v1/sites/${site.id}`;
 const FIGURES = [
@@ -130,7 +129,6 @@ export async function overviewPage(app, site, query, feed) {
         'Pages where visitors clicked in frustration or on nothing that responded', ['Page', 'Clicks'], (row) => h('code', {}, row.page))),
       h('section', { class: 'panel' }, h('h2', {}, 'Countries'), shares('countries', data.countries)),
       h('section', { class: 'panel' }, h('h2', {}, 'Devices'), shares('devices', data.devices))),
-    trafficPanels(site, data.traffic, data.from, data.to),
     h('div', { class: 'grid' },
       h('section', { class: 'panel' }, h('h2', {}, 'Pageviews and errors per day'), dailyChart(days)),
       feed),
