@@ -13,55 +13,8 @@ dashboard's restriction and erasure controls.
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import AsyncIterator
-from typing import Any
-
 from documents import queries
-from handlers.data_api import SITE_ID, SiteDataHandler
-from privacy.csv_safety import neutralise_row
-
-#: Rows per write-and-flush: big enough for few syscalls, small enough to keep the buffer tiny.
-FLUSH_ROWS = 500
-#: First cell of the marker row that ends a truncated export.
-TRUNCATION_MARKER = "#truncated"
-
-
-class CsvStreamHandler(SiteDataHandler):
-    """Streams rows as a CSV download, capped at CSV_ROW_CAP, with the truncation marker."""
-
-    async def stream_csv(self, filename: str, columns: tuple[str, ...], counted: int,
-                         rows: AsyncIterator[list[Any]]) -> tuple[int, bool]:
-        """Write the file; `counted` is the row count bounded at cap + 1. Returns (rows written,
-        truncated)."""
-        cap = self.deps.settings.csv_row_cap
-        self.set_header("Content-Type", "text/csv; charset=utf-8")
-        self.set_header("Content-Disposition", f'attachment; filename="{filename}"')
-        self.set_header("X-Export-Row-Cap", str(cap))
-        self.set_header("X-Export-Truncated", "true" if counted > cap else "false")
-        buffer = io.StringIO()
-        writer = csv.writer(buffer)
-        writer.writerow(columns)
-        written = 0
-        past_cap = False
-        async for row in rows:
-            if written == cap:
-                past_cap = True
-                continue
-            writer.writerow(neutralise_row(row))
-            written += 1
-            if written % FLUSH_ROWS == 0:
-                self.write(buffer.getvalue())
-                buffer.seek(0)
-                buffer.truncate()
-                await self.flush()
-        truncated = past_cap or counted > cap
-        if truncated:
-            writer.writerow([TRUNCATION_MARKER,
-                             f"this export stops at CSV_ROW_CAP={cap} rows; more exist"])
-        self.write(buffer.getvalue())
-        return written, truncated
+from handlers.site_api import SITE_ID, CsvStreamHandler
 
 
 class CsvExportHandler(CsvStreamHandler):

@@ -7,7 +7,7 @@ another organization answers 404, as if it did not exist. Restricted visitors ar
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -19,91 +19,16 @@ from documents import (
     leads,
     queries,
     recordings,
-    sites,
     visits,
 )
 from documents import requests as request_log
 from errors import InvalidInput, NotFound
 from handlers import ui
-from handlers.base import BaseHandler
-from instants import format_instant
-from privacy.exclusion import ExclusionRule, rule_matches
+from handlers.site_api import CLIENT_ID, SITE_ID, UUID, SiteDataHandler, page_matcher
 from realtime.recent import recent_events
 
-SITE_ID = r"([0-9a-f-]{36})"
-UUID = r"([0-9a-f-]{36})"
-#: Visitor and lead ids: the characters the ingest schemas allow.
-CLIENT_ID = r"([A-Za-z0-9_-]{1,64})"
 #: Sessions a recordings filter by source or funnel step may name: beyond, the newest.
 MAX_FILTER_SESSIONS = 10_000
-
-
-def page_matcher() -> funnels.PageMatch:
-    """Matches URLs against funnel step patterns, each pattern's rule built once per request."""
-    rules: dict[str, ExclusionRule] = {}
-
-    def matches(url: str, pattern: str) -> bool:
-        rule = rules.get(pattern)
-        if rule is None:
-            rule = rules[pattern] = ExclusionRule(pattern)
-        return rule_matches(url, rule)
-
-    return matches
-
-
-def json_ready(value: Any) -> Any:
-    """The value with every datetime as ISO 8601 text, ready for `write_json`."""
-    if isinstance(value, datetime):
-        return format_instant(value)
-    if isinstance(value, dict):
-        return {key: json_ready(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_ready(item) for item in value]
-    return value
-
-
-class SiteDataHandler(BaseHandler):
-    """Resolves the site for the caller: readable by members, changeable by owners/admins."""
-
-    async def readable_site(self, site_id: str) -> dict[str, Any]:
-        """The site, if the user belongs to its organization; NotFound otherwise."""
-        return await sites.site_for_user(self.deps.store, self.user, site_id)
-
-    async def admin_site(self, site_id: str) -> dict[str, Any]:
-        """The site, if the user is an owner or admin of its organization."""
-        site = await self.readable_site(site_id)
-        sites.require_admin(self.user, site["organizationId"])
-        return site
-
-    def page_arguments(self) -> tuple[str | None, int]:
-        """The `cursor` and `limit` query arguments."""
-        return (self.get_query_argument("cursor", None) or None,
-                queries.page_limit(self.get_query_argument("limit", None)))
-
-    def day_range(self) -> tuple[date, date]:
-        """The inclusive UTC days of `from` and `to`; the last 30 days by default."""
-        return queries.chart_range(self.get_query_argument("from", None),
-                                   self.get_query_argument("to", None), datetime.now(UTC).date())
-
-    def optional_day(self, name: str) -> date | None:
-        """A query argument that is a day like 2026-01-31, or None when absent."""
-        raw = self.get_query_argument(name, None)
-        if not raw:
-            return None
-        try:
-            return date.fromisoformat(raw)
-        except ValueError:
-            raise InvalidInput(f"{name} is a day like 2026-01-31", field=name) from None
-
-    def optional_flag(self, name: str) -> bool | None:
-        """A true/false query argument (the API document has checked its spelling)."""
-        raw = self.get_query_argument(name, None)
-        return None if not raw else raw == "true"
-
-    def optional_number(self, name: str) -> float | None:
-        """A number query argument (checked against the API document), or None."""
-        raw = self.get_query_argument(name, None)
-        return None if not raw else float(raw)
 
 
 class VisitorsHandler(SiteDataHandler):
@@ -125,7 +50,7 @@ class VisitorsHandler(SiteDataHandler):
             last_seen_to=self.optional_day("lastSeenTo"))
         page = await insights.search_visitors(self.deps.store, site["_id"], filters,
                                               cursor=cursor, limit=limit)
-        self.write_json(json_ready(page.as_dict()))
+        self.write_json(page.as_dict())
 
 
 class VisitorProfileHandler(SiteDataHandler):
@@ -134,7 +59,7 @@ class VisitorProfileHandler(SiteDataHandler):
     async def get(self, site_id: str, visitor_id: str) -> None:
         site = await self.readable_site(site_id)
         profile = await queries.visitor_profile(self.deps.store, site["_id"], visitor_id)
-        self.write_json(json_ready(profile))
+        self.write_json(profile)
 
 
 class ErrorsHandler(SiteDataHandler):
@@ -146,7 +71,7 @@ class ErrorsHandler(SiteDataHandler):
         page = await queries.list_errors(self.deps.store, site["_id"],
                                          status=self.get_query_argument("status", None),
                                          cursor=cursor, limit=limit)
-        self.write_json(json_ready(page.as_dict()))
+        self.write_json(page.as_dict())
 
 
 class ErrorTrendsHandler(SiteDataHandler):
@@ -167,7 +92,7 @@ class ErrorTrendsHandler(SiteDataHandler):
             sort=self.get_query_argument("sort", None) or "lastSeen",
             limit=min(queries.page_limit(self.get_query_argument("limit", None)),
                       queries.MAX_RANKED_ERRORS), impacts=impacts)
-        self.write_json(json_ready({**ranked, "rule": conversion_impact.RULE}))
+        self.write_json({**ranked, "rule": conversion_impact.RULE})
 
 
 class ErrorBreakdownHandler(SiteDataHandler):
@@ -179,7 +104,7 @@ class ErrorBreakdownHandler(SiteDataHandler):
         first, last = self.day_range()
         breakdown = await queries.error_breakdown(self.deps.store, site["_id"], error_id,
                                                   first=first, last=last)
-        self.write_json(json_ready(breakdown))
+        self.write_json(breakdown)
 
 
 class ErrorReplaysHandler(SiteDataHandler):
@@ -191,7 +116,7 @@ class ErrorReplaysHandler(SiteDataHandler):
         first, last = self.day_range()
         replays = await insights.error_replays(self.deps.store, site["_id"], error_id,
                                                first=first, last=last)
-        self.write_json(json_ready(replays))
+        self.write_json(replays)
 
 
 class ErrorHandler(SiteDataHandler):
@@ -200,7 +125,7 @@ class ErrorHandler(SiteDataHandler):
     async def get(self, site_id: str, error_id: str) -> None:
         site = await self.readable_site(site_id)
         error = await queries.find_error(self.deps.store, site["_id"], error_id)
-        self.write_json(json_ready(queries.error_detail(error)))
+        self.write_json(queries.error_detail(error))
 
     async def patch(self, site_id: str, error_id: str) -> None:
         site = await self.admin_site(site_id)  # before the body: strangers learn nothing
@@ -221,7 +146,7 @@ class ErrorHandler(SiteDataHandler):
             return after
 
         after = await self.deps.store.transaction(change)
-        self.write_json(json_ready(queries.error_detail(after)))
+        self.write_json(queries.error_detail(after))
 
 
 class LeadsHandler(SiteDataHandler):
@@ -232,7 +157,7 @@ class LeadsHandler(SiteDataHandler):
         cursor, limit = self.page_arguments()
         page = await queries.list_leads(self.deps.store, site["_id"], cursor=cursor,
                                         limit=limit)
-        self.write_json(json_ready(page.as_dict()))
+        self.write_json(page.as_dict())
 
 
 class LeadHandler(SiteDataHandler):
@@ -270,8 +195,8 @@ class LeadHandler(SiteDataHandler):
 
         async with request_log.failed_if_the_store_fails(self.deps.store, request["_id"]):
             updated = await self.deps.store.transaction(rectify)
-        self.write_json(json_ready({**queries.lead_view(updated), "changedFields": fields,
-                                    "requestId": request["_id"]}))
+        self.write_json({**queries.lead_view(updated), "changedFields": fields,
+                                    "requestId": request["_id"]})
 
 
 class RecordingsHandler(SiteDataHandler):
@@ -314,7 +239,7 @@ class RecordingsHandler(SiteDataHandler):
             visitor_id=argument("visitorId", None), sessions=await self.sessions(site))
         page = await insights.search_recordings(self.deps.store, site["_id"], filters,
                                                 cursor=cursor, limit=limit)
-        self.write_json(json_ready(page.as_dict()))
+        self.write_json(page.as_dict())
 
 
 class RecordingTimelineHandler(SiteDataHandler):
@@ -324,7 +249,7 @@ class RecordingTimelineHandler(SiteDataHandler):
     async def get(self, site_id: str, recording_id: str) -> None:
         site = await self.readable_site(site_id)
         timeline = await insights.recording_timeline(self.deps.store, site["_id"], recording_id)
-        self.write_json(json_ready(timeline))
+        self.write_json(timeline)
 
 
 class RecordingSegmentsHandler(SiteDataHandler):
@@ -336,8 +261,8 @@ class RecordingSegmentsHandler(SiteDataHandler):
                                                        recording_id)
         segments = await queries.recording_segments(self.deps.store, site["_id"],
                                                     recording["_id"])
-        self.write_json(json_ready({"recording": queries.recording_summary(recording),
-                                    "segments": segments}))
+        self.write_json({"recording": queries.recording_summary(recording),
+                                    "segments": segments})
 
 
 class SegmentHandler(SiteDataHandler):
@@ -392,7 +317,7 @@ class InstallHandler(SiteDataHandler):
         service_url = self.deps.settings.public_url.rstrip("/")
         archive = ui.PLUGIN_ROOT / ui.PLUGIN_ARCHIVE
         last_pageview = await queries.pageviews_arriving(self.deps.store, site["_id"])
-        self.write_json(json_ready({
+        self.write_json({
             "serviceUrl": service_url,
             "publicKey": site["publicKey"],
             "apiKeyHint": site.get("apiKeyHint"),
@@ -403,7 +328,7 @@ class InstallHandler(SiteDataHandler):
                        "build": "make plugin-zip"},
             "receiving": last_pageview is not None,
             "lastPageviewAt": last_pageview,
-        }))
+        })
 
 
 def loader_snippet(service_url: str, public_key: str) -> str:
@@ -430,8 +355,8 @@ class OverviewHandler(SiteDataHandler):
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         first, last = self.day_range()
-        self.write_json(json_ready(await insights.overview(
-            self.deps.store, site["_id"], first, last, settings=site.get("settings"))))
+        self.write_json(await insights.overview(
+            self.deps.store, site["_id"], first, last, settings=site.get("settings")))
 
 
 class RecentEventsHandler(SiteDataHandler):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from documents import conversion_impact, funnels
-from handlers.data_api import SITE_ID, UUID, SiteDataHandler, json_ready, page_matcher
+from handlers.site_api import SITE_ID, UUID, SiteDataHandler, page_matcher
 from privacy.exclusion import validate_pattern
 
 #: A funnel's id in a path: a definition's UUID, or "shop" for the built-in one.
@@ -21,7 +21,7 @@ class FunnelsHandler(SiteDataHandler):
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         listed = await funnels.list_funnels(self.deps.store, site["_id"])
-        self.write_json(json_ready([funnels.view(funnel) for funnel in listed]))
+        self.write_json([funnels.view(funnel) for funnel in listed])
 
     async def post(self, site_id: str) -> None:
         site = await self.admin_site(site_id)
@@ -36,7 +36,7 @@ class FunnelsHandler(SiteDataHandler):
             return funnel
 
         funnel = await self.deps.store.transaction(create)
-        self.write_json(json_ready(funnels.view(funnel)), status=201)
+        self.write_json(funnels.view(funnel), status=201)
 
 
 class FunnelHandler(SiteDataHandler):
@@ -45,7 +45,7 @@ class FunnelHandler(SiteDataHandler):
     async def get(self, site_id: str, funnel_id: str) -> None:
         site = await self.readable_site(site_id)
         funnel = await funnels.find_funnel(self.deps.store, site["_id"], funnel_id)
-        self.write_json(json_ready(funnels.view(funnel)))
+        self.write_json(funnels.view(funnel))
 
     async def patch(self, site_id: str, funnel_id: str) -> None:
         site = await self.admin_site(site_id)
@@ -60,7 +60,7 @@ class FunnelHandler(SiteDataHandler):
             return funnel
 
         funnel = await self.deps.store.transaction(change)
-        self.write_json(json_ready(funnels.view(funnel)))
+        self.write_json(funnels.view(funnel))
 
     async def delete(self, site_id: str, funnel_id: str) -> None:
         site = await self.admin_site(site_id)
@@ -84,7 +84,7 @@ class FunnelReportHandler(SiteDataHandler):
         source = self.get_query_argument("source", None) or None
         paths = await funnels.session_paths(self.deps.store, site["_id"], funnel, first, last,
                                             page_matches=page_matcher(), source=source)
-        self.write_json(json_ready(funnels.report(funnel, paths, first, last, source)))
+        self.write_json(funnels.report(funnel, paths, first, last, source))
 
 
 class PagesAtRiskHandler(SiteDataHandler):
@@ -96,8 +96,8 @@ class PagesAtRiskHandler(SiteDataHandler):
         first, last = self.day_range()
         pages = await conversion_impact.page_impacts(self.deps.store, site, first, last,
                                                      page_matcher())
-        self.write_json(json_ready({"from": first.isoformat(), "to": last.isoformat(),
-                                    "rule": conversion_impact.RULE, "items": pages}))
+        self.write_json({"from": first.isoformat(), "to": last.isoformat(),
+                                    "rule": conversion_impact.RULE, "items": pages})
 
 
 default_handlers = [

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from documents import heatmaps
 from errors import InvalidInput, NotFound
-from handlers.data_api import SITE_ID, UUID, SiteDataHandler, json_ready
+from handlers.site_api import SITE_ID, UUID, SiteDataHandler
 from tasks.heatmaps import heatmap_view, pages_view
 
 
@@ -33,7 +33,7 @@ class HeatmapHandler(SiteDataHandler):
         kind = self.get_query_argument("kind", "click")
         width = self.get_query_argument("width", "desktop")
         view = await heatmap_view(self.deps.store, site, page, width, kind, first, last)
-        self.write_json(json_ready(view))
+        self.write_json(view)
 
 
 class HeatmapImageHandler(SiteDataHandler):

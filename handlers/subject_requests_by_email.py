@@ -17,7 +17,7 @@ from documents import requests as request_log
 from errors import NotFound
 from handlers.base import compact_json
 from handlers.ingest import IngestHandler
-from handlers.visitors import write_export
+from handlers.site_api import write_export
 from privacy.erasure import erase_visitor
 from privacy.export import VisitorExport
 from privacy.subject_data import ANONYMISED_CATEGORIES, receipt_labels

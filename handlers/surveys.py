@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from documents import surveys
-from handlers.csv_exports import CsvStreamHandler
-from handlers.data_api import SITE_ID, UUID, SiteDataHandler, json_ready
+from handlers.site_api import SITE_ID, UUID, CsvStreamHandler, SiteDataHandler
 from privacy.exclusion import validate_pattern
 
 
@@ -17,7 +16,7 @@ class SurveysHandler(SiteDataHandler):
 
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
-        self.write_json(json_ready(await surveys.list_surveys(self.deps.store, site["_id"])))
+        self.write_json(await surveys.list_surveys(self.deps.store, site["_id"]))
 
     async def post(self, site_id: str) -> None:
         site = await self.admin_site(site_id)
@@ -32,7 +31,7 @@ class SurveysHandler(SiteDataHandler):
             return survey
 
         survey = await self.deps.store.transaction(create)
-        self.write_json(json_ready(surveys.view(survey)), status=201)
+        self.write_json(surveys.view(survey), status=201)
 
 
 class SurveyHandler(SiteDataHandler):
@@ -41,7 +40,7 @@ class SurveyHandler(SiteDataHandler):
     async def get(self, site_id: str, survey_id: str) -> None:
         site = await self.readable_site(site_id)
         survey = await surveys.find_survey(self.deps.store, site["_id"], survey_id)
-        self.write_json(json_ready(surveys.view(survey)))
+        self.write_json(surveys.view(survey))
 
     async def patch(self, site_id: str, survey_id: str) -> None:
         site = await self.admin_site(site_id)
@@ -56,7 +55,7 @@ class SurveyHandler(SiteDataHandler):
             return survey
 
         survey = await self.deps.store.transaction(change)
-        self.write_json(json_ready(surveys.view(survey)))
+        self.write_json(surveys.view(survey))
 
     async def delete(self, site_id: str, survey_id: str) -> None:
         site = await self.admin_site(site_id)
@@ -75,8 +74,8 @@ class SurveyResultsHandler(SiteDataHandler):
 
     async def get(self, site_id: str, survey_id: str) -> None:
         site = await self.readable_site(site_id)
-        self.write_json(json_ready(await surveys.survey_results(self.deps.store, site["_id"],
-                                                                survey_id)))
+        self.write_json(await surveys.survey_results(self.deps.store, site["_id"],
+                                                                survey_id))
 
 
 class SurveyAnswersCsvHandler(CsvStreamHandler):

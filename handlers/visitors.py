@@ -12,45 +12,23 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import derivation, recordings, sites, visitors
+from documents import derivation, recordings, visitors
 from documents import requests as request_log
 from errors import NotFound
 from handlers.base import BaseHandler
-from handlers.data_api import json_ready
+from handlers.site_api import CLIENT_ID, SITE_ID, SiteDataHandler, write_export
 from privacy.erasure import erase_visitor
 from privacy.export import VisitorExport
-from privacy.subject_data import SubjectKeys, receipt_labels
+from privacy.subject_data import receipt_labels
 
-VISITOR_ID = r"([A-Za-z0-9_-]{1,64})"
-SITE_ID = r"([0-9a-f-]{36})"
+VISITOR_ID = CLIENT_ID
 #: `:id` of the /dashboard/visitors routes: the profile id, `<siteId>:<visitorId>`.
 PROFILE_ID = SITE_ID + ":" + VISITOR_ID
 _PROFILE_ID = re.compile(r"^" + PROFILE_ID + r"$")
 
-#: Flush the export to the client every this many bytes, so memory stays flat.
-EXPORT_FLUSH_BYTES = 64 * 1024
 
-
-async def write_export(handler: BaseHandler, export: VisitorExport,
-                       profile: dict[str, Any] | None, keys: SubjectKeys) -> None:
-    """Write the export's fragments, flushed every EXPORT_FLUSH_BYTES so memory stays flat."""
-    pending = 0
-    async for fragment in export.fragments(profile, keys):
-        handler.write(fragment)
-        pending += len(fragment)
-        if pending >= EXPORT_FLUSH_BYTES:
-            await handler.flush()
-            pending = 0
-
-
-class SubjectHandler(BaseHandler):
-    """Resolves the site (membership checked) and the admin role for subject operations."""
-
-    async def admin_site(self, site_id: str) -> dict[str, Any]:
-        """The site, if the user may act on its visitors' data requests."""
-        site = await sites.site_for_user(self.deps.store, self.user, site_id)
-        sites.require_admin(self.user, site["organizationId"])
-        return site
+class SubjectHandler(SiteDataHandler):
+    """Subject operations: the site for owners and admins (`admin_site`), the request log."""
 
     async def open_request(self, kind: request_log.RequestType, site: dict[str, Any],
                            visitor_id: str, details: dict[str, Any] | None = None
@@ -123,7 +101,7 @@ class DashboardSessionsHandler(SubjectHandler):
     """GET /dashboard/visitors/{siteId}:{visitorId}/sessions: recordings, oldest first."""
 
     async def get(self, site_id: str, visitor_id: str) -> None:
-        site = await sites.site_for_user(self.deps.store, self.user, site_id)
+        site = await self.readable_site(site_id)
         profile = await visitors.find_profile(self.deps.store, site["_id"], visitor_id)
         if profile is None or profile.get("restricted"):
             raise NotFound("visitor not found")
@@ -177,7 +155,7 @@ class PrivacyHoldsHandler(SubjectHandler):
     async def get(self, site_id: str) -> None:
         site = await self.admin_site(site_id)
         holds = await visitors.privacy_holds(self.deps.store, site["_id"])
-        self.write_json(json_ready({"items": [hold.as_dict() for hold in holds]}))
+        self.write_json({"items": [hold.as_dict() for hold in holds]})
 
 
 class RequestLogHandler(BaseHandler):

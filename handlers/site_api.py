@@ -1,0 +1,141 @@
+"""The toolkit the dashboard API's handler modules share, so that none imports a sibling.
+
+`SiteDataHandler` resolves the site for the caller (readable by members, changeable by owners
+and admins; a site of another organization is 404) and parses the common query arguments;
+`CsvStreamHandler` streams a capped CSV download; `write_export` streams an access export. The
+path patterns (`SITE_ID`, `UUID`, `CLIENT_ID`) are spelled here once. Answers are written with
+`BaseHandler.write_json`, which spells every instant as instants.py does.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import AsyncIterator
+from datetime import UTC, date, datetime
+from typing import Any
+
+from documents import funnels, queries, sites
+from errors import InvalidInput
+from handlers.base import BaseHandler
+from privacy.csv_safety import neutralise_row
+from privacy.exclusion import ExclusionRule, rule_matches
+from privacy.export import VisitorExport
+from privacy.subject_data import SubjectKeys
+
+SITE_ID = r"([0-9a-f-]{36})"
+UUID = r"([0-9a-f-]{36})"
+#: Visitor and lead ids: the characters the ingest schemas allow.
+CLIENT_ID = r"([A-Za-z0-9_-]{1,64})"
+
+#: Rows per write-and-flush: big enough for few syscalls, small enough to keep the buffer tiny.
+FLUSH_ROWS = 500
+#: First cell of the marker row that ends a truncated export.
+TRUNCATION_MARKER = "#truncated"
+#: Flush the export to the client every this many bytes, so memory stays flat.
+EXPORT_FLUSH_BYTES = 64 * 1024
+
+
+def page_matcher() -> funnels.PageMatch:
+    """Matches URLs against funnel step patterns, each pattern's rule built once per request."""
+    rules: dict[str, ExclusionRule] = {}
+
+    def matches(url: str, pattern: str) -> bool:
+        rule = rules.get(pattern)
+        if rule is None:
+            rule = rules[pattern] = ExclusionRule(pattern)
+        return rule_matches(url, rule)
+
+    return matches
+
+
+class SiteDataHandler(BaseHandler):
+    """Resolves the site for the caller: readable by members, changeable by owners/admins."""
+
+    async def readable_site(self, site_id: str) -> dict[str, Any]:
+        """The site, if the user belongs to its organization; NotFound otherwise."""
+        return await sites.site_for_user(self.deps.store, self.user, site_id)
+
+    async def admin_site(self, site_id: str) -> dict[str, Any]:
+        """The site, if the user is an owner or admin of its organization."""
+        site = await self.readable_site(site_id)
+        sites.require_admin(self.user, site["organizationId"])
+        return site
+
+    def page_arguments(self) -> tuple[str | None, int]:
+        """The `cursor` and `limit` query arguments."""
+        return (self.get_query_argument("cursor", None) or None,
+                queries.page_limit(self.get_query_argument("limit", None)))
+
+    def day_range(self) -> tuple[date, date]:
+        """The inclusive UTC days of `from` and `to`; the last 30 days by default."""
+        return queries.chart_range(self.get_query_argument("from", None),
+                                   self.get_query_argument("to", None), datetime.now(UTC).date())
+
+    def optional_day(self, name: str) -> date | None:
+        """A query argument that is a day like 2026-01-31, or None when absent."""
+        raw = self.get_query_argument(name, None)
+        if not raw:
+            return None
+        try:
+            return date.fromisoformat(raw)
+        except ValueError:
+            raise InvalidInput(f"{name} is a day like 2026-01-31", field=name) from None
+
+    def optional_flag(self, name: str) -> bool | None:
+        """A true/false query argument (the API document has checked its spelling)."""
+        raw = self.get_query_argument(name, None)
+        return None if not raw else raw == "true"
+
+    def optional_number(self, name: str) -> float | None:
+        """A number query argument (checked against the API document), or None."""
+        raw = self.get_query_argument(name, None)
+        return None if not raw else float(raw)
+
+
+class CsvStreamHandler(SiteDataHandler):
+    """Streams rows as a CSV download, capped at CSV_ROW_CAP, with the truncation marker."""
+
+    async def stream_csv(self, filename: str, columns: tuple[str, ...], counted: int,
+                         rows: AsyncIterator[list[Any]]) -> tuple[int, bool]:
+        """Write the file; `counted` is the row count bounded at cap + 1. Returns (rows written,
+        truncated)."""
+        cap = self.deps.settings.csv_row_cap
+        self.set_header("Content-Type", "text/csv; charset=utf-8")
+        self.set_header("Content-Disposition", f'attachment; filename="{filename}"')
+        self.set_header("X-Export-Row-Cap", str(cap))
+        self.set_header("X-Export-Truncated", "true" if counted > cap else "false")
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(columns)
+        written = 0
+        past_cap = False
+        async for row in rows:
+            if written == cap:
+                past_cap = True
+                continue
+            writer.writerow(neutralise_row(row))
+            written += 1
+            if written % FLUSH_ROWS == 0:
+                self.write(buffer.getvalue())
+                buffer.seek(0)
+                buffer.truncate()
+                await self.flush()
+        truncated = past_cap or counted > cap
+        if truncated:
+            writer.writerow([TRUNCATION_MARKER,
+                             f"this export stops at CSV_ROW_CAP={cap} rows; more exist"])
+        self.write(buffer.getvalue())
+        return written, truncated
+
+
+async def write_export(handler: BaseHandler, export: VisitorExport,
+                       profile: dict[str, Any] | None, keys: SubjectKeys) -> None:
+    """Write the export's fragments, flushed every EXPORT_FLUSH_BYTES so memory stays flat."""
+    pending = 0
+    async for fragment in export.fragments(profile, keys):
+        handler.write(fragment)
+        pending += len(fragment)
+        if pending >= EXPORT_FLUSH_BYTES:
+            await handler.flush()
+            pending = 0
