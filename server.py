@@ -111,6 +111,11 @@ async def build_deps(settings: Settings, *, store: Store | None = None,
         settings.refresh_token_days, settings.refresh_grace_seconds,
     )
     metrics = Metrics()
+    metrics.counter("store_transactions_total", "Multi-document transactions run.",
+                    lambda: store.transactions_run)
+    metrics.counter("store_transaction_retries_total",
+                    "Transactions MongoDB aborted (a write conflict or another transient "
+                    "error) whose work then ran again.", lambda: store.transactions_retried)
     countries = open_country_resolver(settings.geoip_database or default_database_path())
     intake = VisitorIntake(store, settings, metrics, countries,
                            user_agents or UserAgentParser())

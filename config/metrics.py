@@ -17,10 +17,16 @@ class Metrics:
         self._counters: Counter[tuple[str, tuple[tuple[str, str], ...]]] = Counter()
         self._help: dict[str, str] = {}
         self._gauges: dict[str, tuple[str, Callable[[], float]]] = {}
+        self._read_counters: dict[str, tuple[str, Callable[[], float]]] = {}
 
     def gauge(self, name: str, help_text: str, read: Callable[[], float]) -> None:
         """Expose `read()` as the gauge `name`; read at every scrape, so it is never stale."""
         self._gauges[name] = (help_text, read)
+
+    def counter(self, name: str, help_text: str, read: Callable[[], float]) -> None:
+        """Expose `read()`, a count that only grows and is kept elsewhere, as the counter
+        `name`; read at every scrape."""
+        self._read_counters[name] = (help_text, read)
 
     def gauge_value(self, name: str) -> float:
         """The gauge's current value."""
@@ -52,10 +58,11 @@ class Metrics:
                     continue
                 rendered = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
                 lines.append(f"{name}{{{rendered}}} {value}" if rendered else f"{name} {value}")
-        for name, (help_text, read) in sorted(self._gauges.items()):
-            lines.append(f"# HELP {name} {help_text}")
-            lines.append(f"# TYPE {name} gauge")
-            lines.append(f"{name} {read()}")
+        for kind, readings in (("counter", self._read_counters), ("gauge", self._gauges)):
+            for name, (help_text, read) in sorted(readings.items()):
+                lines.append(f"# HELP {name} {help_text}")
+                lines.append(f"# TYPE {name} {kind}")
+                lines.append(f"{name} {read()}")
         return "\n".join(lines) + "\n"
 
 

@@ -408,6 +408,10 @@ class Store:
         self._buckets: dict[str, Bucket] = {}
         #: Transactions running now; shutdown waits for them (`settle`).
         self._running_transactions = 0
+        #: Transactions run, and the times one ran its work again because MongoDB aborted it
+        #: (a write conflict or another transient error): the aborts /metrics shows.
+        self.transactions_run = 0
+        self.transactions_retried = 0
 
     def collection(self, name: str) -> Collection:
         """The session-checked proxy for collection `name`."""
@@ -438,6 +442,7 @@ class Store:
             return await self._transaction(work)
         finally:
             self._running_transactions -= 1
+            self.transactions_run += 1
 
     async def settle(self) -> None:
         """Wait, up to ten seconds, until no transaction of this store is running.
@@ -465,12 +470,20 @@ class Store:
             session.active = False
             _active_transaction.reset(token)
             return result
+        attempts = 0
+
+        async def attempt(session: Any) -> T:
+            nonlocal attempts
+            attempts += 1
+            return await work(session)
+
         async with await self.client.start_session() as session:
             token = _active_transaction.set((self, session))
             try:
-                return await session.with_transaction(work)
+                return await session.with_transaction(attempt)
             finally:
                 _active_transaction.reset(token)
+                self.transactions_retried += max(attempts - 1, 0)
 
     async def write_once(self, work: Callable[[Any], Awaitable[Any]]) -> bool:
         """Run a request's writes all-or-nothing; False when they were stored before.

@@ -4,14 +4,15 @@ The service runs as its own process with REDIS_URL against a SecantusDB (the rea
 with a worker process beside it (errors, and since issue 30 the figures), as in production.
 
 1. Pageviews of 300 visitors over 40 pages at 1 and at 16 keep-alive connections: requests per
-   second, p99, statuses and store commands per pageview (SecantusDB's opcounters; a write
-   conflict shows as more commands: the retried transaction's and its abort). Baseline: a
+   second, p99, statuses, store commands per pageview (SecantusDB's opcounters) and
+   transaction aborts per pageview (the service's `store_transaction_retries_total`: each a
+   transaction MongoDB aborted, a write conflict above all, and the service ran again). Baseline: a
    bare Tornado handler under the same 16 connections.
 2. Recorded visitors doing what the loader does, at 50, 100 and 200 visitors arriving within
    5 s: a recording start and a pageview, then a segment every 5 s, an interaction batch every
    10 s and a pageview every 20 s for VISIT_SECONDS. Per path p50/p99 and statuses, store
-   commands per request, service CPU per visitor-minute, and whether anything answered 200
-   is missing from the store afterwards.
+   commands and transaction aborts per request, service CPU per visitor-minute, and whether
+   anything answered 200 is missing from the store afterwards.
 
 BENCH_BEFORE_REF (a commit) runs the same against that commit's code in a worktree, beside.
 """
@@ -70,6 +71,20 @@ def _cli(tree: Path, args: list[str], env: dict[str, str]) -> dict[str, Any]:
 
 def _commands(client: pymongo.MongoClient) -> int:
     return sum(client.admin.command("serverStatus")["opcounters"].values())
+
+
+async def _aborts(port: int) -> float | None:
+    """The service's count of transactions MongoDB aborted and it ran again (/metrics, from
+    loopback); None for a service that does not count them (an older commit)."""
+    answer = await AsyncHTTPClient().fetch(f"http://127.0.0.1:{port}/metrics", raise_error=False)
+    for line in answer.body.decode().splitlines() if answer.code == 200 else ():
+        if line.startswith("store_transaction_retries_total "):
+            return float(line.split()[1])
+    return None
+
+
+def _per(amount: float | None, requests: int) -> float | None:
+    return None if amount is None else round(amount / requests, 4)
 
 
 class Visitors:
@@ -150,16 +165,19 @@ async def _shop(tree: Path, env: dict[str, str], mongodb_uri: str, crowd: int
     try:
         await wait_for_port(port)
         visitors = Visitors(port, site["apiKey"])
-        commands, cpu = _commands(store), cpu_seconds(service.pid)
+        commands, cpu, aborts = _commands(store), cpu_seconds(service.pid), await _aborts(port)
         started = time.monotonic()
         await asyncio.gather(*(visitors.visit(n, 5 * n / crowd) for n in range(crowd)))
         minutes = crowd * (time.monotonic() - started) / 60
         spent, commands = cpu_seconds(service.pid) - cpu, _commands(store) - commands
+        after = await _aborts(port)
+        aborts = None if after is None or aborts is None else after - aborts
         requests = sum(sum(s.values()) for s in visitors.statuses.values())
         stored = sum(len(b["events"]) for b in store[database]["pageview_buckets"].find(
             {}, {"events.id": 1}))
         return {"visitors": crowd, "paths": visitors.figures(),
                 "commands_per_request": round(commands / requests, 1),
+                "aborts_per_request": _per(aborts, requests),
                 "cpu_ms_per_visitor_minute": round(spent * 1000 / minutes, 1),
                 "server_errors": sum(n for s in visitors.statuses.values()
                                      for code, n in s.items() if code >= 500),
@@ -186,12 +204,15 @@ async def _pageviews(tree: Path, env: dict[str, str], mongodb_uri: str) -> dict[
         request = post_json("/ingest/pageviews", _pageview, {"X-Service-Key": site["apiKey"]})
         await run_load(port, request, seconds=1, connections=4)  # warm up
         for connections in (1, 16):
-            commands = _commands(store)
+            commands, aborts = _commands(store), await _aborts(port)
             load = await run_load(port, request, seconds=SECONDS, connections=connections)
+            after = await _aborts(port)
             figures[f"{connections}_connections"] = {
                 "rps": round(load.per_second, 1), "p99_ms": round(load.percentile(99), 1),
                 "statuses": load.statuses,
-                "commands_per_pageview": round((_commands(store) - commands) / load.requests, 1)}
+                "commands_per_pageview": round((_commands(store) - commands) / load.requests, 1),
+                "aborts_per_pageview": _per(None if after is None or aborts is None
+                                            else after - aborts, load.requests)}
     finally:
         for process in (service, worker):
             process.terminate()

@@ -190,3 +190,36 @@ async def test_documents_read_back_are_copies_with_mongodb_datetimes(store: Stor
     assert second["id"] == ObjectId("0123456789abcdef01234567")
     found = await events.find({"at": expected}).to_list(None)
     assert [doc["_id"] for doc in found] == ["a"]
+
+
+async def test_two_transactions_changing_one_document_both_commit_and_every_rerun_is_counted(
+        store: Store):
+    await store.collection("counters").insert_one({"_id": "c", "n": 0})
+    first_wrote, second_tried = asyncio.Event(), asyncio.Event()
+    runs = {"first": 0, "second": 0}
+    before = (store.transactions_run, store.transactions_retried)
+
+    async def first(session: Any) -> None:
+        runs["first"] += 1
+        await store.collection("counters").update_one({"_id": "c"}, {"$inc": {"n": 1}},
+                                                      session=session)
+        first_wrote.set()
+        # Hold the uncommitted write until the second has tried its own: on MongoDB that try
+        # meets a write conflict, is aborted and runs again once this one has committed.
+        await second_tried.wait()
+
+    async def second(session: Any) -> None:
+        runs["second"] += 1
+        await first_wrote.wait()
+        try:
+            await store.collection("counters").update_one({"_id": "c"}, {"$inc": {"n": 10}},
+                                                          session=session)
+        finally:
+            second_tried.set()
+
+    await asyncio.wait_for(asyncio.gather(store.transaction(first), store.transaction(second)),
+                           timeout=60)
+    assert (await store.collection("counters").find_one({"_id": "c"}))["n"] == 11
+    # Every run beyond each transaction's first is an abort, and each is counted.
+    assert (store.transactions_run - before[0], store.transactions_retried - before[1]) == (
+        2, runs["first"] + runs["second"] - 2)
