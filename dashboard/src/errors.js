@@ -8,7 +8,8 @@ import { exportTools, facts, pagePath } from './pages.js';
 
 const api = (site) => `/api/v1/sites/${site.id}`;
 const FILTERS = ['status', 'source', 'page', 'from', 'to', 'sort'];
-const SORTS = { lastSeen: 'Last seen', occurrences: 'Occurrences', visitors: 'Visitors affected' };
+const SORTS = { lastSeen: 'Last seen', occurrences: 'Occurrences', visitors: 'Visitors affected',
+  revenueAtRisk: 'Revenue at risk' };
 
 const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
@@ -85,7 +86,8 @@ export async function errorsPage(app, site, item, query) {
     container.replaceChildren(ranked.items.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'errors' },
       h('caption', { class: 'hint' }, `Errors that occurred from ${range}, by ${SORTS[query.get('sort') || 'lastSeen'].toLowerCase()}`),
       h('thead', {}, h('tr', {}, h('th', {}, 'Error'), h('th', {}, 'Occurrences'), h('th', { class: 'optional' }, 'Visitors'),
-        h('th', { class: 'optional' }, 'Trend'), h('th', {}, 'Last seen'), h('th', { class: 'optional' }, 'Status'))),
+        h('th', { class: 'optional' }, 'Trend'), h('th', {}, 'Last seen'), h('th', { class: 'optional' }, 'Status'),
+        h('th', { class: 'optional' }, 'Revenue at risk'))),
       h('tbody', {}, ranked.items.map((error) => h('tr', { dataset: { errorId: error.id } },
         h('td', {}, h('a', { href: `/app/sites/${site.id}/errors/${error.id}${params.size ? `?${params}` : ''}` },
           breakable(`${error.type || 'Error'}: ${error.message || ''}`))),
@@ -95,14 +97,43 @@ export async function errorsPage(app, site, item, query) {
           `${plural(error.occurrencesInRange, 'occurrence')} from ${range}, at most ${Math.max(...error.trend)} a day`)),
         h('td', {}, when(error.lastSeenInRange)),
         h('td', { class: 'optional' }, h('span', { class: `badge ${error.status}` }, error.status), ' ',
-          h('span', { class: 'hint' }, error.source)))))))
+          h('span', { class: 'hint' }, error.source)),
+        h('td', { class: 'optional' }, atRisk(error.impact))))),
+      h('p', { class: 'hint', id: 'revenue-rule' }, ranked.rule)))
       : empty('No errors match', params.size ? 'Try a wider date range or fewer filters.' : 'Nothing went wrong in the last 30 days.'));
   };
   await load();
   app.listen({ onEvent: (event) => event.type === 'new_error' && event.siteId === site.id && load(), onReconnect: load });
   return h('div', {}, h('h1', {}, 'Errors'), filterForm(app, site, query),
     h('div', { class: 'panel row toolbar' }, exportTools(app, site, 'errors', 'The file lists every error, whatever the filters here.')),
-    h('div', { class: 'panel' }, container));
+    h('div', { class: 'panel' }, container),
+    await pagesAtRisk(app, site, params));
+}
+
+/** An impact's revenue at risk in words: the figure only when significant. */
+function atRisk(impact) {
+  if (!impact || impact.status !== 'significant') {
+    return h('span', { class: 'hint' }, impact?.affectedSessions
+      ? `Not enough data (${plural(impact.affectedSessions, 'session')} hit)` : 'Not enough data');
+  }
+  return h('strong', { class: 'at-risk' }, `${impact.revenueAtRiskText} ${impact.currency}`,
+    h('span', { class: 'hint' }, ` (${plural(impact.affectedSessions, 'session')} hit: `
+      + `${Math.round(impact.affectedConversion * 100)}% ordered, against ${Math.round(impact.baselineConversion * 100)}%)`));
+}
+
+/** The pages with rage and dead clicks, by the revenue their sessions put at risk. */
+async function pagesAtRisk(app, site, params) {
+  const range = new URLSearchParams();
+  for (const name of ['from', 'to']) if (params.get(name)) range.set(name, params.get(name));
+  const pages = await app.session.json(`${api(site)}/revenue-at-risk/pages?${range}`);
+  return h('section', { class: 'panel', 'aria-labelledby': 'pages-at-risk-title' },
+    h('h2', { id: 'pages-at-risk-title' }, 'Pages with rage and dead clicks, by revenue at risk'),
+    pages.items.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'pages-at-risk' },
+      h('caption', { class: 'hint' }, `Sessions from ${pages.from} to ${pages.to} with a rage or dead click on the page`),
+      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Page'), h('th', { scope: 'col' }, 'Revenue at risk'))),
+      h('tbody', {}, pages.items.map((row) => h('tr', {}, h('td', {}, h('code', {}, row.page)), h('td', {}, atRisk(row))))))
+    ) : empty('No rage or dead clicks in this period'),
+    h('p', { class: 'hint' }, pages.rule));
 }
 
 /** Bars of occurrences per day, described in words for screen readers. */

@@ -4,6 +4,7 @@ import { createSession, describeError } from './api.js';
 import { openLive } from './live.js';
 import { alertBox, h } from './dom.js';
 import { errorsPage } from './errors.js';
+import { funnelsPage } from './funnels.js';
 import { heatmapsPage } from './heatmaps.js';
 import { leadsPage, overview, recordingsPage, visitorsPage } from './pages.js';
 import { privacyPage, settingsPage } from './settings.js';
@@ -12,7 +13,7 @@ import { surveysPage } from './surveys.js';
 const PAGES = {
   '': overview, visitors: visitorsPage, errors: errorsPage, leads: leadsPage,
   recordings: recordingsPage, settings: settingsPage, privacy: privacyPage, heatmaps: heatmapsPage,
-  surveys: surveysPage,
+  surveys: surveysPage, funnels: funnelsPage,
 };
 
 const root = document.getElementById('app');
@@ -118,7 +119,7 @@ async function start() {
 
 const TABS = [
   ['', 'Overview'], ['visitors', 'Visitors'], ['errors', 'Errors'], ['leads', 'Leads'],
-  ['recordings', 'Recordings'], ['heatmaps', 'Heatmaps'], ['surveys', 'Surveys'],
+  ['recordings', 'Recordings'], ['funnels', 'Funnels'], ['heatmaps', 'Heatmaps'], ['surveys', 'Surveys'],
   ['settings', 'Settings'], ['privacy', 'Privacy & exports'],
 ];
 

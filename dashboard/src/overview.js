@@ -7,6 +7,7 @@ import { dailyChart } from './chart.js';
 import { alertBox, empty, h, when } from './dom.js';
 import { isoDay } from './filters.js';
 import { moneyPanel } from './money.js';
+import { trafficPanels } from './traffic.js';
 
 const api = (site) => `/api/v1/sites/${site.id}`;
 const FIGURES = [
@@ -129,6 +130,7 @@ export async function overviewPage(app, site, query, feed) {
         'Pages where visitors clicked in frustration or on nothing that responded', ['Page', 'Clicks'], (row) => h('code', {}, row.page))),
       h('section', { class: 'panel' }, h('h2', {}, 'Countries'), shares('countries', data.countries)),
       h('section', { class: 'panel' }, h('h2', {}, 'Devices'), shares('devices', data.devices))),
+    trafficPanels(site, data.traffic, data.from, data.to),
     h('div', { class: 'grid' },
       h('section', { class: 'panel' }, h('h2', {}, 'Pageviews and errors per day'), dailyChart(days)),
       feed),

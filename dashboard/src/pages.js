@@ -351,7 +351,8 @@ function exportPanel(app, site, kind, contents) {
 }
 
 /** The recordings list's filters, each a query parameter of the page and of the API. */
-const RECORDING_FILTERS = ['from', 'to', 'minDuration', 'maxDuration', 'page', 'country', 'device', 'has'];
+const RECORDING_FILTERS = ['from', 'to', 'minDuration', 'maxDuration', 'page', 'country', 'device', 'has', 'source',
+  'funnel', 'stoppedAt'];
 const MARKS = { error: 'An error', rage_click: 'A rage click', dead_click: 'A dead click', lead: 'A lead' };
 const MARK_WORDS = { error: ['error', 'errors'], rage_click: ['rage click', 'rage clicks'],
   dead_click: ['dead click', 'dead clicks'], lead: ['lead', 'leads'] };
@@ -378,7 +379,14 @@ async function recordingsPage(app, site, item, query) {
     field('page', 'Page address contains', query.get('page'), { placeholder: '/checkout', maxlength: 512 }),
     field('country', 'Country code', query.get('country'), { placeholder: 'DE', maxlength: 2, pattern: '[A-Za-z]{2}' }),
     choice('device', 'Device', DEVICES, query.get('device')),
-    checks('has', 'With at least', MARKS, query.get('has'))] });
+    checks('has', 'With at least', MARKS, query.get('has')),
+    field('source', 'Source', query.get('source'), { placeholder: 'google.com, newsletter or (direct)', maxlength: 100 }),
+    // A funnel step chosen on the funnels page is kept, and said, until the filters are cleared.
+    query.get('funnel') ? h('input', { type: 'hidden', name: 'funnel', value: query.get('funnel') }) : null,
+    query.get('stoppedAt') ? h('input', { type: 'hidden', name: 'stoppedAt', value: query.get('stoppedAt') }) : null,
+    query.get('funnel') ? h('p', { class: 'hint', id: 'funnel-filter' },
+      `Sessions that stopped at step ${query.get('stoppedAt')} of the funnel `,
+      h('a', { href: `/app/sites/${site.id}/funnels/${encodeURIComponent(query.get('funnel'))}` }, 'shown here'), '.') : null] });
   const items = page.items.map((recording) => h('li', { class: 'recording', dataset: { recordingId: recording.id } },
     h('div', { class: 'row' }, h('strong', {}, when(recording.startedAt)),
       recording.visitorId ? h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(recording.visitorId)}` },

@@ -1,0 +1,124 @@
+"""Issue 31 points 3 to 5 in Chromium: a funnel of the shop's sessions step by step, a
+drop-off opening the recordings of the sessions that stopped there, the errors list sorted by
+revenue at risk with its rule on the page, and the overview's traffic sources. Everything is
+sent through the real ingest endpoints with the demo site's API key, on top of the demo data;
+each page passes axe-core.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from playwright.async_api import Page, expect
+
+from tests.ui.accessibility import assert_accessible
+from tests.ui.conftest import Dashboard, ingest, sign_in
+
+SHOP = "https://demo-shop.example"
+BASE = (datetime.now(UTC) - timedelta(hours=2)).replace(second=0, microsecond=0)
+PAY = "TypeError: pay is undefined"
+
+
+def _at(minute: float) -> str:
+    return (BASE + timedelta(minutes=minute)).isoformat()
+
+
+async def _ok(dashboard: Dashboard, path: str, body: dict[str, Any]) -> None:
+    answer = await ingest(dashboard, path, body)
+    assert answer.code == 200, answer
+
+
+async def _session(dashboard: Dashboard, visitor: str, reached: int, *, minute: int = 0,
+                   recorded: bool = False) -> None:
+    """A session from the "uitest" campaign through the first `reached` shop funnel steps
+    (product view, cart, checkout, a paid 20.00 EUR order)."""
+    context = {"visitorId": visitor, "sessionId": f"{visitor}-s"}
+    await _ok(dashboard, "/ingest/pageviews", {
+        **context, "url": f"{SHOP}/product/mug?utm_source=uitest", "productId": "mug",
+        "occurredAt": _at(minute)})
+    if reached >= 2:
+        await _ok(dashboard, "/ingest/commerce", {
+            "eventId": f"{visitor}-cart", "type": "add_to_cart", **context, "productId": "mug",
+            "occurredAt": _at(minute + 1)})
+    if reached >= 3:
+        await _ok(dashboard, "/ingest/commerce", {"eventId": f"{visitor}-co",
+                                                  "type": "checkout_started", **context,
+                                                  "occurredAt": _at(minute + 2)})
+    if reached >= 4:
+        await _ok(dashboard, "/ingest/commerce", {
+            "eventId": f"{visitor}-placed", "type": "order_placed", **context,
+            "orderId": f"o-{visitor}", "total": "20.00", "currency": "EUR",
+            "occurredAt": _at(minute + 4)})
+        await _ok(dashboard, "/ingest/commerce", {"eventId": f"{visitor}-paid",
+                                                  "type": "order_paid", "orderId": f"o-{visitor}",
+                                                  "occurredAt": _at(minute + 5)})
+    if recorded:
+        await _ok(dashboard, "/ingest/recordings/start", {
+            **context, "recordingId": str(uuid.uuid4()), "url": f"{SHOP}/product/mug"})
+
+
+async def test_a_funnel_step_by_step_and_a_drop_off_opening_its_recordings(
+        page: Page, dashboard: Dashboard, deps):
+    await _session(dashboard, "ui-f1", 4)
+    await _session(dashboard, "ui-f2", 2)
+    await _session(dashboard, "ui-f3", 1, recorded=True)
+    await _session(dashboard, "ui-f4", 1, recorded=True)
+    await deps.derivation.fold()
+    await sign_in(page, dashboard)
+    await page.get_by_role("link", name="Funnels").click()
+    await expect(page.get_by_role("heading", name="Funnel: Shop")).to_be_visible()
+    await page.get_by_label("Source", exact=True).fill("uitest")
+    await page.get_by_label("Source", exact=True).press("Enter")
+    await page.wait_for_url("**source=uitest**")
+    steps = page.locator("#funnel-steps tbody tr")
+    await expect(steps).to_have_count(4)
+    for index, (sessions, conversion) in enumerate(
+            (("4", "100%"), ("2", "50%"), ("1", "25%"), ("1", "25%"))):
+        await expect(steps.nth(index).locator("td").nth(0)).to_have_text(sessions)
+        await expect(steps.nth(index).locator("td").nth(1)).to_have_text(conversion)
+    await expect(page.locator("#funnel-by-source")).to_contain_text("uitest")
+    await assert_accessible(page, "the funnels page")
+
+    # From the keyboard: the first step's drop-off opens the recordings of the 2 that stopped.
+    stopped = page.get_by_role("link", name="2 stopped at step 1, Product view: their recordings")
+    await stopped.focus()
+    await page.keyboard.press("Enter")
+    await page.wait_for_url("**/recordings?**stoppedAt=1**")
+    await expect(page.locator("#recordings li.recording")).to_have_count(2)
+    await expect(page.locator("#funnel-filter")).to_contain_text("stopped at step 1")
+    await assert_accessible(page, "the recordings of a funnel step")
+
+
+async def test_the_errors_list_sorted_by_revenue_at_risk_says_its_rule(
+        page: Page, dashboard: Dashboard, deps):
+    # 30 sessions at the checkout hit by an error, 3 of them pay; 35 not hit, 28 pay.
+    for n in range(30):
+        await _session(dashboard, f"ui-h{n}", 4 if n < 3 else 3, minute=n % 20)
+        await _ok(dashboard, "/ingest/errors", {
+            "visitorId": f"ui-h{n}", "sessionId": f"ui-h{n}-s", "source": "javascript",
+            "type": "TypeError", "message": "pay is undefined", "url": f"{SHOP}/checkout",
+            "stack": "TypeError: pay is undefined\n    at pay (https://demo-shop.example/p.js:1:1)",
+            "occurredAt": _at(n % 20 + 3)})
+    for n in range(35):
+        await _session(dashboard, f"ui-u{n}", 4 if n < 28 else 3, minute=n % 20)
+    await deps.queue.join()
+    await deps.derivation.fold()
+    await sign_in(page, dashboard)
+    await page.get_by_role("link", name="Errors").click()
+    await page.get_by_label("Sort by").select_option("revenueAtRisk")
+    await page.wait_for_url("**/errors?sort=revenueAtRisk")
+    first = page.locator("#errors tbody tr").first
+    await expect(first).to_contain_text(PAY)
+    await expect(first.locator(".at-risk")).to_contain_text("EUR")
+    await expect(first.locator(".at-risk")).to_contain_text("30 sessions hit")
+    await expect(page.locator("#revenue-rule")).to_contain_text("99 % confidence")
+    await expect(page.locator("#pages-at-risk-title")).to_be_visible()
+    await assert_accessible(page, "the errors list by revenue at risk")
+
+    await page.get_by_role("link", name="Overview").click()
+    sources = page.locator("#traffic-sources")
+    await expect(sources).to_contain_text("uitest")
+    await expect(page.locator("#entry-pages")).to_contain_text("/product/mug")
+    await assert_accessible(page, "the overview's traffic sources")
