@@ -1,8 +1,9 @@
 """`python -m bench.dashboard [--quick | --scale F] [--samples N]`: the dashboard API's latency.
 
 A site of 20,000 visitors, 200,000 pageviews, 5,000 error records (occurrences of 100 errors),
-2,000 recordings with 20,000 clicks (rage and dead clicks among them) and 1,000 leads, spread
-over 60 days, is written straight into the collections in the shapes ingest writes (bulk
+2,000 recordings with 20,000 clicks (rage and dead clicks among them), 1,000 leads and the
+commerce events of 4,000 carts, 2,000 checkouts and 1,000 paid orders, spread over 60 days, is
+written straight into the collections in the shapes ingest writes (bulk
 inserts through the store, not HTTP, so setup takes seconds), then each dashboard API call the
 pages make is timed through HTTP: p50 and p95 of `--samples` calls. The same is done on a site
 with twice the data, and each figure is reported with its growth (p50 at 2x / p50 at 1x): about
@@ -30,13 +31,14 @@ from typing import Any
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 from bench.tenant import create_tenant
-from documents import activity, error_records, interactions, rollups, visitors
+from documents import activity, commerce, error_records, interactions, rollups, visitors
 from documents.recordings import backfill_facts
 from documents.store import Store
+from ingest.commerce import commerce_event
 
 #: The issue's site at scale 1.
 BASE = {"visitors": 20_000, "pageviews": 200_000, "occurrences": 5_000, "errors": 100,
-        "recordings": 2_000, "clicks": 20_000, "leads": 1_000}
+        "recordings": 2_000, "clicks": 20_000, "leads": 1_000, "carts": 4_000}
 DAYS = 60
 COUNTRIES = ("DE", "GB", "FR", "NL", "US", "AT", "CH", "SE")
 DEVICES = ("desktop", "desktop", "mobile", "mobile", "mobile", "tablet")
@@ -65,6 +67,12 @@ async def seed(store: Store, site_id: str, counts: dict[str, int], now: datetime
         events = [{"id": f"{visitor_id}-{k}", "at": at, "url": SHOP + rng.choice(PAGES),
                    "title": "Page", "referrer": None, "sessionId": f"{visitor_id}-s{k // 5}",
                    "duration": 12.5} for k, at in enumerate(times)]
+        for event in events:
+            if "/product/" in event["url"]:
+                event["product"] = {"productId": event["url"].rsplit("/", 1)[1], "via": "server"}
+            if rng.random() < 0.2:
+                event["source"] = {"referrerDomain": rng.choice(("google.com", "bing.com")),
+                                   **({"utmSource": "newsletter"} if rng.random() < 0.3 else {})}
         for sequence in range(0, len(events), activity.BUCKET_CAP):
             part = events[sequence:sequence + activity.BUCKET_CAP]
             buckets.append({"_id": activity.bucket_id(site_id, visitor_id,
@@ -126,7 +134,8 @@ async def seed(store: Store, site_id: str, counts: dict[str, int], now: datetime
         page = rng.choice(PAGES)
         occurrences.append({
             "_id": str(uuid.UUID(int=rng.getrandbits(128))), "siteId": site_id,
-            "visitorId": visitor_id, "sessionId": None, "wpUserId": None, "errorId": error_id,
+            "visitorId": visitor_id, "sessionId": f"{visitor_id}-s0", "wpUserId": None,
+            "errorId": error_id,
             "fingerprint": fingerprint, "type": "TypeError", "message": f"fault {fingerprint}",
             "source": "javascript", "occurredAt": at, "url": SHOP + page, "page": page,
             "browser": browser, "os": system, "deviceType": rng.choice(DEVICES),
@@ -150,6 +159,23 @@ async def seed(store: Store, site_id: str, counts: dict[str, int], now: datetime
                       "email": f"{visitor_id}@example.com", "name": f"Person {n}",
                       "fields": {}, "url": SHOP + "/checkout", "orderCompleted": False})
     await _insert(store, "leads", leads)
+    # Carts in sessions; half of them reach the checkout, half of those a paid order. Stored
+    # through the commerce module as ingest stores them, with their own times.
+    for n in range(counts["carts"]):
+        visitor_id = f"v{rng.randrange(counts['visitors'])}"
+        context = {"visitorId": visitor_id, "sessionId": f"{visitor_id}-s0"}
+        at = moment()
+        steps = [{"eventId": f"cart-{n}", "type": "add_to_cart", "productId": "1", **context}]
+        if n % 2 == 0:
+            steps.append({"eventId": f"checkout-{n}", "type": "checkout_started", **context})
+        if n % 4 == 0:
+            steps += [{"eventId": f"placed-{n}", "type": "order_placed", "orderId": f"o{n}",
+                       "total": "42.50", "currency": "EUR", **context},
+                      {"eventId": f"paid-{n}", "type": "order_paid", "orderId": f"o{n}"}]
+        for k, step in enumerate(steps):
+            event = commerce_event(site_id, step, now=now)
+            event["occurredAt"] = at + timedelta(minutes=k)
+            await commerce.record_event(store, site_id, event, session=None)
     for lead in leads:
         await store.collection("visitors").update_one(
             {"_id": visitors.profile_id(site_id, lead["visitorId"])},
@@ -192,6 +218,13 @@ async def _calls(store: Store, site_id: str, now: datetime) -> dict[str, str]:
         "recordings, mobile + rage": "/recordings?limit=25&device=mobile&has=rage_click",
         "recording timeline": f"/recordings/{recording['_id']}/timeline",
         "leads, first page": "/leads?limit=25",
+        "funnel, shop, 30 days": "/funnels/shop/report",
+        "funnel, shop, 7 days, source": f"/funnels/shop/report?from={week}&to={today}"
+                                         "&source=google.com",
+        "recordings, funnel drop-off": "/recordings?limit=25&funnel=shop&stoppedAt=1",
+        "recordings, source": "/recordings?limit=25&source=google.com",
+        "errors by revenue at risk": "/error-trends?limit=50&sort=revenueAtRisk",
+        "pages by revenue at risk": "/revenue-at-risk/pages",
     }
 
 

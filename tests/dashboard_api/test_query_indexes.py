@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import documents
-from documents import derivation, error_records, heatmaps, rollups
+from documents import commerce, derivation, error_records, funnels, heatmaps, rollups, visits
 
 DECLARED = documents.declared_indexes()
 
@@ -77,6 +77,18 @@ SHAPES = [
     (derivation.COLLECTION, {"siteId"}, "recordedAt"),
     (derivation.COLLECTION, {"siteId", "visitorId"}, None),
     (derivation.COLLECTION, set(), "recordedAt"),
+    # issue 31: a range's visits (funnels, revenue at risk, the source filter) and a visitor's
+    # (erasure, export, their share); the overview's session figures over days.
+    (visits.COLLECTION, {"siteId"}, "startedAt"),
+    (visits.COLLECTION, {"siteId", "visitorId"}, None),
+    (rollups.SESSION_DAYS, {"siteId"}, "day"),
+    # ...a range's carts and checkouts, and its paid orders (commerce.session_steps).
+    (commerce.EVENTS, {"siteId", "type"}, "occurredAt"),
+    (commerce.ORDERS, {"siteId"}, "paidAt"),
+    # ...the rage and dead clicks of a range (interactions.frustrated_clicks), a site's
+    # funnels.
+    ("interaction_buckets", {"siteId"}, "lastAt"),
+    (funnels.COLLECTION, {"siteId"}, "createdAt"),
 ]
 
 
