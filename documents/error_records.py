@@ -22,14 +22,16 @@ import hashlib
 import re
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 from pymongo import ReturnDocument
 
+from documents import audit
 from documents.retention import Expiry
 from documents.store import ASCENDING, DESCENDING, DuplicateKeyError, Index, Store
+from errors import NotFound
 
 ERRORS = "errors"
 SESSION_LINKS = "error_sessions"
@@ -292,20 +294,31 @@ async def store_failed_job(store: Store, job: dict[str, Any], *, queue: str, rea
     )
 
 
-async def change_status(store: Store, site_id: str, error_id: str, status: str, *,
-                        now: datetime, actor_user_id: str, session: Any = None
-                        ) -> tuple[str, dict[str, Any]] | None:
-    """Set the status (open, resolved, ignored); (status before, aggregate after), or None."""
-    before = await store.collection(ERRORS).find_one_and_update(
-        {"_id": error_id, "siteId": site_id},
-        {"$set": {"status": status, "statusChangedAt": now, "statusChangedBy": actor_user_id}},
-        return_document=ReturnDocument.BEFORE, session=session,
-    )
-    if before is None:
-        return None
-    after = {**before, "status": status, "statusChangedAt": now,
-             "statusChangedBy": actor_user_id}
-    return before.get("status", "open"), after
+async def change_status(store: Store, site: dict[str, Any], error_id: str, status: str, *,
+                        actor_user_id: str, account_id: str | None) -> dict[str, Any]:
+    """Set the status (open, resolved, ignored) and audit a real change, in one transaction;
+    the aggregate after. NotFound when the site has no such error."""
+
+    async def change(session: Any) -> dict[str, Any]:
+        now = datetime.now(UTC)
+        before = await store.collection(ERRORS).find_one_and_update(
+            {"_id": error_id, "siteId": site["_id"]},
+            {"$set": {"status": status, "statusChangedAt": now,
+                      "statusChangedBy": actor_user_id}},
+            return_document=ReturnDocument.BEFORE, session=session,
+        )
+        if before is None:
+            raise NotFound("error not found")
+        if before.get("status", "open") != status:
+            await audit.record(store, action="error.status_changed", actor_user_id=actor_user_id,
+                               account_id=account_id, organization_id=site["organizationId"],
+                               site_id=site["_id"], details={
+                                   "errorId": error_id, "from": before.get("status", "open"),
+                                   "to": status}, session=session)
+        return {**before, "status": status, "statusChangedAt": now,
+                "statusChangedBy": actor_user_id}
+
+    return await store.transaction(change)
 
 
 async def recently_announced(store: Store, site_id: str, since: datetime,

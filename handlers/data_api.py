@@ -16,15 +16,14 @@ from documents import (
     error_records,
     funnels,
     insights,
-    leads,
     queries,
     recordings,
     visits,
 )
-from documents import requests as request_log
-from errors import InvalidInput, NotFound
+from errors import InvalidInput
 from handlers import ui
 from handlers.site_api import CLIENT_ID, SITE_ID, UUID, SiteDataHandler, page_matcher
+from privacy.rectification import rectify_lead
 from realtime.recent import recent_events
 
 #: Sessions a recordings filter by source or funnel step may name: beyond, the newest.
@@ -130,22 +129,9 @@ class ErrorHandler(SiteDataHandler):
     async def patch(self, site_id: str, error_id: str) -> None:
         site = await self.admin_site(site_id)  # before the body: strangers learn nothing
         body = self.validated_body("ErrorStatusChange")
-
-        async def change(session: Any) -> dict[str, Any]:
-            # The status and its audit entry land together, or neither does.
-            changed = await error_records.change_status(
-                self.deps.store, site["_id"], error_id, body["status"], now=datetime.now(UTC),
-                actor_user_id=self.user.id, session=session)
-            if changed is None:
-                raise NotFound("error not found")
-            before, after = changed
-            if before != body["status"]:
-                await self.audit("error.status_changed", site,
-                                 {"errorId": error_id, "from": before, "to": body["status"]},
-                                 session=session)
-            return after
-
-        after = await self.deps.store.transaction(change)
+        after = await error_records.change_status(self.deps.store, site, error_id, body["status"],
+                                                  actor_user_id=self.user.id,
+                                                  account_id=self.user.account_id)
         self.write_json(queries.error_detail(after))
 
 
@@ -169,34 +155,11 @@ class LeadHandler(SiteDataHandler):
     async def patch(self, site_id: str, lead_id: str) -> None:
         site = await self.admin_site(site_id)
         body = self.validated_body("LeadRectification")
-        lead = await leads.find_lead(self.deps.store, site["_id"], lead_id)
-        if lead is None:
-            raise NotFound("lead not found")
-        request = await request_log.open_request(
-            self.deps.store, kind="rectification", site=site,
-            subject_digest=self.deps.subject_digester.digest(site["_id"], lead["visitorId"]),
-            actor_user_id=self.user.id, details={"leadId": lead_id},
-            visitor_id=lead["visitorId"])
-        values = leads.rectified_values(lead, body)
-        fields = leads.changed_field_names(lead, values)
-
-        async def rectify(session: Any) -> dict[str, Any]:
-            # The lead, the profile, the request's completion and the audit entry together.
-            updated = lead
-            if values:
-                updated = await leads.rectify_lead(self.deps.store, lead, values,
-                                                   now=datetime.now(UTC), session=session)
-            await request_log.complete_request(self.deps.store, request["_id"],
-                                               outcome={"fields": fields}, session=session)
-            await self.audit("lead.rectified", site, {
-                "leadId": lead_id, "requestId": request["_id"], "fields": fields},
-                session=session)
-            return updated
-
-        async with request_log.failed_if_the_store_fails(self.deps.store, request["_id"]):
-            updated = await self.deps.store.transaction(rectify)
-        self.write_json({**queries.lead_view(updated), "changedFields": fields,
-                                    "requestId": request["_id"]})
+        done = await rectify_lead(self.deps.store, site, lead_id, body,
+                                  digester=self.deps.subject_digester, actor_user_id=self.user.id,
+                                  account_id=self.user.account_id)
+        self.write_json({**queries.lead_view(done.lead), "changedFields": done.fields,
+                         "requestId": done.request_id})
 
 
 class RecordingsHandler(SiteDataHandler):
