@@ -1,7 +1,7 @@
 """The account export (spec §2 "Account export file"): the customer's own data, as one JSON.
 
 It holds the account, its organizations and users, the sites and their configuration (with
-their survey definitions), invoices and the audit trail. Site API keys, public keys and
+their survey and funnel definitions), invoices and the audit trail. Site API keys, public keys and
 integration credentials are left out (and so are their digests and sealed forms); configured
 integration and notification settings appear with their values replaced by the literal text
 `<redacted>`.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from documents import audit, retention
+from documents import audit, funnels, retention
 from documents import notifications as notification_documents
 from documents import surveys as survey_documents
 from documents.accounts import AuthenticatedUser
@@ -59,6 +59,10 @@ async def account_export(store: Store, user: AuthenticatedUser) -> dict[str, Any
             {key: value for key, value in (channels or {}).items() if key != "_id"})
         # The customer's own survey definitions (never answers: those are visitor data).
         view["surveys"] = await survey_documents.list_surveys(store, site["_id"])
+        # The funnels the customer defined (the built-in shop funnel is not theirs).
+        view["funnels"] = [funnels.view(funnel) for funnel in
+                           await funnels.list_funnels(store, site["_id"])
+                           if not funnel.get("builtIn")]
         # Every kind's retention in force, defaults included (issue 32).
         view["retentionDays"] = retention.site_days(site)
         site_views.append(view)

@@ -141,6 +141,8 @@ async def test_an_owners_funnel_of_page_patterns_is_stored_audited_and_reported(
     # not before it: s1, s2, s3 (s5's /cart came first); then /checkout*: s1, s2.
     assert _column(report, "sessions") == [5, 3, 2]
     assert _column(report, "medianSecondsFromPrevious") == [None, 240.0, 270.0]
+    export = await fetch("/auth/me/export.json", token=tenant.token)
+    assert [f["name"] for f in export.json()["sites"][0]["funnels"]] == ["Pages"]
     changed = await fetch(f"{base}/{funnel['id']}", "PATCH",
                           json_body={"steps": steps[1:]}, token=tenant.token)
     assert changed.code == 200, changed
