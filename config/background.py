@@ -97,7 +97,8 @@ class PeriodicTask:
                 if self._traceback:
                     self._log.exception("%s failed", step_name)
                 else:
-                    self._log.error("%s failed (%s)", step_name, type(exc).__name__)
+                    self._log.error("%s failed (%s)", step_name, type(exc).__name__,
+                                    extra={"error": type(exc).__name__})
 
     async def _run(self) -> None:
         if self._wait_first:

@@ -15,12 +15,11 @@ the same way. `retention_purge_last_success_timestamp` is when the last run fini
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from config.background import stop_task
+from config.background import PeriodicTask
 from config.metrics import Metrics
 from documents import derivation, retention
 from documents.accounts import new_id
@@ -61,7 +60,12 @@ class RetentionPurger:
         #: One owner name per runner, so its lease is its own.
         self.owner = new_id()
         self.last_success = 0.0
-        self._task: asyncio.Task[None] | None = None
+        # A failed pass is logged by the exception's type only: a driver's message can quote a
+        # document's values.
+        steps = [("retention purge", self.purge)] if purges else []
+        self._loop = PeriodicTask("retention-purge",
+                                  [*steps, ("retention purge state", self.measure)],
+                                  pause=lambda: self.interval, logger=log, traceback=False)
         metrics.gauge(LAST_SUCCESS_METRIC, LAST_SUCCESS_HELP, lambda: self.last_success)
 
     async def purge(self, now: datetime | None = None) -> PurgeReport | None:
@@ -115,22 +119,8 @@ class RetentionPurger:
 
     def start(self) -> None:
         """Run in the background until `close`."""
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run())
+        self._loop.start()
 
     async def close(self) -> None:
         """Stop the background loop (a batch cut off here is undone by its transaction)."""
-        await stop_task(self._task)
-        self._task = None
-
-    async def _run(self) -> None:
-        steps = [("retention purge", self.purge)] if self.purges else []
-        steps.append(("retention purge state", self.measure))
-        while True:
-            for name, step in steps:
-                try:
-                    await step()
-                except Exception as exc:  # noqa: BLE001 - the loop outlives one bad pass
-                    # The type only: a driver's message can quote a document's values.
-                    log.error("%s failed", name, extra={"error": type(exc).__name__})
-            await asyncio.sleep(self.interval)
+        await self._loop.close()
