@@ -7,13 +7,11 @@ import csv
 import io
 import re
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 
 from instants import format_instant
 from tests.support.app import Fetch, Tenant
+from tests.support.code_scan import ROOT, matching_lines, places, production_modules
 from tests.support.ingest import Ingest
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_an_instant_is_utc_with_milliseconds_and_z():
@@ -52,11 +50,6 @@ PRIVATE_FORMATTER = re.compile(r'replace\("\+00:00"|astimezone\(UTC\)\.isoformat
 
 
 def test_no_module_but_instants_py_formats_an_instant_itself():
-    modules = [path for path in ROOT.rglob("*.py") if not any(
-        part.startswith(".") or part in {"tests", "bench", "node_modules"}
-        for part in path.relative_to(ROOT).parts[:-1])]
-    found = [f"{path.relative_to(ROOT)}:{number}" for path in modules
-             if path.name != "instants.py" or path.parent != ROOT
-             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             if PRIVATE_FORMATTER.search(line)]
-    assert found == []
+    modules = [path for path in production_modules() if path != ROOT / "instants.py"]
+    assert places(PRIVATE_FORMATTER, modules) == []
+    assert matching_lines(PRIVATE_FORMATTER, 'at.isoformat().replace("+00:00", "Z")') == [1]

@@ -133,24 +133,14 @@ class FaultyStore:
     def __init__(self, store: Store, faults: FaultPlan | None = None) -> None:
         self.wrapped = store
         self.faults = faults or FaultPlan()
-        self._collections: dict[str, FaultyCollection] = {}
-        self._buckets: dict[str, Bucket] = {}
 
     def collection(self, name: str) -> FaultyCollection:
         """The wrapped store's collection `name`, behind the fault plan."""
-        proxy = self._collections.get(name)
-        if proxy is None:
-            proxy = FaultyCollection(self.wrapped.collection(name), self.faults)
-            self._collections[name] = proxy
-        return proxy
+        return FaultyCollection(self.wrapped.collection(name), self.faults)
 
     def bucket(self, name: str) -> Bucket:
         """The GridFS bucket `name`, over this wrapper's collections."""
-        bucket = self._buckets.get(name)
-        if bucket is None:
-            bucket = Bucket(self, name)  # type: ignore[arg-type]  # a store in all but name
-            self._buckets[name] = bucket
-        return bucket
+        return Bucket(self, name)  # type: ignore[arg-type]  # a store in all but name
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.wrapped, name)
