@@ -18,7 +18,7 @@ from typing import Any
 from auth.passwords import PasswordHasher
 from documents import accounts, error_records
 from documents.sites import SiteKeyring
-from ingest import activity
+from ingest import activity, commerce
 from ingest.recordings import RecordingLifecycle, SegmentUpload
 from instants import format_instant
 from tasks.queue import submit_error
@@ -114,8 +114,8 @@ async def seed_demo_activity(deps: Any, site_id: str, *, now: datetime | None = 
     """A little realistic demo data, written through the real ingest paths.
 
     Three visitors with pageviews over the last 14 days, a lead, two errors processed by the
-    error queue, and two short recordings of one visitor on different days, so every page of
-    the dashboard has something to show on a fresh `make run`.
+    error queue, a paid order, and two short recordings of one visitor on different days, so
+    every page of the dashboard has something to show on a fresh `make run`.
     """
     now = now or datetime.now(UTC)
     site = await deps.store.collection("sites").find_one({"_id": site_id})
@@ -146,6 +146,17 @@ async def seed_demo_activity(deps: Any, site_id: str, *, now: datetime | None = 
             "type": error_type, "message": message, "url": origin + "/cart",
             "stack": f"{error_type}: {message}\n    at updateCart (cart.js:42:17)",
             "occurredAt": format_instant(now - timedelta(days=offset))})
+    # Mia's order: into the cart, to the checkout, placed and paid two days ago (issue 31).
+    shopped = now - timedelta(days=2, minutes=10)
+    for step, extra in (("add_to_cart", {"productId": "blue-mug", "quantity": 2,
+                                         "price": "12.45", "currency": "EUR"}),
+                        ("checkout_started", {}),
+                        ("order_placed", {"orderId": "demo-1001", "total": "24.90",
+                                          "currency": "EUR"}),
+                        ("order_paid", {"orderId": "demo-1001"})):
+        await commerce.record_commerce(deps.intake, site, {
+            "eventId": f"demo-{step}", "type": step, "visitorId": "demo-visitor-mia",
+            "sessionId": "demo-visitor-mia-s", "occurredAt": format_instant(shopped), **extra})
     for offset in (3, 0):
         await _seed_recording(deps, site, "demo-visitor-mia", now - timedelta(days=offset,
                                                                               minutes=20))

@@ -49,7 +49,7 @@ function revenueChart(days, currency) {
     }
   });
   const summary = `Revenue per day in ${currency}, by day of payment.`;
-  return h('figure', { class: 'chart' },
+  return h('figure', { class: 'money-chart' },
     svg('svg', { viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': summary }, ...parts),
     h('figcaption', { class: 'hint' }, summary));
 }

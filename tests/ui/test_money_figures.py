@@ -39,12 +39,14 @@ async def test_the_overview_shows_revenue_from_paid_orders_and_other_currencies_
     await page.goto(dashboard.page_url())
     figures = page.locator("#money-figures")
     await expect(figures).to_be_visible()
-    # The demo shop's first paid order is m1's (EUR): 25.50 EUR from one EUR order.
+    # The demo shop's own order (24.90 EUR, paid two days ago) and m1 (25.50 EUR) in the
+    # reporting currency, the demo's: 50.40 EUR over 2 EUR orders, 25.20 each; m3 (USD) counts
+    # as an order, not in the revenue.
     await expect(figures.locator('[data-figure="revenue"] .figure-value')).to_have_text(
-        "25.50 EUR")
+        "50.40 EUR")
     await expect(figures.locator('[data-figure="averageOrderValue"] .figure-value')
-                 ).to_have_text("25.50 EUR")
-    await expect(figures.locator('[data-figure="orders"] .figure-value')).to_have_text("2")
+                 ).to_have_text("25.20 EUR")
+    await expect(figures.locator('[data-figure="orders"] .figure-value')).to_have_text("3")
     await expect(page.locator("#other-currencies")).to_contain_text("1 order, 7.00 USD")
     await page.screenshot(path=artifacts("money-figures.png"), full_page=True)
     await assert_accessible(page, "the overview with money figures")
