@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from handlers.base import BaseHandler
-from handlers.ui import security_headers
+from handlers.site_api import security_headers
 from handlers.validation import OPENAPI_PATH
 
 METHODS = ("get", "post", "put", "patch", "delete")

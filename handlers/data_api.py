@@ -21,8 +21,16 @@ from documents import (
     visits,
 )
 from errors import InvalidInput
-from handlers import ui
-from handlers.site_api import CLIENT_ID, SITE_ID, UUID, SiteDataHandler, page_matcher
+from handlers.site_api import (
+    CLIENT_ID,
+    PLUGIN_ARCHIVE,
+    PLUGIN_DOWNLOAD_PATH,
+    PLUGIN_ROOT,
+    SITE_ID,
+    UUID,
+    SiteDataHandler,
+    page_matcher,
+)
 from privacy.rectification import rectify_lead
 from realtime.recent import recent_events
 
@@ -278,7 +286,7 @@ class InstallHandler(SiteDataHandler):
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         service_url = self.deps.settings.public_url.rstrip("/")
-        archive = ui.PLUGIN_ROOT / ui.PLUGIN_ARCHIVE
+        archive = PLUGIN_ROOT / PLUGIN_ARCHIVE
         last_pageview = await queries.pageviews_arriving(self.deps.store, site["_id"])
         self.write_json({
             "serviceUrl": service_url,
@@ -286,7 +294,7 @@ class InstallHandler(SiteDataHandler):
             "apiKeyHint": site.get("apiKeyHint"),
             "allowedOrigins": site.get("allowedOrigins", []),
             "loaderSnippet": loader_snippet(service_url, site["publicKey"]),
-            "plugin": {"available": archive.is_file(), "url": ui.PLUGIN_DOWNLOAD_PATH,
+            "plugin": {"available": archive.is_file(), "url": PLUGIN_DOWNLOAD_PATH,
                        "bytes": archive.stat().st_size if archive.is_file() else None,
                        "build": "make plugin-zip"},
             "receiving": last_pageview is not None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from handlers.ingest import ingest_route
+from handlers.ingest_api import ingest_route
 from tasks.queue import submit_error
 
 if TYPE_CHECKING:

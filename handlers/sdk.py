@@ -30,10 +30,10 @@ from errors import (
     Unavailable,
 )
 from handlers.base import BaseHandler
-from handlers.ingest import acknowledgement
-from handlers.ingest_recordings import (
+from handlers.ingest_api import (
     QUERY_METADATA_CONTENT_TYPE,
     SEGMENT_HEADERS,
+    acknowledgement,
     interaction_answer,
     segment_answer,
     segment_upload,

@@ -1,11 +1,12 @@
-"""The toolkit the dashboard API's handler modules share, so that none imports a sibling.
+"""The toolkit the dashboard's handler modules share, so that none imports a sibling.
 
 `SiteDataHandler` resolves the site for the caller (readable by members, changeable by owners
 and admins; a site of another organization is 404) and parses the common query arguments;
-`CsvStreamHandler` streams a capped CSV download; `write_export` streams an access export. The
-path patterns (`SITE_ID`, `UUID`, `CLIENT_ID`) are spelled here once. Answers are written with
-`BaseHandler.write_json`, which spells every instant as instants.py does.
-"""
+`CsvStreamHandler` streams a capped CSV download; `write_export` streams an access export;
+`security_headers` are those of every page the dashboard's origin serves. The path patterns
+(`SITE_ID`, `UUID`, `CLIENT_ID`) and where the plugin's archive lies are spelled here once.
+Answers are written with `BaseHandler.write_json`, which spells every instant as instants.py
+does."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import csv
 import io
 from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
 
 from documents import funnels, queries, sites
@@ -28,12 +30,44 @@ UUID = r"([0-9a-f-]{36})"
 #: Visitor and lead ids: the characters the ingest schemas allow.
 CLIENT_ID = r"([A-Za-z0-9_-]{1,64})"
 
+#: Where `make plugin-zip` builds the WordPress plugin's archive (git-ignored).
+PLUGIN_ROOT = Path(__file__).resolve().parent.parent / "dist"
+PLUGIN_ARCHIVE = "visitor-service.zip"
+#: The archive's public path: the plugin's code is no secret, like /sdk/v1/loader.js.
+PLUGIN_DOWNLOAD_PATH = "/downloads/visitor-service.zip"
 #: Rows per write-and-flush: big enough for few syscalls, small enough to keep the buffer tiny.
 FLUSH_ROWS = 500
 #: First cell of the marker row that ends a truncated export.
 TRUNCATION_MARKER = "#truncated"
 #: Flush the export to the client every this many bytes, so memory stays flat.
 EXPORT_FLUSH_BYTES = 64 * 1024
+
+
+def security_headers(public_url: str) -> dict[str, str]:
+    """Headers for every UI response; the live socket's ws(s) URL is derived from PUBLIC_URL."""
+    socket_origin = public_url.rstrip("/").replace("https://", "wss://", 1).replace(
+        "http://", "ws://", 1)
+    policy = "; ".join([
+        "default-src 'self'",
+        "script-src 'self'",
+        # Replays rebuild recorded pages, whose inline styles and style attributes rrweb
+        # re-applies; styles cannot run code, scripts stay strict.
+        "style-src 'self' 'unsafe-inline'",
+        "img-src 'self' data: blob: https:",
+        "font-src 'self' data:",
+        f"connect-src 'self' {socket_origin}",
+        "frame-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ])
+    return {
+        "Content-Security-Policy": policy,
+        "X-Frame-Options": "DENY",
+        "Referrer-Policy": "no-referrer",
+        "X-Content-Type-Options": "nosniff",
+    }
 
 
 def page_matcher() -> funnels.PageMatch:

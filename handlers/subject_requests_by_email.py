@@ -16,7 +16,7 @@ from documents import audit, visitors
 from documents import requests as request_log
 from errors import NotFound
 from handlers.base import compact_json
-from handlers.ingest import IngestHandler
+from handlers.ingest_api import IngestHandler
 from handlers.site_api import write_export
 from privacy.erasure import erase_visitor
 from privacy.export import VisitorExport

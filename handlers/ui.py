@@ -19,43 +19,10 @@ from typing import Any, ClassVar
 import tornado.web
 
 from handlers.base import CODE_FOR_STATUS, BaseHandler, allowed_methods
+from handlers.site_api import PLUGIN_ARCHIVE, PLUGIN_ROOT, security_headers
 
 #: static/: index.html (the shell) and dist/ (the built modules and styles, git-ignored).
 STATIC_ROOT = Path(__file__).resolve().parent.parent / "static"
-#: Where `make plugin-zip` builds the WordPress plugin's archive (git-ignored).
-PLUGIN_ROOT = Path(__file__).resolve().parent.parent / "dist"
-PLUGIN_ARCHIVE = "visitor-service.zip"
-#: The archive's public path: the plugin's code is no secret, like /sdk/v1/loader.js.
-PLUGIN_DOWNLOAD_PATH = "/downloads/visitor-service.zip"
-
-
-def security_headers(public_url: str) -> dict[str, str]:
-    """Headers for every UI response; the live socket's ws(s) URL is derived from PUBLIC_URL."""
-    socket_origin = public_url.rstrip("/").replace("https://", "wss://", 1).replace(
-        "http://", "ws://", 1)
-    policy = "; ".join([
-        "default-src 'self'",
-        "script-src 'self'",
-        # Replays rebuild recorded pages, whose inline styles and style attributes rrweb
-        # re-applies; styles cannot run code, scripts stay strict.
-        "style-src 'self' 'unsafe-inline'",
-        "img-src 'self' data: blob: https:",
-        "font-src 'self' data:",
-        f"connect-src 'self' {socket_origin}",
-        "frame-src 'self'",
-        "object-src 'none'",
-        "base-uri 'none'",
-        "form-action 'self'",
-        "frame-ancestors 'none'",
-    ])
-    return {
-        "Content-Security-Policy": policy,
-        "X-Frame-Options": "DENY",
-        "Referrer-Policy": "no-referrer",
-        "X-Content-Type-Options": "nosniff",
-    }
-
-
 class DashboardShellHandler(BaseHandler):
     """GET / and /app/...: the single-page shell; the page's router reads the path."""
 
