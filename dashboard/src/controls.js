@@ -53,7 +53,7 @@ export function download(app, path, name, label, id) {
   }, { busy: 'Preparing download…', kind: 'secondary', id });
 }
 
-/** The CSV export of the site's errors, leads or recordings (owners and admins only). */
+/** The CSV export of the site's errors, leads, recordings or orders (owners and admins only). */
 export function csvDownload(app, site, kind) {
   return download(app, `/api/v1/sites/${site.id}/${kind}.csv`, `${kind}.csv`, `Download ${kind}.csv`,
     `download-${kind}-csv`);

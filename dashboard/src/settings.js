@@ -370,7 +370,7 @@ export async function privacyPage(app, site) {
   });
   return h('div', {}, h('h1', {}, 'Privacy & exports'),
     h('section', { class: 'panel' }, h('h2', {}, 'CSV exports'),
-      admin ? h('div', { class: 'row' }, ['errors', 'leads', 'recordings'].map((kind) => csvDownload(app, site, kind)))
+      admin ? h('div', { class: 'row' }, ['errors', 'leads', 'recordings', 'orders'].map((kind) => csvDownload(app, site, kind)))
         : h('p', { class: 'hint' }, 'CSV exports need an owner or admin.')),
     retentionPanel(app, site, retention, admin),
     admin ? holdsPanel(app, site, holds) : null,

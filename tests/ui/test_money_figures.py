@@ -4,12 +4,14 @@ in another currency said apart, nothing else added; clean under axe-core."""
 
 from __future__ import annotations
 
+import csv
+import io
 from datetime import UTC, datetime, timedelta
 
 from playwright.async_api import Page, expect
 
 from tests.ui.accessibility import assert_accessible
-from tests.ui.conftest import Dashboard, ingest, sign_in
+from tests.ui.conftest import Dashboard, downloaded_text, ingest, sign_in
 
 
 async def _send(dashboard: Dashboard, body: dict) -> None:
@@ -50,3 +52,17 @@ async def test_the_overview_shows_revenue_from_paid_orders_and_other_currencies_
     await expect(page.locator("#other-currencies")).to_contain_text("1 order, 7.00 USD")
     await page.screenshot(path=artifacts("money-figures.png"), full_page=True)
     await assert_accessible(page, "the overview with money figures")
+
+
+async def test_the_orders_csv_is_downloaded_from_privacy_and_exports_with_value_and_currency(
+        page: Page, dashboard: Dashboard):
+    await sign_in(page, dashboard)
+    await page.goto(dashboard.page_url("/privacy"))
+    async with page.expect_download() as started:
+        await page.get_by_role("button", name="Download orders.csv").click()
+    download = await started.value
+    rows = list(csv.DictReader(io.StringIO(await downloaded_text(download))))
+    # The demo shop's order: 2 x 12.45 EUR, paid.
+    assert [(row["orderId"], row["status"], row["total"], row["currency"], row["netRevenue"])
+            for row in rows] == [("demo-1001", "paid", "24.90", "EUR", "24.90")]
+    await assert_accessible(page, "privacy and exports")
