@@ -62,3 +62,5 @@ async def prepare_store(store: Store) -> None:
     await migrations.run_once(store, "recording-facts-v1", recordings.backfill_facts)
     await migrations.run_once(store, "error-titles-v1", error_records.drop_repeated_types)
     await migrations.run_once(store, "recording-footage-v1", recordings.backfill_footage)
+    # Visits and the session figures (issue 31), from the pageviews stored before them.
+    await migrations.run_once(store, "visits-v1", derivation.rebuild_all_sites)

@@ -270,7 +270,7 @@ ORDER = "order"
 FIGURE_SOURCES: tuple[FigureSource, ...] = (
     FigureSource(PAGEVIEW, activity.COLLECTION,
                  {"visitorId": 1, "events.at": 1, "events.url": 1, "events.sessionId": 1,
-                  "events.source": 1, "events.product": 1},
+                  "events.source": 1, "events.product": 1, "events.referrer": 1},
                  _events, lambda tally, who, r: tally.pageview(who, r["at"], r.get("url")),
                  chains_days=True),
     FigureSource(INTERACTION, interactions.COLLECTION,
@@ -431,11 +431,18 @@ async def rebuild_site(store: Store, site_id: str) -> None:
                           "country": country_code(country),
                           "device": device})
             previous = day
+    site = await store.collection("sites").find_one({"_id": site_id}, {"allowedOrigins": 1})
+    own = visits.own_hostnames((site or {}).get("allowedOrigins") or ())
     site_visits = []
     for visitor_id, records in viewed.items():
         profile = profiles.get(visitor_id) or {}
         found: dict[str, dict[str, Any]] = {}
         for record in sorted(records, key=lambda r: r["at"]):
+            if "source" not in record:
+                # Stored before ingest kept it: worked out from the stored URL and referrer,
+                # as ingest would have.
+                record = {**record, "source": visits.landing_source(
+                    record.get("url"), record.get("referrer"), own)}
             key = visits.session_key(record)
             found[key] = visits.with_pageview(
                 found.get(key), record, site_id=site_id, visitor_id=visitor_id,

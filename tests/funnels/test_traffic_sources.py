@@ -7,7 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from documents import rollups
+import documents
+from documents import migrations, rollups, visits
 from tests.dashboard_api.conftest import Ingest
 from tests.support.app import Fetch, Tenant
 
@@ -145,3 +146,21 @@ async def test_a_restriction_takes_the_sessions_out_until_it_is_lifted(
     answer = await fetch(switch, "PUT", json_body={"on": False}, token=tenant.token)
     assert answer.code == 200, answer
     assert await _session_figures(deps.store, tenant.site_id) == before
+
+
+async def test_a_store_from_before_visits_gets_them_from_its_stored_pageviews(
+        fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str):
+    await _traffic(ingest, deps)
+    kept = await _session_figures(deps.store, tenant.site_id)
+    # As a store written by the version before: pageviews without their source, no visits,
+    # no session figures, the migration never run.
+    buckets = deps.store.collection("pageview_buckets")
+    async for bucket in buckets.find({"siteId": tenant.site_id}):
+        events = [{k: v for k, v in event.items() if k != "source"} for event in bucket["events"]]
+        await buckets.update_one({"_id": bucket["_id"]}, {"$set": {"events": events}})
+    for collection in (visits.COLLECTION, rollups.SESSION_DAYS, migrations.COLLECTION):
+        await deps.store.collection(collection).delete_many({})
+    await documents.prepare_store(deps.store)
+    assert await _session_figures(deps.store, tenant.site_id) == kept
+    traffic = await _overview_traffic(fetch, tenant, viewer_token)
+    assert _named(traffic["utmCampaigns"]) == {"spring": 1}
