@@ -54,6 +54,9 @@ export async function settingsPage(app, site) {
       settings: { recordings: data.has('recordings'), consoleCapture: data.has('consoleCapture'),
         requireConsent: data.has('requireConsent'), excludedUrls, personalPages: lines(data.get('personalPages')) },
     };
+    // Sent only when changed; empty means the currency of the first paid order.
+    const currency = String(data.get('reportingCurrency') || '').trim().toUpperCase() || null;
+    if (currency !== (settings.reportingCurrency || null)) change.settings.reportingCurrency = currency;
     try {
       const updated = await app.session.json(api(site), { method: 'PATCH', json: change });
       Object.assign(site, updated);
@@ -75,6 +78,11 @@ export async function settingsPage(app, site) {
   h('label', { class: 'field', for: 'personal-pages' },
     h('span', {}, 'One pattern per line, written like excluded URLs. Every text and typed value on these pages is masked in recordings, whatever the browser sent.'),
     h('textarea', { id: 'personal-pages', name: 'personalPages', disabled }, (settings.personalPages || []).join('\n'))),
+  h('h3', {}, 'Sales'),
+  h('label', { class: 'field', for: 'reporting-currency' },
+    h('span', {}, 'Reporting currency (ISO 4217, e.g. EUR). Revenue is shown in it; orders in other currencies are listed apart. Empty: the currency of the first paid order.'),
+    h('input', { id: 'reporting-currency', name: 'reportingCurrency', maxlength: 3, pattern: '[A-Za-z]{3}',
+      autocomplete: 'off', value: settings.reportingCurrency || '', disabled })),
   h('h3', {}, 'Allowed origins'),
   h('label', { class: 'field', for: 'origins' }, h('span', {}, 'One origin per line, e.g. https://shop.example'),
     h('textarea', { id: 'origins', name: 'origins', disabled }, (site.allowedOrigins || []).join('\n'))),

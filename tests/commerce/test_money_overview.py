@@ -120,6 +120,13 @@ async def test_a_reporting_currency_set_for_the_site_shows_the_others_apart(
     assert _values(money)["averageOrderValue"] == ("30.00", None, None)
     assert _values(money)["revenuePerVisitor"] == ("7.50", "0.00", None)
     assert money["otherCurrencies"] == [{"currency": "EUR", "orders": 2, "revenue": "59.99"}]
+    # Set back to nothing, the first paid order's currency reports again.
+    answer = await fetch(f"/api/v1/sites/{tenant.site_id}", "PATCH",
+                         json_body={"settings": {"reportingCurrency": None}},
+                         token=tenant.token)
+    assert answer.code == 200, answer
+    money = await _money(fetch, tenant, viewer_token, t)
+    assert (money["currency"], money["currencySource"]) == ("EUR", "firstOrder")
 
 
 @pytest.mark.parametrize("folded", [True, False], ids=["folded", "still-pending"])

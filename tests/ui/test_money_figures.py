@@ -66,3 +66,24 @@ async def test_the_orders_csv_is_downloaded_from_privacy_and_exports_with_value_
     assert [(row["orderId"], row["status"], row["total"], row["currency"], row["netRevenue"])
             for row in rows] == [("demo-1001", "paid", "24.90", "EUR", "24.90")]
     await assert_accessible(page, "privacy and exports")
+
+
+async def test_the_reporting_currency_is_chosen_in_settings(page: Page, dashboard: Dashboard,
+                                                            deps):
+    yesterday = (datetime.now(UTC) - timedelta(days=1)).replace(hour=9).isoformat()
+    await _send(dashboard, {"eventId": "u-p", "type": "order_placed", "visitorId": "buyer-u",
+                            "orderId": "u1", "total": "9.5", "currency": "USD",
+                            "occurredAt": yesterday})
+    await _send(dashboard, {"eventId": "u-paid", "type": "order_paid", "orderId": "u1",
+                            "occurredAt": yesterday})
+    await deps.derivation.fold()
+    await sign_in(page, dashboard)
+    await page.goto(dashboard.page_url("/settings"))
+    await page.get_by_label("Reporting currency").fill("usd")
+    await page.get_by_role("button", name="Save settings").click()
+    await expect(page.get_by_text("Settings saved.")).to_be_visible()
+    await page.goto(dashboard.page_url())
+    await expect(page.locator('#money-figures [data-figure="revenue"] .figure-value')
+                 ).to_have_text("9.50 USD")
+    await expect(page.locator("#other-currencies")).to_contain_text("1 order, 24.90 EUR")
+    await assert_accessible(page, "the overview in the chosen currency")
