@@ -216,7 +216,10 @@ async def fold_all(store: Store, owner: str | None = None, *, batch: int = FOLD_
     """Fold every site with pending facts that this folder can lease, until none is left."""
     owner = owner or new_id()
     folded = skipped = 0
-    for site_id in sorted(await store.collection(COLLECTION).distinct("siteId")):
+    sites = set(await store.collection(COLLECTION).distinct("siteId"))
+    # A folder that stopped between a fold and its marks left them pending.
+    sites.update(await recordings.sites_with_pending_marks(store))
+    for site_id in sorted(sites):
         if not await claim(store, site_id, owner, now=now or datetime.now(UTC)):
             skipped += 1
             continue
@@ -225,6 +228,7 @@ async def fold_all(store: Store, owner: str | None = None, *, batch: int = FOLD_
                 folded += done
                 if done < batch:
                     break
+            await recordings.apply_marks(store, site_id)
         finally:
             await release(store, site_id, owner)
     return FoldPass(folded, skipped)

@@ -44,6 +44,8 @@ from errors import NotFound
 from instants import format_instant
 
 SEGMENTS_BUCKET = "segments"
+#: Marks the fold counted that are not on their recording yet (`add_marks`, `apply_marks`).
+MARKS_PENDING = "recording_marks_pending"
 
 #: Pages kept per recording; the first ones win because they say where the visit began.
 MAX_PAGES = 500
@@ -83,6 +85,9 @@ INDEXES = [
                                        ("metadata.visitorId", ASCENDING))),
     Index(f"{SEGMENTS_BUCKET}.files", (("filename", ASCENDING), ("uploadDate", ASCENDING))),
     Index(f"{SEGMENTS_BUCKET}.chunks", (("files_id", ASCENDING), ("n", ASCENDING)), unique=True),
+    Index(MARKS_PENDING, (("siteId", ASCENDING), ("recordingId", ASCENDING))),
+    # A visitor's pending marks go with their erasure.
+    Index(MARKS_PENDING, (("siteId", ASCENDING), ("visitorId", ASCENDING))),
     # The site's oldest recordings, for retention (documents/retention.py).
     Index("recordings", (("siteId", ASCENDING), ("lastActivityAt", ASCENDING))),
 ]
@@ -178,9 +183,64 @@ async def add_marks(store: Store, site_id: str, visitor_id: str | None, session_
             if _runs_at(recording, session_id, at, arriving=True):
                 added[recording["_id"]][mark] += 1
     for recording_id, marks in added.items():
-        await store.collection("recordings").update_one(
-            {"_id": recording_id, "siteId": site_id},
-            {"$inc": {f"marks.{mark}": count for mark, count in marks.items()}}, session=session)
+        # Not the recording itself: ingest writes it with every segment, and a fold holding it
+        # for its whole batch would abort those requests (`apply_marks` adds them).
+        await store.collection(MARKS_PENDING).insert_one({
+            "_id": str(uuid.uuid4()), "siteId": site_id, "visitorId": visitor_id,
+            "recordingId": recording_id, "marks": dict(marks)}, session=session)
+
+
+class MarksRaced(RuntimeError):
+    """Another folder applied some of a recording's pending marks first."""
+
+
+async def apply_marks(store: Store, site_id: str, *, batch: int = 500) -> int:
+    """Add the site's pending marks to their recordings; returns how many were applied.
+
+    One short transaction per recording deletes its pending marks and adds them, so each is
+    counted once across crashes and retries, and a segment of that recording meets it, if at
+    all, for two writes rather than for a whole fold.
+    """
+    applied = 0
+    while True:
+        pending = await store.collection(MARKS_PENDING).find(
+            {"siteId": site_id}, {"recordingId": 1}).limit(batch).to_list(None)
+        done = 0
+        for recording_id in sorted({p["recordingId"] for p in pending}):
+            with contextlib.suppress(MarksRaced):
+                done += await store.transaction(
+                    lambda session, rid=recording_id: _apply_recording_marks(
+                        store, site_id, rid, session=session))
+        applied += done
+        if len(pending) < batch or not done:
+            return applied
+
+
+async def _apply_recording_marks(store: Store, site_id: str, recording_id: str, *,
+                                 session: Any) -> int:
+    pending = await store.collection(MARKS_PENDING).find(
+        {"siteId": site_id, "recordingId": recording_id}, session=session).to_list(None)
+    if not pending:
+        return 0  # applied by another folder meanwhile
+    deleted = await store.collection(MARKS_PENDING).delete_many(
+        {"_id": {"$in": [p["_id"] for p in pending]}}, session=session)
+    if deleted.deleted_count != len(pending):
+        # Another folder took some of them first (the embedded store's form of a write
+        # conflict): undo this transaction; that folder's adds them.
+        raise MarksRaced(recording_id)
+    total: Counter[str] = Counter()
+    for entry in pending:
+        total.update(entry["marks"])
+    # A recording erased or expired meanwhile takes nothing; its pending marks go all the same.
+    await store.collection("recordings").update_one(
+        {"_id": recording_id, "siteId": site_id},
+        {"$inc": {f"marks.{mark}": count for mark, count in total.items()}}, session=session)
+    return len(pending)
+
+
+async def sites_with_pending_marks(store: Store) -> list[str]:
+    """The sites whose recordings have marks still to be added."""
+    return sorted(await store.collection(MARKS_PENDING).distinct("siteId"))
 
 
 async def _latest_started(store: Store, site_id: str, visitor_id: str, at: datetime, *,

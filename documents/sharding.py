@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from documents import activity, commerce, derivation, heatmaps, interactions, rollups
+from documents import activity, commerce, derivation, heatmaps, interactions, recordings, rollups
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,7 @@ SHARD_KEYS: dict[str, Placement] = {
     rollups.VISITOR_DAYS: Placement(_VISITOR, _BY_VISITOR),
     commerce.EVENTS: Placement(_VISITOR, _BY_VISITOR),
     derivation.COLLECTION: Placement(_VISITOR, _BY_VISITOR + "; folded per site"),
+    recordings.MARKS_PENDING: Placement(_VISITOR, _BY_VISITOR + "; added per site"),
     # A site's own figures and settings.
     "errors": Placement(("siteId", "fingerprint"), "one aggregate per (site, fingerprint)"),
     "surveys": Placement(_SITE, _BY_SITE),

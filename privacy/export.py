@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import activity, commerce, retention, visitors
+from documents import activity, commerce, recordings, retention, visitors
 from documents.store import ASCENDING, Store
 from errors import NotFound
 from instants import format_instant
@@ -183,6 +183,7 @@ class VisitorExport:
             "activeDays": self._active_days,
             "visits": self._visits,
             "pendingFigureFacts": self._pending_facts,
+            "pendingRecordingMarks": self._pending_marks,
         }
 
     def _find(self, collection: str, query: dict[str, Any], sort: str,
@@ -277,6 +278,11 @@ class VisitorExport:
             yield {"kind": fact.get("kind"), "recordedAt": fact.get("recordedAt"),
                    "records": [{key: record.get(key) for key in ("at", "url", "kind")
                                 if key in record} for record in fact.get("records") or []]}
+
+    async def _pending_marks(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        async for pending in self._find(recordings.MARKS_PENDING, query, "recordingId",
+                                        {"_id": 0, "recordingId": 1, "marks": 1}):
+            yield {"recordingId": pending.get("recordingId"), "marks": pending.get("marks")}
 
     async def _chats(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         async for transcript in self._find("chat_transcripts", query, "startedAt"):

@@ -149,6 +149,11 @@ VISITOR_DATA: tuple[VisitorDataSource, ...] = (
     VisitorDataSource("unfolded_facts", "pendingFigureFacts", "delete", _by_visitor,
                       "pendingFigureFacts",
                       "Activity not yet counted in the figures"),
+    # Marks the fold counted on the visitor's recordings, not added to them yet
+    # (documents/recordings.py `apply_marks`, usually within the second).
+    VisitorDataSource("recording_marks_pending", "pendingRecordingMarks", "delete", _by_visitor,
+                      "pendingRecordingMarks",
+                      "Errors, clicks and leads not yet counted on the recordings"),
     VisitorDataSource("visitors", "visitorProfile", "delete", _profile, "visitor",
                       "Visitor profile"),
 )

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from documents.recordings import MARKS_PENDING
 from tasks.errors import error_job, process_error
 from tests.recordings.kit import FakeClock, context, new_recording_id
 from tests.support.app import Answer, Fetch, Tenant
@@ -117,22 +118,29 @@ async def test_a_click_that_arrives_before_the_segment_covering_it_marks_the_run
     assert (await _marks(deps, ended))["dead_click"] == 0
 
 
+#: Where a fold can fail on the way to a mark, and what is then still waiting: in the fold's
+#: transaction, the facts; adding the folded marks to their recording, the pending marks.
+MARK_STEPS = {"folding": (MARKS_PENDING, "insert_one", "unfolded_facts"),
+              "adding": ("recordings", "update_one", MARKS_PENDING)}
+
+
+@pytest.mark.parametrize("step", sorted(MARK_STEPS))
 @pytest.mark.parametrize("kind", ["recordings/interactions", "leads"])
 async def test_a_fold_that_fails_at_a_mark_counts_nothing_and_the_next_counts_once(
-        fetch: Fetch, tenant: Tenant, deps, kind: str, faults):
+        fetch: Fetch, tenant: Tenant, deps, kind: str, step: str, faults):
+    failing, operation, waiting = MARK_STEPS[step]
     recording_id = await _start(fetch, tenant)
     body = context(batchId="batch-1", interactions=CLICKS) if kind != "leads" else context(
         leadId="lead-1", email="ada@example.com")
     for _ in range(2):  # a retried request
         assert (await _post(fetch, tenant, kind, body)).code == 200
-    pending = await deps.store.collection("unfolded_facts").count_documents({})
-    faults.fail("recordings", "update_one")
+    faults.fail(failing, operation)
 
     with pytest.raises(InjectedFault):
         await deps.derivation.fold()
 
     assert await _marks(deps, recording_id) == NONE
-    assert await deps.store.collection("unfolded_facts").count_documents({}) == pending
+    assert await deps.store.collection(waiting).count_documents({}) == 1
     faults.clear()
     await deps.derivation.fold()
     await deps.derivation.fold()
