@@ -185,6 +185,26 @@ BENCHMARKS.append("bench.shop")
 ROWS_FOR["bench.shop"] = _shop_rows
 
 
+def _retention_rows(f: dict[str, Any]) -> list[Row]:
+    large, small, ingest = f["large"], f["small_baseline"], f["ingest"]
+    without, during = ingest["without_purge"], ingest["during_purge"]
+    return [
+        row("retention", f"purge s, {large['pageviews']} pageviews (baseline: 10x fewer)",
+            large["seconds"], small["seconds"], "~10x"),
+        row("retention", "purge RSS growth MB (baseline: 10x fewer)", large["rss_growth_mb"],
+            small["rss_growth_mb"], "~0"),
+        row("retention", "ingest p99 ms during a purge (baseline: without)", during["p99_ms"],
+            without["p99_ms"]),
+        row("retention", "ingest pageviews/s during a purge (baseline: without)",
+            during["per_second"], without["per_second"]),
+    ]
+
+
+# The retention purge of a site with many pageviews, and ingest beside it (issue 32).
+BENCHMARKS.append("bench.retention")
+ROWS_FOR["bench.retention"] = _retention_rows
+
+
 def summary_table(rows: list[Row]) -> str:
     """The rows as a fixed-width text table."""
     def cell(value: Any) -> str:

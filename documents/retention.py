@@ -300,30 +300,45 @@ async def claim_alert(store: Store, site_id: str, *, now: datetime, every: timed
 async def trim_expired_buckets(store: Store, expiry: Expiry, site_id: str, before: datetime, *,
                                limit: int, session: Any) -> tuple[int, int]:
     """Take the events older than `before` out of up to `limit` of the site's event buckets
-    (documents/activity.py, documents/interactions.py), deleting a bucket left empty; returns
-    (buckets found, events removed).
+    (documents/activity.py, documents/interactions.py); returns (buckets found, events
+    removed).
 
-    Each write is conditional on the bucket's `count` as read, so an event appended meanwhile
-    is never lost: that bucket is left for the next batch.
+    A bucket whose last event is older goes whole, in one delete for the batch: an event
+    appended meanwhile moves its `lastAt` and so keeps it. A bucket holding younger events too
+    is rewritten without the old ones, conditionally on its `count` as read, so an event
+    appended meanwhile is never lost: that bucket is left for the next batch.
     """
     collection = store.collection(expiry.collection)
     found = await collection.find(
-        expiry.query(site_id, before), {"events": 1, "count": 1}, session=session,
+        expiry.query(site_id, before), {"count": 1, "lastAt": 1}, session=session,
     ).sort(expiry.time_field, ASCENDING).limit(limit).to_list(None)
+    whole = [bucket for bucket in found if bucket["lastAt"] < before]
     removed = 0
-    for bucket in found:
+    if whole:
+        deleted = await collection.delete_many(
+            {"_id": {"$in": [bucket["_id"] for bucket in whole]}, "lastAt": {"$lt": before}},
+            session=session)
+        if deleted.deleted_count == len(whole):
+            removed += sum(bucket.get("count", 0) for bucket in whole)
+        else:  # some took a new event meanwhile; count what went by what is left
+            left = {doc["_id"] async for doc in collection.find(
+                {"_id": {"$in": [bucket["_id"] for bucket in whole]}}, {"_id": 1},
+                session=session)}
+            removed += sum(bucket.get("count", 0) for bucket in whole
+                           if bucket["_id"] not in left)
+    for partial in (bucket for bucket in found if bucket["lastAt"] >= before):
+        bucket = await collection.find_one({"_id": partial["_id"]}, {"events": 1, "count": 1},
+                                           session=session)
+        if bucket is None:
+            continue
         events = bucket.get("events", [])
         kept = [event for event in events if event["at"] >= before]
-        unchanged = {"_id": bucket["_id"], "count": bucket.get("count")}
-        if not kept:
-            result = await collection.delete_one(unchanged, session=session)
-            done = result.deleted_count
-        else:
-            result = await collection.update_one(unchanged, {"$set": {
-                "events": kept, "count": len(kept),
-                expiry.time_field: min(event["at"] for event in kept)}}, session=session)
-            done = result.modified_count
-        if done:
+        result = await collection.update_one(
+            {"_id": bucket["_id"], "count": bucket.get("count")},
+            {"$set": {"events": kept, "count": len(kept),
+                      expiry.time_field: min(event["at"] for event in kept)}},
+            session=session)
+        if result.modified_count:
             removed += len(events) - len(kept)
     return len(found), removed
 

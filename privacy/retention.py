@@ -14,6 +14,8 @@ data added, as anonymous aggregates; a visitor's chain of days goes with the vis
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -96,6 +98,11 @@ class KindPurge:
     held: tuple[tuple[Expiry, dict[str, Any] | None], ...]
     #: Counts events inside buckets rather than documents.
     buckets: bool = False
+    #: Documents per transaction when fewer than the batch setting: a bucket holds up to 200
+    #: events, and an expired profile goes with everything of the visitor, walked as erasure
+    #: walks it (some thirty operations); either would make a transaction of the setting's
+    #: size long enough to hold ingest up (bench/retention).
+    most_per_batch: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -110,16 +117,29 @@ PURGES: dict[str, KindPurge] = {
          (error_records.OCCURRENCE_EXPIRY, error_records.NAMING_SOMEONE),
          (error_records.ERROR_EXPIRY, error_records.NAMING_SOMEONE))),
     "activity": KindPurge((_trim(activity.EXPIRY), _trim(interactions.EXPIRY)),
-                          ((activity.EXPIRY, None), (interactions.EXPIRY, None)), buckets=True),
+                          ((activity.EXPIRY, None), (interactions.EXPIRY, None)), buckets=True,
+                          most_per_batch=20),
     "leads": KindPurge((_delete(leads.EXPIRY),), ((leads.EXPIRY, None),)),
     "surveys": KindPurge((_delete(engagement.SURVEY_EXPIRY),),
                          ((engagement.SURVEY_EXPIRY, None),)),
     "chats": KindPurge((_delete(engagement.CHAT_EXPIRY),), ((engagement.CHAT_EXPIRY, None),)),
     "consent": KindPurge((_delete(engagement.CONSENT_EXPIRY),),
                          ((engagement.CONSENT_EXPIRY, None),)),
-    "visitors": KindPurge((_visitors,), ((visitors.EXPIRY, None),)),
+    "visitors": KindPurge((_visitors,), ((visitors.EXPIRY, None),), most_per_batch=5),
     "requestLog": KindPurge((_delete(requests.EXPIRY),), ((requests.EXPIRY, None),)),
 }
+
+
+#: Longest pause between two batches.
+MAX_PAUSE_SECONDS = 1.0
+
+
+async def _pause_after(started: float) -> None:
+    """Rest as long as the batch begun at `started` took: the purge works at most half the
+    time. The embedded store answers without ever suspending, so without a pause the purge
+    would hold the event loop, and every request with it, from its first batch to its last;
+    on a replica set it halves the purge's share of the database."""
+    await asyncio.sleep(min(MAX_PAUSE_SECONDS, time.monotonic() - started))
 
 
 class LeaseLost(RuntimeError):
@@ -181,9 +201,14 @@ async def purge_all(store: Store, owner: str, *, now: datetime, batch: int,
         site_id = site["_id"]
         days = retention.site_days(site)
         cutoffs = {key: retention.cutoff(measured_from, value) for key, value in days.items()}
-        # What the visitors to be purged added must be in the figures before they go.
-        while await derivation.fold_partition(store, site_id) > 0:
-            pass
+        # What the visitors to be purged added must be in the figures before they go; a
+        # batch short of full is the end of what was pending (what ingest adds meanwhile is
+        # of visitors seen now, who are not purged).
+        while True:
+            started = time.monotonic()
+            if await derivation.fold_partition(store, site_id) < derivation.FOLD_BATCH:
+                break
+            await _pause_after(started)
         for kind in retention.KINDS:
             if retention.pair_key(site_id, kind.key) in done:
                 continue
@@ -210,7 +235,9 @@ async def _purge_kind(store: Store, run_id: str, site_id: str, kind: str,
                       cutoffs: dict[str, datetime], limit: int,
                       renew: Callable[[], Awaitable[bool]]) -> int:
     removed_total = 0
-    for step in PURGES[kind].batches:
+    purge = PURGES[kind]
+    limit = min(limit, purge.most_per_batch or limit)
+    for step in purge.batches:
         while True:
             if not await renew():
                 raise LeaseLost("the purge lease was taken over")
@@ -222,8 +249,10 @@ async def _purge_kind(store: Store, run_id: str, site_id: str, kind: str,
                                               session=session)
                 return found, removed
 
+            started = time.monotonic()
             found, removed = await store.transaction(work)
             removed_total += removed
+            await _pause_after(started)
             # A full batch that removed nothing is one whose items all changed meanwhile:
             # they are left for the next run rather than read again and again.
             if found < limit or removed == 0:

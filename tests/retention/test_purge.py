@@ -11,7 +11,7 @@ session link; and one error aggregate both hit. The purge is then run with an in
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from documents import derivation, retention
@@ -245,3 +245,22 @@ async def test_a_failing_run_is_counted_and_notifies_the_owner_once_a_day(
     # The next day's pass succeeds and says so.
     report = await purger.purge(now + timedelta(days=1))
     assert report is not None and purger.last_success > 0
+
+
+async def test_a_bucket_with_old_and_young_events_keeps_the_young_ones(deps, tenant):
+    store = deps.store
+    now = datetime.now(UTC)
+    old, young = now - timedelta(days=800), now - timedelta(days=1)
+    events = [{"id": "p1", "at": old, "url": "/a"}, {"id": "p2", "at": old, "url": "/b"},
+              {"id": "p3", "at": young, "url": "/c"}]
+    await store.collection("pageview_buckets").insert_many([
+        {"_id": "mixed", "siteId": tenant.site_id, "visitorId": "v1", "sequence": 0,
+         "count": 3, "events": events, "firstAt": old, "lastAt": young},
+        {"_id": "all-old", "siteId": tenant.site_id, "visitorId": "v2", "sequence": 0,
+         "count": 2, "events": events[:2], "firstAt": old, "lastAt": old}])
+    report = await make_purger(store).purge(now)
+    assert report is not None and report.removed["activity"] == 2 + 2
+    (left,) = await store.collection("pageview_buckets").find({}).to_list(None)
+    assert left["_id"] == "mixed" and left["count"] == 1
+    assert [event["id"] for event in left["events"]] == ["p3"]
+    assert abs(left["firstAt"] - young) < timedelta(milliseconds=1)
