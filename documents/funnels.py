@@ -51,6 +51,9 @@ SHOP_FUNNEL_ID = "shop"
 LATE_STEPS = timedelta(days=1)
 BREAKDOWN_ITEMS = 10
 BREAKDOWNS = ("device", "country", "source")
+#: Sessions a recordings filter by source or funnel step may name; beyond that, the first
+#: found (the earliest started) are kept.
+MAX_FILTER_SESSIONS = 10_000
 
 INDEXES = [
     Index(COLLECTION, (("siteId", ASCENDING), ("createdAt", ASCENDING))),
@@ -303,3 +306,20 @@ def stopped_at(paths: list[SessionPath], step: int) -> list[str]:
     """Session ids of the sessions that reached step `step` (1-based) and not the next."""
     return sorted({path.session_id for path in paths
                    if len(path.reached) == step and path.session_id})
+
+
+async def recording_sessions(store: Store, site_id: str, first: date, last: date, *,
+                             source: str | None, funnel_id: str | None, step: int | None,
+                             page_matches: PageMatch) -> tuple[str, ...]:
+    """The session ids a recordings filter leaves: the range's sessions from `source` and,
+    with `funnel_id`, those that reached its step `step` and not the next."""
+    if funnel_id is None:
+        start, end = day_bounds(first, last)
+        return tuple(await visits.session_ids_from(store, site_id, source or visits.DIRECT,
+                                                   start, end, limit=MAX_FILTER_SESSIONS))
+    funnel = await find_funnel(store, site_id, funnel_id)
+    if step is None or not 1 <= step <= len(funnel["steps"]):
+        raise InvalidInput("stoppedAt names a step of the funnel", field="stoppedAt")
+    paths = await session_paths(store, site_id, funnel, first, last,
+                                page_matches=page_matches, source=source)
+    return tuple(stopped_at(paths, step)[:MAX_FILTER_SESSIONS])

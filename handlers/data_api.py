@@ -18,9 +18,7 @@ from documents import (
     insights,
     queries,
     recordings,
-    visits,
 )
-from errors import InvalidInput
 from handlers.site_api import (
     CLIENT_ID,
     PLUGIN_ARCHIVE,
@@ -33,9 +31,6 @@ from handlers.site_api import (
 )
 from privacy.rectification import rectify_lead
 from realtime.recent import recent_events
-
-#: Sessions a recordings filter by source or funnel step may name: beyond, the newest.
-MAX_FILTER_SESSIONS = 10_000
 
 
 class VisitorsHandler(SiteDataHandler):
@@ -176,25 +171,16 @@ class RecordingsHandler(SiteDataHandler):
     what happened in each."""
 
     async def sessions(self, site: dict[str, Any]) -> tuple[str, ...] | None:
-        """The sessions the source or funnel-step filter leaves, or None without one: those
-        of the range (the last 30 days by default) from `source` and, with `funnel`, that
-        reached its step `stoppedAt` and not the next."""
+        """The sessions a `source` or `funnel` + `stoppedAt` filter leaves; None without one."""
         source = self.get_query_argument("source", None) or None
         funnel_id = self.get_query_argument("funnel", None) or None
         if source is None and funnel_id is None:
             return None
         first, last = self.day_range()
-        if funnel_id is None:
-            start, end = funnels.day_bounds(first, last)
-            return tuple(await visits.session_ids_from(self.deps.store, site["_id"], source,
-                                                       start, end, limit=MAX_FILTER_SESSIONS))
-        funnel = await funnels.find_funnel(self.deps.store, site["_id"], funnel_id)
         step = self.optional_number("stoppedAt")
-        if step is None or not 1 <= step <= len(funnel["steps"]) or step != int(step):
-            raise InvalidInput("stoppedAt names a step of the funnel", field="stoppedAt")
-        paths = await funnels.session_paths(self.deps.store, site["_id"], funnel, first, last,
-                                            page_matches=page_matcher(), source=source)
-        return tuple(funnels.stopped_at(paths, int(step))[:MAX_FILTER_SESSIONS])
+        return await funnels.recording_sessions(
+            self.deps.store, site["_id"], first, last, source=source, funnel_id=funnel_id,
+            step=int(step) if step is not None else None, page_matches=page_matcher())
 
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
