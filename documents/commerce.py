@@ -31,6 +31,7 @@ from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
+from documents.retention import Expiry
 from documents.store import ASCENDING, AlreadyStored, DuplicateKeyError, Index, Store
 
 EVENTS = "commerce_events"
@@ -71,6 +72,9 @@ INDEXES = [
     Index(ORDERS, (("siteId", ASCENDING), ("paidAt", ASCENDING))),
     Index(ORDERS, (("siteId", ASCENDING), ("placedAt", ASCENDING))),
     Index(ORDERS, (("siteId", ASCENDING), ("visitorId", ASCENDING))),
+    # Each site's oldest orders and events, for retention (documents/retention.py).
+    Index(ORDERS, (("siteId", ASCENDING), ("updatedAt", ASCENDING))),
+    Index(EVENTS, (("siteId", ASCENDING), ("occurredAt", ASCENDING))),
 ]
 
 
@@ -449,3 +453,28 @@ async def session_steps(store: Store, site_id: str, start: datetime, end: dateti
     for listed in steps.values():
         listed.sort(key=lambda step: step[1])
     return steps
+
+
+#: An order expires with its last event (`updatedAt`) and its events go with it; an event of no
+#: order (a cart, a checkout) expires by when it happened.
+ORDER_EXPIRY = Expiry(ORDERS, "updatedAt")
+EVENT_EXPIRY = Expiry(EVENTS, "occurredAt")
+EVENTS_OF_NO_ORDER: dict[str, Any] = {"type": {"$nin": sorted(ORDER_EVENT_TYPES)}}
+
+
+async def purge_expired_orders(store: Store, site_id: str, before: datetime, *, limit: int,
+                               session: Any) -> tuple[int, int]:
+    """Delete up to `limit` orders whose last event is before `before`, with all their events,
+    in the caller's transaction; returns (orders found, orders deleted). The figures keep what
+    the orders added (decision "Issue 32: retention")."""
+    found = await store.collection(ORDERS).find(
+        ORDER_EXPIRY.query(site_id, before), {"orderId": 1}, session=session,
+    ).sort(ORDER_EXPIRY.time_field, ASCENDING).limit(limit).to_list(None)
+    if not found:
+        return 0, 0
+    await store.collection(EVENTS).delete_many(
+        {"siteId": site_id, "orderId": {"$in": [order["orderId"] for order in found]}},
+        session=session)
+    orders = await store.collection(ORDERS).delete_many(
+        {"_id": {"$in": [order["_id"] for order in found]}}, session=session)
+    return len(found), orders.deleted_count

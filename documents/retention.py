@@ -76,7 +76,8 @@ KINDS: tuple[RetentionKind, ...] = (
                   ("faults", "errorSessions", "errorRecords")),
     RetentionKind("activity", "Pageviews and interactions", MONTHS_25, 30, MONTHS_25,
                   ("pageviews", "interactions")),
-    RetentionKind("leads", "Leads and checkout data", 1095, 30, 1095, ("leads",)),
+    RetentionKind("leads", "Leads, orders and checkout data", 1095, 30, 1095,
+                  ("leads", "orders", "commerceEvents")),
     RetentionKind("surveys", "Survey answers", 365, 30, MONTHS_25, ("surveyResponses",)),
     RetentionKind("chats", "Chat transcripts", 365, 30, 1095, ("chatTranscripts",)),
     RetentionKind("consent", "Consent decisions", LEGAL_PROOF, LEGAL_PROOF, 2191,
@@ -160,10 +161,12 @@ async def expired_ids(store: Store, expiry: Expiry, site_id: str, before: dateti
 
 
 async def delete_expired(store: Store, expiry: Expiry, site_id: str, before: datetime, *,
-                         limit: int, session: Any = None) -> tuple[int, int]:
-    """Delete up to `limit` of the site's expired documents (files with their chunks); returns
-    (documents found, documents deleted)."""
-    ids = await expired_ids(store, expiry, site_id, before, limit=limit, session=session)
+                         limit: int, extra: dict[str, Any] | None = None,
+                         session: Any = None) -> tuple[int, int]:
+    """Delete up to `limit` of the site's expired documents (files with their chunks), those
+    matching `extra` when given; returns (documents found, documents deleted)."""
+    ids = await expired_ids(store, expiry, site_id, before, limit=limit, extra=extra,
+                            session=session)
     if not ids:
         return 0, 0
     if expiry.bucket is not None:

@@ -289,3 +289,19 @@ async def expired_visitor_ids(store: Store, site_id: str, before: datetime, *, l
         EXPIRY.query(site_id, before), {"visitorId": 1}, session=session,
     ).sort(EXPIRY.time_field, ASCENDING).limit(limit)
     return [doc["visitorId"] async for doc in cursor]
+
+
+async def trim_recent(store: Store, site_id: str, before: datetime, kind: str, *, limit: int,
+                      session: Any = None) -> tuple[int, int]:
+    """Take the `kind` entries older than `before` out of the recent activity of up to `limit`
+    of the site's profiles (copies of records past their retention); returns (profiles found,
+    profiles changed)."""
+    old = {"kind": kind, "at": {"$lt": before}}
+    ids = [doc["_id"] async for doc in store.collection("visitors").find(
+        {"siteId": site_id, "recent": {"$elemMatch": old}}, {"_id": 1},
+        session=session).limit(limit)]
+    if not ids:
+        return 0, 0
+    changed = await store.collection("visitors").update_many(
+        {"_id": {"$in": ids}}, {"$pull": {"recent": old}}, session=session)
+    return len(ids), changed.modified_count

@@ -23,6 +23,7 @@ from typing import Any
 
 from documents import (
     activity,
+    commerce,
     derivation,
     engagement,
     error_records,
@@ -44,12 +45,18 @@ Batch = Callable[[Store, str, datetime, int, Any, dict[str, datetime]],
                  Awaitable[tuple[int, int]]]
 
 
-def _delete(expiry: Expiry) -> Batch:
+def _delete(expiry: Expiry, extra: dict[str, Any] | None = None) -> Batch:
     async def batch(store: Store, site_id: str, before: datetime, limit: int, session: Any,
                     _cutoffs: dict[str, datetime]) -> tuple[int, int]:
         return await retention.delete_expired(store, expiry, site_id, before, limit=limit,
-                                              session=session)
+                                              extra=extra, session=session)
     return batch
+
+
+async def _orders(store: Store, site_id: str, before: datetime, limit: int, session: Any,
+                  _cutoffs: dict[str, datetime]) -> tuple[int, int]:
+    return await commerce.purge_expired_orders(store, site_id, before, limit=limit,
+                                               session=session)
 
 
 def _trim(expiry: Expiry) -> Batch:
@@ -79,6 +86,15 @@ def _anonymise(expiry: Expiry, collection_key: str) -> Batch:
     return batch
 
 
+def _recent(kind: str) -> Batch:
+    """Copies of the kind's expired records in profiles' recent activity (not counted)."""
+    async def batch(store: Store, site_id: str, before: datetime, limit: int, session: Any,
+                    _cutoffs: dict[str, datetime]) -> tuple[int, int]:
+        return await visitors.trim_recent(store, site_id, before, kind, limit=limit,
+                                          session=session)
+    return batch
+
+
 async def _visitors(store: Store, site_id: str, before: datetime, limit: int, session: Any,
                     cutoffs: dict[str, datetime]) -> tuple[int, int]:
     ids = await visitors.expired_visitor_ids(store, site_id, before, limit=limit,
@@ -103,11 +119,16 @@ class KindPurge:
     #: walks it (some thirty operations); either would make a transaction of the setting's
     #: size long enough to hold ingest up (bench/retention).
     most_per_batch: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: Steps whose removals are copies of items counted elsewhere, so not counted again.
+    uncounted: tuple[Batch, ...] = ()
 
+
+_RECENT_RECORDINGS, _RECENT_PAGEVIEWS, _RECENT_LEADS = (
+    _recent("recording"), _recent("pageview"), _recent("lead"))
 
 PURGES: dict[str, KindPurge] = {
-    "recordings": KindPurge((_recordings,), ((recordings.EXPIRY, None),)),
+    "recordings": KindPurge((_recordings, _RECENT_RECORDINGS), ((recordings.EXPIRY, None),),
+                            uncounted=(_RECENT_RECORDINGS,)),
     "heatmaps": KindPurge((_delete(heatmaps.EXPIRY),), ((heatmaps.EXPIRY, None),)),
     "errors": KindPurge(
         (_delete(error_records.SESSION_LINK_EXPIRY),
@@ -116,10 +137,14 @@ PURGES: dict[str, KindPurge] = {
         ((error_records.SESSION_LINK_EXPIRY, None),
          (error_records.OCCURRENCE_EXPIRY, error_records.NAMING_SOMEONE),
          (error_records.ERROR_EXPIRY, error_records.NAMING_SOMEONE))),
-    "activity": KindPurge((_trim(activity.EXPIRY), _trim(interactions.EXPIRY)),
+    "activity": KindPurge((_trim(activity.EXPIRY), _trim(interactions.EXPIRY), _RECENT_PAGEVIEWS),
                           ((activity.EXPIRY, None), (interactions.EXPIRY, None)), buckets=True,
-                          most_per_batch=20),
-    "leads": KindPurge((_delete(leads.EXPIRY),), ((leads.EXPIRY, None),)),
+                          most_per_batch=20, uncounted=(_RECENT_PAGEVIEWS,)),
+    "leads": KindPurge(
+        (_delete(leads.EXPIRY), _orders,
+         _delete(commerce.EVENT_EXPIRY, commerce.EVENTS_OF_NO_ORDER), _RECENT_LEADS),
+        ((leads.EXPIRY, None), (commerce.ORDER_EXPIRY, None),
+         (commerce.EVENT_EXPIRY, commerce.EVENTS_OF_NO_ORDER)), uncounted=(_RECENT_LEADS,)),
     "surveys": KindPurge((_delete(engagement.SURVEY_EXPIRY),),
                          ((engagement.SURVEY_EXPIRY, None),)),
     "chats": KindPurge((_delete(engagement.CHAT_EXPIRY),), ((engagement.CHAT_EXPIRY, None),)),
@@ -242,16 +267,20 @@ async def _purge_kind(store: Store, run_id: str, site_id: str, kind: str,
             if not await renew():
                 raise LeaseLost("the purge lease was taken over")
 
-            async def work(session: Any, step: Batch = step) -> tuple[int, int]:
+            counted = step not in purge.uncounted
+
+            async def work(session: Any, step: Batch = step, counted: bool = counted
+                           ) -> tuple[int, int]:
                 found, removed = await step(store, site_id, cutoffs[kind], limit, session,
                                             cutoffs)
-                await retention.count_removed(store, run_id, site_id, kind, removed,
-                                              session=session)
+                if counted:
+                    await retention.count_removed(store, run_id, site_id, kind, removed,
+                                                  session=session)
                 return found, removed
 
             started = time.monotonic()
             found, removed = await store.transaction(work)
-            removed_total += removed
+            removed_total += removed if counted else 0
             await _pause_after(started)
             # A full batch that removed nothing is one whose items all changed meanwhile:
             # they are left for the next run rather than read again and again.

@@ -54,12 +54,21 @@ async def _held(store: Any) -> dict[str, int]:
     }
 
 
+async def _recent_kinds(store: Any) -> dict[str, int]:
+    kinds: dict[str, int] = {}
+    async for profile in store.collection("visitors").find({}, {"recent": 1}):
+        for entry in profile.get("recent") or []:
+            kinds[entry["kind"]] = kinds.get(entry["kind"], 0) + 1
+    return kinds
+
+
 async def test_each_kind_goes_once_past_its_retention_and_nothing_younger_is_touched(
         seeded: Seeded, deps):
     store = deps.store
     purger = make_purger(store)
     await derivation.fold_all(store)
     held = await _held(store)
+    assert await _recent_kinds(store) == {"pageview": 4, "lead": 2, "recording": 2}
     assert held == {
         "recordings": 4, "segments": 2, "segmentChunks": 2, "heatmapImages": 2,
         "heatmapChunks": 2, "errorLinks": 2, "occurrencesNamingSomeone": 2, "occurrences": 2,
@@ -82,6 +91,8 @@ async def test_each_kind_goes_once_past_its_retention_and_nothing_younger_is_tou
     await run(91, {"recordings": 2, "heatmaps": 2, "errors": 2 + 2 + 1}, {
         "recordings": 0, "segments": 0, "segmentChunks": 0, "heatmapImages": 0,
         "heatmapChunks": 0, "errorLinks": 0, "occurrencesNamingSomeone": 0})
+    # The profiles' recent activity no longer lists the recordings; the pageviews stay.
+    assert await _recent_kinds(store) == {"pageview": 4, "lead": 2}
     # A second run at the same time finds nothing left to do.
     await run(91, {}, {})
     # Past a year: survey answers and chat transcripts.
@@ -264,3 +275,31 @@ async def test_a_bucket_with_old_and_young_events_keeps_the_young_ones(deps, ten
     assert left["_id"] == "mixed" and left["count"] == 1
     assert [event["id"] for event in left["events"]] == ["p3"]
     assert abs(left["firstAt"] - young) < timedelta(milliseconds=1)
+
+
+async def test_orders_go_with_their_events_and_their_revenue_stays_in_the_figures(
+        fetch, deps, tenant):
+    store = deps.store
+    at = datetime.now(UTC)
+    context = {"visitorId": "shopper-1", "sessionId": "sess-shopper-1",
+               "url": "https://shop.example/checkout"}
+    for event in ({"eventId": "cart-1", "type": "add_to_cart", "productId": "mug"},
+                  {"eventId": "placed-1", "type": "order_placed", "orderId": "o-1",
+                   "total": "25.00", "currency": "EUR"},
+                  {"eventId": "paid-1", "type": "order_paid", "orderId": "o-1"}):
+        answer = await fetch("/ingest/commerce", "POST", json_body={**context, **event},
+                             headers={"X-Service-Key": tenant.api_key})
+        assert answer.code == 200, answer
+    await derivation.fold_all(store)
+    figures = await store.collection("site_days").find({}, {"_id": 0}).to_list(None)
+    assert "orders" in repr(figures)  # the paid order is counted in its day's figures
+    await store.collection("sites").update_one(
+        {"_id": tenant.site_id}, {"$set": {"settings.retentionDays": {"leads": 30}}})
+
+    report = await make_purger(store).purge(at + timedelta(days=29))
+    assert report is not None and report.removed["leads"] == 0
+    report = await make_purger(store).purge(at + timedelta(days=31))
+    assert report is not None and report.removed["leads"] == 1 + 1  # the order, the cart
+    assert await _count(store, "orders") == 0
+    assert await _count(store, "commerce_events") == 0
+    assert await store.collection("site_days").find({}, {"_id": 0}).to_list(None) == figures
