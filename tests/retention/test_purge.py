@@ -303,3 +303,49 @@ async def test_orders_go_with_their_events_and_their_revenue_stays_in_the_figure
     assert await _count(store, "orders") == 0
     assert await _count(store, "commerce_events") == 0
     assert await store.collection("site_days").find({}, {"_id": 0}).to_list(None) == figures
+
+
+class RacingStore(FaultyStore):
+    """The store, where a pageview lands in a bucket just before the purge rewrites it."""
+
+    def collection(self, name: str) -> Any:
+        proxy = super().collection(name)
+        if name != "pageview_buckets":
+            return proxy
+
+        class Racing:
+            def __getattr__(self, attribute: str) -> Any:
+                return getattr(proxy, attribute)
+
+            async def update_one(self, filter_: Any, update: Any, **kwargs: Any) -> Any:
+                if "count" in filter_:  # the purge's conditional rewrite
+                    await proxy.update_one({"_id": filter_["_id"]}, {
+                        "$push": {"events": {"id": "late", "at": datetime.now(UTC)}},
+                        "$inc": {"count": 1}}, session=kwargs.get("session"))
+                return await proxy.update_one(filter_, update, **kwargs)
+
+        return Racing()
+
+
+async def test_a_purge_that_falls_behind_notifies_the_owner_once_a_day(deps, tenant):
+    store = deps.store
+    now = datetime.now(UTC)
+    old = now - timedelta(days=800)
+    await store.collection("pageview_buckets").insert_one(
+        {"_id": "busy", "siteId": tenant.site_id, "visitorId": "v1", "sequence": 0, "count": 2,
+         "events": [{"id": "p1", "at": old}, {"id": "p2", "at": now}],
+         "firstAt": old, "lastAt": now})
+    alerts = RecordingAlerts()
+    purger = make_purger(RacingStore(store), alerts)
+    for day in range(2):
+        report = await purger.purge(now + timedelta(hours=day))
+        assert report is not None and report.behind == {tenant.site_id: ["activity"]}
+    # The late pageview is kept, and so (until a quieter run) is the old one.
+    (bucket,) = await store.collection("pageview_buckets").find({}).to_list(None)
+    assert [event["id"] for event in bucket["events"]] == ["p1", "p2", "late", "late"]
+    assert alerts.calls == [(tenant.site_id, "behind", ["activity"])]
+    status = (await retention.site_status(store, tenant.site_id))["activity"]
+    assert status["oldestHeldAt"] is not None
+    # A quieter run catches up.
+    report = await make_purger(store, alerts).purge(now + timedelta(days=1, hours=1))
+    assert report is not None and report.behind == {} and report.removed["activity"] == 1
