@@ -15,6 +15,11 @@ function remembered() {
   try { return localStorage.getItem(SIGNED_IN) === '1'; } catch { return false; }
 }
 
+/** A site's data API: siteApi(site, '/visitors') is /api/v1/sites/{id}/visitors. */
+export function siteApi(site, path = '') {
+  return `/api/v1/sites/${site.id}${path}`;
+}
+
 export class ApiError extends Error {
   constructor(status, code, message) {
     super(message);

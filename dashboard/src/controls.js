@@ -1,5 +1,5 @@
 // Controls shared by the pages: buttons that show progress and say what happened.
-import { describeError } from './api.js';
+import { describeError, siteApi } from './api.js';
 import { alertBox, h, saveResponse } from './dom.js';
 
 /**
@@ -55,7 +55,20 @@ export function download(app, path, name, label, id) {
 
 /** The CSV export of the site's errors, leads, recordings or orders (owners and admins only). */
 export function csvDownload(app, site, kind) {
-  return download(app, `/api/v1/sites/${site.id}/${kind}.csv`, `${kind}.csv`, `Download ${kind}.csv`,
+  return download(app, siteApi(site, `/${kind}.csv`), `${kind}.csv`, `Download ${kind}.csv`,
     `download-${kind}-csv`);
 }
 
+/**
+ * The CSV download of a list page, with what the file holds, for owners and admins; nothing for
+ * viewers. The CSV endpoints take no filters, so the hint says the file is the whole list.
+ */
+export function exportTools(app, site, kind, contents) {
+  if (!app.isAdmin(site)) return null;
+  return h('span', { class: 'row export' }, csvDownload(app, site, kind), h('span', { class: 'hint' }, contents));
+}
+
+export function exportPanel(app, site, kind, contents) {
+  const tools = exportTools(app, site, kind, contents);
+  return tools ? h('div', { class: 'panel row toolbar' }, tools) : null;
+}

@@ -59,6 +59,21 @@ export function seconds(value) {
   return minutes ? `${minutes} min ${total % 60} s` : `${total} s`;
 }
 
+/** A URL's path and query, which say more in a list than the shop's origin repeated. */
+export function pagePath(url) {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.pathname}${parsed.search}`;
+  } catch {
+    return url || 'an unknown page';
+  }
+}
+
+/** Terms and their values as a definition list; a missing value reads as a dash. */
+export function facts(pairs) {
+  return h('dl', { class: 'facts' }, pairs.map(([term, value]) => [h('dt', {}, term), h('dd', {}, value ?? '—')]));
+}
+
 /**
  * Save a Response's body as a file (exports and CSVs) through a temporary object URL; the
  * saved name and the body, for callers that look inside it.

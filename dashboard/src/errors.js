@@ -2,27 +2,16 @@
 // error in detail (occurrences per day, visitors affected, pages, browsers, systems, devices,
 // the latest occurrences with their context in words, the stack's frames). Every filter lives
 // in the URL, so a view can be bookmarked and shared.
-import { actionButton } from './controls.js';
-import { empty, h, svg, when } from './dom.js';
-import { exportTools, facts, pagePath } from './pages.js';
+import { siteApi } from './api.js';
+import { actionButton, exportTools } from './controls.js';
+import { empty, facts, h, pagePath, svg, when } from './dom.js';
+import { choice, field, filterForm, isoDay, picked } from './filters.js';
 
-const api = (site) => `/api/v1/sites/${site.id}`;
 const FILTERS = ['status', 'source', 'page', 'from', 'to', 'sort'];
 const SORTS = { lastSeen: 'Last seen', occurrences: 'Occurrences', visitors: 'Visitors affected',
   revenueAtRisk: 'Revenue at risk' };
 
 const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
-
-function isoDay(offset) {
-  return new Date(Date.now() + offset * 86400000).toISOString().slice(0, 10);
-}
-
-/** The query's filters that are set, as URLSearchParams (for the API and for links). */
-function filtersOf(query) {
-  const params = new URLSearchParams();
-  for (const name of FILTERS) if (query.get(name)) params.set(name, query.get(name));
-  return params;
-}
 
 function sparkline(counts, label) {
   const width = 120;
@@ -34,38 +23,15 @@ function sparkline(counts, label) {
     svg('polyline', { points: points.join(' '), fill: 'none', stroke: 'currentColor', 'stroke-width': 1.5 }));
 }
 
-function select(name, label, options, value) {
-  const id = `filter-${name}`;
-  // The control sits beside its label, not inside it: a label holding a list would be named by
-  // every option's text as well.
-  return h('div', { class: 'field' }, h('label', { for: id }, label),
-    h('select', { id, name }, Object.entries(options).map(([key, text]) => h('option', { value: key, selected: key === value }, text))));
-}
-
-function input(name, label, value, attrs = {}) {
-  const id = `filter-${name}`;
-  return h('div', { class: 'field' }, h('label', { for: id }, label), h('input', { id, name, value: value || '', ...attrs }));
-}
-
-function filterForm(app, site, query) {
-  const form = h('form', { class: 'panel filters', id: 'error-filters', role: 'search', 'aria-label': 'Filter errors', onsubmit: (event) => {
-    event.preventDefault();
-    const params = new URLSearchParams();
-    // The default order is left out, so the plainest view has the plainest address.
-    for (const [name, value] of new FormData(form)) if (value && !(name === 'sort' && value === 'lastSeen')) params.set(name, value);
-    app.go(`/app/sites/${site.id}/errors${params.size ? `?${params}` : ''}`);
-  },
-  // A choice from a list applies at once; typed filters apply with the button or Enter.
-  onchange: (event) => { if (event.target.tagName === 'SELECT') form.requestSubmit(); } },
-  select('status', 'Status', { '': 'Any', open: 'Open', resolved: 'Resolved', ignored: 'Ignored' }, query.get('status') || ''),
-  select('source', 'Source', { '': 'Any', javascript: 'JavaScript', php: 'PHP' }, query.get('source') || ''),
-  input('page', 'Page path starts with', query.get('page'), { placeholder: '/checkout', maxlength: 512 }),
-  input('from', 'From', query.get('from'), { type: 'date' }),
-  input('to', 'To', query.get('to'), { type: 'date' }),
-  select('sort', 'Sort by', SORTS, query.get('sort') || 'lastSeen'),
-  h('div', { class: 'row' }, h('button', { type: 'submit' }, 'Apply'),
-    h('a', { class: 'button secondary', href: `/app/sites/${site.id}/errors` }, 'Clear')));
-  return form;
+function errorFilters(app, site, query) {
+  return filterForm(app, { id: 'error-filters', label: 'Filter errors', path: `/app/sites/${site.id}/errors`,
+    defaults: { sort: 'lastSeen' }, controls: [
+      choice('status', 'Status', { '': 'Any', open: 'Open', resolved: 'Resolved', ignored: 'Ignored' }, query.get('status')),
+      choice('source', 'Source', { '': 'Any', javascript: 'JavaScript', php: 'PHP' }, query.get('source')),
+      field('page', 'Page path starts with', query.get('page'), { placeholder: '/checkout', maxlength: 512 }),
+      field('from', 'From', query.get('from'), { type: 'date' }),
+      field('to', 'To', query.get('to'), { type: 'date' }),
+      choice('sort', 'Sort by', SORTS, query.get('sort') || 'lastSeen')] });
 }
 
 /**
@@ -78,10 +44,10 @@ function breakable(text) {
 
 export async function errorsPage(app, site, item, query) {
   if (item) return errorDetail(app, site, item, query);
-  const params = filtersOf(query);
+  const params = picked(query, FILTERS);
   const container = h('div', {});
   const load = async () => {
-    const ranked = await app.session.json(`${api(site)}/error-trends?${params}&limit=50`);
+    const ranked = await app.session.json(siteApi(site, `/error-trends?${params}&limit=50`));
     const range = `${ranked.from} to ${ranked.to}`;
     container.replaceChildren(ranked.items.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'errors' },
       h('caption', { class: 'hint' }, `Errors that occurred from ${range}, by ${SORTS[query.get('sort') || 'lastSeen'].toLowerCase()}`),
@@ -104,7 +70,7 @@ export async function errorsPage(app, site, item, query) {
   };
   await load();
   app.listen({ onEvent: (event) => event.type === 'new_error' && event.siteId === site.id && load(), onReconnect: load });
-  return h('div', {}, h('h1', {}, 'Errors'), filterForm(app, site, query),
+  return h('div', {}, h('h1', {}, 'Errors'), errorFilters(app, site, query),
     h('div', { class: 'panel row toolbar' }, exportTools(app, site, 'errors', 'The file lists every error, whatever the filters here.')),
     h('div', { class: 'panel' }, container),
     await pagesAtRisk(app, site, params));
@@ -125,7 +91,7 @@ function atRisk(impact) {
 async function pagesAtRisk(app, site, params) {
   const range = new URLSearchParams();
   for (const name of ['from', 'to']) if (params.get(name)) range.set(name, params.get(name));
-  const pages = await app.session.json(`${api(site)}/revenue-at-risk/pages?${range}`);
+  const pages = await app.session.json(siteApi(site, `/revenue-at-risk/pages?${range}`));
   return h('section', { class: 'panel', 'aria-labelledby': 'pages-at-risk-title' },
     h('h2', { id: 'pages-at-risk-title' }, 'Pages with rage and dead clicks, by revenue at risk'),
     pages.items.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'pages-at-risk' },
@@ -196,9 +162,9 @@ async function errorDetail(app, site, errorId, query) {
   const range = new URLSearchParams();
   for (const name of ['from', 'to']) if (query.get(name)) range.set(name, query.get(name));
   const [error, breakdown, replays] = await Promise.all([
-    app.session.json(`${api(site)}/errors/${errorId}`),
-    app.session.json(`${api(site)}/errors/${errorId}/breakdown?${range}`),
-    app.session.json(`${api(site)}/errors/${errorId}/replays?${range}`)]);
+    app.session.json(siteApi(site, `/errors/${errorId}`)),
+    app.session.json(siteApi(site, `/errors/${errorId}/breakdown?${range}`)),
+    app.session.json(siteApi(site, `/errors/${errorId}/replays?${range}`))]);
   // An occurrence a recording shows opens that recording a few seconds before it happened.
   const replayOf = new Map(replays.items.map((item) => [item.occurrenceId, item]));
   const watchHref = (item) => `/app/sites/${site.id}/recordings/${item.recordingId}?at=${encodeURIComponent(item.at)}`;
@@ -211,7 +177,7 @@ async function errorDetail(app, site, errorId, query) {
     ['resolved', 'Resolve'], ['ignored', 'Ignore'], ['open', 'Re-open']]
     .filter(([value]) => value !== error.status)
     .map(([value, label]) => actionButton(label, async () => {
-      await app.session.json(`${api(site)}/errors/${errorId}`, { method: 'PATCH', json: { status: value } });
+      await app.session.json(siteApi(site, `/errors/${errorId}`), { method: 'PATCH', json: { status: value } });
       app.go(`${here}${range.size ? `?${range}` : ''}`);
     }, { kind: value === 'open' ? 'secondary' : '' }))) : null;
   const rangeForm = h('form', { class: 'row', 'aria-label': 'Date range', onsubmit: (event) => {

@@ -2,18 +2,19 @@
 // and shared: the form reads its values from the query and submitting it navigates.
 import { h } from './dom.js';
 
-/** A labelled <select> of {value: text} options. */
-export function choice(name, label, options, value) {
-  const id = `filter-${name}`;
+/** The device types a list filters by. */
+export const DEVICES = { '': 'Any', desktop: 'Desktop', mobile: 'Phone', tablet: 'Tablet' };
+
+/** A labelled <select> of {value: text} options; `id` names the control (filter-<name>). */
+export function choice(name, label, options, value, { id = `filter-${name}` } = {}) {
   // The control sits beside its label, not inside it: a label holding a list would be named by
   // every option's text as well.
   return h('div', { class: 'field' }, h('label', { for: id }, label),
     h('select', { id, name }, Object.entries(options).map(([key, text]) => h('option', { value: key, selected: key === (value || '') }, text))));
 }
 
-/** A labelled <input>. */
-export function field(name, label, value, attrs = {}) {
-  const id = `filter-${name}`;
+/** A labelled <input>; `attrs.id` names the control (filter-<name>). */
+export function field(name, label, value, { id = `filter-${name}`, ...attrs } = {}) {
   return h('div', { class: 'field' }, h('label', { for: id }, label), h('input', { id, name, value: value || '', ...attrs }));
 }
 
@@ -33,12 +34,13 @@ export function yesNo(name, label, value) {
 /**
  * A search form over `names`: filled from `query`, and on submit navigating to `path` with the
  * values that are set (check boxes of one name joined by commas). A choice from a list or a
- * box applies at once; typed values apply with the button or Enter.
+ * box applies at once; typed values apply with the button or Enter. A value equal to its
+ * `defaults` entry is left out, so the plainest view has the plainest address.
  */
-export function filterForm(app, { id, label, path, controls, submit = 'Apply' }) {
+export function filterForm(app, { id, label, path, controls, submit = 'Apply', defaults = {} }) {
   const form = h('form', { class: 'panel filters', id, role: 'search', 'aria-label': label, onsubmit: (event) => {
     event.preventDefault();
-    app.go(`${path}${queryString(form)}`);
+    app.go(`${path}${queryString(form, defaults)}`);
   },
   onchange: (event) => {
     if (event.target.tagName === 'SELECT' || event.target.type === 'checkbox') form.requestSubmit();
@@ -49,11 +51,11 @@ export function filterForm(app, { id, label, path, controls, submit = 'Apply' })
   return form;
 }
 
-/** The form's set values as `?a=1&b=x,y`, or '' when none is set. */
-export function queryString(form) {
+/** The form's set values as `?a=1&b=x,y` (those equal to their `defaults` left out), or ''. */
+export function queryString(form, defaults = {}) {
   const values = new Map();
   for (const [name, value] of new FormData(form)) {
-    if (!value) continue;
+    if (!value || defaults[name] === value) continue;
     values.set(name, values.has(name) ? `${values.get(name)},${value}` : value);
   }
   const params = new URLSearchParams([...values]);
@@ -65,6 +67,19 @@ export function picked(query, names) {
   const params = new URLSearchParams();
   for (const name of names) if (query.get(name)) params.set(name, query.get(name));
   return params;
+}
+
+/**
+ * A list page's request: the query's filters of these names that are set, and the API's
+ * parameters for one page of 25 from the query's cursor.
+ */
+export function listQuery(query, names) {
+  const filters = picked(query, names);
+  const cursor = query.get('cursor');
+  const params = new URLSearchParams(filters);
+  params.set('limit', '25');
+  if (cursor) params.set('cursor', cursor);
+  return { filters, cursor, params };
 }
 
 /** The links of a list's pages, keeping the filters: first page and next page. */

@@ -2,12 +2,11 @@
 // URL with the source), each step with its sessions, conversion, drop-off and median time from
 // the step before; each drop-off opens the recordings of the sessions that stopped there; the
 // same counts by device, country and source; and a form to define a funnel (owners, admins).
-import { describeError } from './api.js';
+import { describeError, siteApi } from './api.js';
 import { actionButton } from './controls.js';
 import { alertBox, empty, h, seconds } from './dom.js';
 import { choice, field, filterForm, isoDay, picked } from './filters.js';
 
-const api = (site) => `/api/v1/sites/${site.id}/funnels`;
 const EVENTS = { product_view: 'Product view', add_to_cart: 'Add to cart',
   checkout_started: 'Checkout started', order_paid: 'Paid order' };
 const BREAKDOWNS = [['device', 'Device'], ['country', 'Country'], ['source', 'Source']];
@@ -17,13 +16,13 @@ const percent = (ratio) => (ratio === null || ratio === undefined ? '—' : `${M
 
 export async function funnelsPage(app, site, item, query) {
   if (item === 'new') return funnelForm(app, site);
-  const funnels = await app.session.json(api(site));
+  const funnels = await app.session.json(siteApi(site, '/funnels'));
   const chosen = funnels.find((funnel) => funnel.id === item) || funnels[0];
   const path = `/app/sites/${site.id}/funnels/${chosen.id}`;
   const range = picked(query, ['from', 'to', 'source']);
   if (!range.get('from')) range.set('from', isoDay(-29));
   if (!range.get('to')) range.set('to', isoDay(0));
-  const report = await app.session.json(`${api(site)}/${chosen.id}/report?${range}`);
+  const report = await app.session.json(siteApi(site, `/funnels/${chosen.id}/report?${range}`));
   const list = h('nav', { class: 'panel row', 'aria-label': 'Funnels' },
     funnels.map((funnel) => h('a', { class: 'button secondary', href: `/app/sites/${site.id}/funnels/${funnel.id}?${range}`,
       'aria-current': funnel.id === chosen.id ? 'page' : null }, funnel.name)),
@@ -42,7 +41,7 @@ export async function funnelsPage(app, site, item, query) {
       + 'Its pages and the shop\'s events of the same session count. Restricted visitors are left out.'),
     chosen.builtIn || !app.isAdmin(site) ? null : h('div', { class: 'panel row toolbar' },
       actionButton('Delete this funnel', async () => {
-        await app.session.json(`${api(site)}/${chosen.id}`, { method: 'DELETE' });
+        await app.session.json(siteApi(site, `/funnels/${chosen.id}`), { method: 'DELETE' });
         app.go(`/app/sites/${site.id}/funnels`);
       }, { kind: 'secondary', busy: 'Deleting…', id: 'delete-funnel' })));
 }
@@ -145,7 +144,7 @@ function funnelForm(app, site) {
     event.preventDefault();
     error.replaceChildren();
     try {
-      const created = await app.session.json(api(site), { method: 'POST',
+      const created = await app.session.json(siteApi(site, '/funnels'), { method: 'POST',
         json: { name: name.value.trim(), steps: rows.map((row) => row.value()) } });
       app.go(`/app/sites/${site.id}/funnels/${created.id}`);
     } catch (failure) {

@@ -1,8 +1,9 @@
 // Heatmaps (issue 22): the site's pages, and one page's clicks, rage clicks, dead clicks or scroll
 // reach drawn over the page as a recording rendered it (or over a plain outline, saying why).
+import { siteApi } from './api.js';
 import { empty, h } from './dom.js';
+import { choice, field, isoDay } from './filters.js';
 
-const api = (site) => `/api/v1/sites/${site.id}/heatmaps`;
 const KINDS = { click: 'Clicks', rage_click: 'Rage clicks', dead_click: 'Dead clicks', scroll: 'Scroll depth' };
 const WIDTHS = { desktop: 'Desktop', tablet: 'Tablet', phone: 'Phone' };
 // The width a page is drawn at when no image says otherwise.
@@ -12,18 +13,14 @@ const NO_IMAGE = {
   no_recording_rendered: 'No recording of this page at this width has been rendered yet; a recent recording is rendered in the background once one exists.',
 };
 
-function day(offset) {
-  return new Date(Date.now() + offset * 864e5).toISOString().slice(0, 10);
-}
-
 function rangeOf(query) {
-  return { from: query.get('from') || day(-29), to: query.get('to') || day(0) };
+  return { from: query.get('from') || isoDay(-29), to: query.get('to') || isoDay(0) };
 }
 
 export async function heatmapsPage(app, site, item, query) {
   if (item) return heatmapDetail(app, site, item, query);
   const { from, to } = rangeOf(query);
-  const list = await app.session.json(`${api(site)}?from=${from}&to=${to}`);
+  const list = await app.session.json(siteApi(site, `/heatmaps?from=${from}&to=${to}`));
   const rows = list.pages.map((page) => h('tr', {},
     h('td', {}, h('a', { href: `/app/sites/${site.id}/heatmaps/${encodeURIComponent(page.page)}?from=${from}&to=${to}` }, page.page)),
     h('td', {}, String(page.views)), h('td', {}, String(page.clicks)),
@@ -38,11 +35,7 @@ export async function heatmapsPage(app, site, item, query) {
 }
 
 function controls(app, site, page, kind, width, from, to) {
-  const select = (name, label, options, value) => h('div', { class: 'field' },
-    h('label', { for: `heatmap-${name}` }, label),
-    h('select', { id: `heatmap-${name}`, name }, Object.entries(options).map(([key, text]) => h('option', { value: key, selected: key === value }, text))));
-  const date = (name, label, value) => h('div', { class: 'field' },
-    h('label', { for: `heatmap-${name}` }, label), h('input', { id: `heatmap-${name}`, name, type: 'date', value }));
+  const id = (name) => `heatmap-${name}`;
   const form = h('form', { class: 'panel filters', id: 'heatmap-controls', 'aria-label': 'Heatmap settings',
     onsubmit: (event) => {
       event.preventDefault();
@@ -50,8 +43,8 @@ function controls(app, site, page, kind, width, from, to) {
       app.go(`/app/sites/${site.id}/heatmaps/${encodeURIComponent(page)}?${params}`);
     },
     onchange: (event) => { if (event.target.tagName === 'SELECT') form.requestSubmit(); } },
-  select('kind', 'Show', KINDS, kind), select('width', 'Device width', WIDTHS, width),
-  date('from', 'From', from), date('to', 'To', to), h('div', { class: 'row' }, h('button', { type: 'submit' }, 'Apply')));
+  choice('kind', 'Show', KINDS, kind, { id: id('kind') }), choice('width', 'Device width', WIDTHS, width, { id: id('width') }),
+  field('from', 'From', from, { id: id('from'), type: 'date' }), field('to', 'To', to, { id: id('to'), type: 'date' }), h('div', { class: 'row' }, h('button', { type: 'submit' }, 'Apply')));
   return form;
 }
 
@@ -66,7 +59,7 @@ async function heatmapDetail(app, site, page, query) {
   const width = WIDTHS[query.get('width')] ? query.get('width') : 'desktop';
   const { from, to } = rangeOf(query);
   const params = new URLSearchParams({ page, kind, width, from, to });
-  const view = await app.session.json(`${api(site)}/page?${params}`);
+  const view = await app.session.json(siteApi(site, `/heatmaps/page?${params}`));
   const image = view.image;
   const drawWidth = image?.width || DRAW_WIDTH[width];
   const points = (view.points || []).map((point) => ({ ...point, ...place(point, image, drawWidth) }));
@@ -75,7 +68,7 @@ async function heatmapDetail(app, site, page, query) {
   const stage = h('div', { class: `heatmap-stage ${image ? '' : 'outline'}`, id: 'heatmap-stage',
     style: `width: ${drawWidth}px; height: ${drawHeight}px`, dataset: { width: String(drawWidth) } });
   if (image) {
-    const response = await app.session.send(`${api(site)}/images/${image.id}`);
+    const response = await app.session.send(siteApi(site, `/heatmaps/images/${image.id}`));
     const url = URL.createObjectURL(await response.blob());
     stage.append(h('img', { src: url, alt: `The page ${page} as a recording rendered it`, width: drawWidth, height: drawHeight }));
   }

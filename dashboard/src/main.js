@@ -1,4 +1,5 @@
-// The dashboard: sign-in, the shell (site switcher, tabs, live state) and a path router.
+// The dashboard: sign-in, the shell (site switcher, tabs, live state) and a path router over the
+// page modules.
 import './styles.css';
 import { createSession, describeError } from './api.js';
 import { openLive } from './live.js';
@@ -6,12 +7,21 @@ import { alertBox, h } from './dom.js';
 import { errorsPage } from './errors.js';
 import { funnelsPage } from './funnels.js';
 import { heatmapsPage } from './heatmaps.js';
-import { leadsPage, overview, recordingsPage, visitorsPage } from './pages.js';
-import { privacyPage, settingsPage } from './settings.js';
+import { leadsPage } from './leads.js';
+import { overviewPage } from './overview.js';
+import { privacyPage } from './privacy.js';
+import { recordingsPage } from './recordings.js';
+import { settingsPage } from './settings.js';
 import { surveysPage } from './surveys.js';
+import { visitorsPage } from './visitors.js';
 
+/**
+ * The pages by their section of the address (/app/sites/{site}/{section}/{item}): one module
+ * each, every one an async (app, site, item, query) -> Element that reads only the JSON API;
+ * admin actions are left out for viewers (the server refuses them anyway).
+ */
 const PAGES = {
-  '': overview, visitors: visitorsPage, errors: errorsPage, leads: leadsPage,
+  '': overviewPage, visitors: visitorsPage, errors: errorsPage, leads: leadsPage,
   recordings: recordingsPage, settings: settingsPage, privacy: privacyPage, heatmaps: heatmapsPage,
   surveys: surveysPage, funnels: funnelsPage,
 };

@@ -1,15 +1,14 @@
 // The overview: a date range (today, 7 days, 30 days or custom, kept in the URL) with visitors,
 // pageviews, errors, leads and leads per visitor against the previous period; sales (money.js);
-// top pages, top errors, the pages with the most rage and dead clicks, countries and devices; the daily chart
-// and the live feed.
-import { ApiError, describeError } from './api.js';
+// top pages, top errors, the pages with the most rage and dead clicks, countries and devices;
+// traffic sources (traffic.js); the daily chart (chart.js) and the live feed of new errors and leads.
+import { ApiError, describeError, siteApi } from './api.js';
 import { dailyChart } from './chart.js';
 import { alertBox, empty, h, when } from './dom.js';
 import { isoDay } from './filters.js';
 import { moneyPanel } from './money.js';
 import { trafficPanels } from './traffic.js';
 
-const api = (site) => `/api/v1/sites/${site.id}`;
 const FIGURES = [
   ['visitors', 'Visitors'], ['pageviews', 'Pageviews'], ['errors', 'Errors'], ['leads', 'Leads'],
   ['leadsPerVisitor', 'Leads per visitor'],
@@ -87,8 +86,57 @@ function behind(asOf) {
     `Figures as of ${when(asOf)}: what arrived since is still being counted.`);
 }
 
-/** The overview page; `feed` draws the live feed section. */
-export async function overviewPage(app, site, query, feed) {
+function feedItem(site, event) {
+  const isError = event.type === 'new_error';
+  const text = isError ? `${event.error.type || 'Error'}: ${event.error.message}`
+    : `New lead: ${event.lead.displayName || 'someone'}`;
+  const href = isError ? `/app/sites/${site.id}/errors/${event.id}`
+    : event.lead.visitorId ? `/app/sites/${site.id}/visitors/${encodeURIComponent(event.lead.visitorId)}` : null;
+  return h('li', { class: event.fresh ? 'fresh' : '', dataset: { type: event.type, id: event.id } },
+    h('span', { class: `badge ${isError ? 'open' : 'resolved'}` }, isError ? (event.error.reopened ? 'error re-opened' : 'error') : 'lead'),
+    href ? h('a', { href }, text) : text,
+    h('span', { class: 'hint' }, when(event.time)));
+}
+
+/** Add the site's recent events (GET .../live/recent) that the feed does not hold yet. */
+async function recentEvents(app, site) {
+  let events;
+  try {
+    ({ events } = await app.session.json(siteApi(site, `/live/recent`)));
+  } catch {
+    return; // the socket still fills the feed
+  }
+  const held = new Set(app.feed.map((event) => `${event.type}/${event.id}`));
+  for (const event of events) {
+    if (!held.has(`${event.type}/${event.id}`)) app.feed.push({ ...event, fresh: false });
+  }
+  app.feed.sort((a, b) => b.time.localeCompare(a.time));
+  app.feed.length = Math.min(app.feed.length, 100);
+}
+
+/** The live feed: the site's new errors and leads, as they happen and from the past hour. */
+function liveFeed(app, site) {
+  const list = h('ul', { class: 'feed', id: 'live-feed', 'aria-live': 'polite' });
+  const placeholder = empty('Nothing new in the past hour', 'New errors and leads appear here the moment they are processed.');
+  const fill = () => {
+    const items = app.feed.filter((event) => event.siteId === site.id);
+    list.replaceChildren(...items.map((event) => feedItem(site, event)));
+    placeholder.hidden = items.length > 0;
+    for (const event of items) event.fresh = false;
+  };
+  fill();
+  // Live events are not replayed: the past hour's, from the server, fill a fresh feed and
+  // whatever a reconnect missed.
+  const recent = () => recentEvents(app, site).then(fill);
+  recent();
+  app.listen({ onEvent: fill, onReconnect: recent });
+  return h('section', { class: 'panel', 'aria-labelledby': 'feed-title' },
+    h('h2', { id: 'feed-title' }, 'Live feed'), placeholder, list);
+}
+
+/** The overview page. */
+export async function overviewPage(app, site, item, query) {
+  const feed = liveFeed(app, site);
   // The last 7 days unless the address names a range.
   const range = new URLSearchParams({ from: query.get('from') || isoDay(-6), to: query.get('to') || isoDay(0) });
   const refused = (problem) => h('div', {}, h('h1', {}, `${site.name}: overview`),
@@ -97,12 +145,12 @@ export async function overviewPage(app, site, query, feed) {
   if (range.get('from') > range.get('to')) return refused(INVERTED);
   let data;
   try {
-    data = await app.session.json(`${api(site)}/overview?${range}`);
+    data = await app.session.json(siteApi(site, `/overview?${range}`));
   } catch (failure) {
     if (!(failure instanceof ApiError) || failure.status !== 422) throw failure;
     return refused(describeError(failure));
   }
-  const days = await app.session.json(`${api(site)}/stats/daily?from=${data.from}&to=${data.to}`);
+  const days = await app.session.json(siteApi(site, `/stats/daily?from=${data.from}&to=${data.to}`));
   const length = Math.round((Date.parse(data.to) - Date.parse(data.from)) / 86400000) + 1;
   const period = data.from === data.to ? data.from : `${data.from} to ${data.to}`;
   const cards = h('ul', { class: 'figures', id: 'overview-figures', 'aria-label': `Figures for ${period}` },

@@ -1,19 +1,19 @@
-// Replay: download a recording's segments (gzip files), inflate them in the browser with
-// DecompressionStream, concatenate the rrweb event arrays and hand them to rrweb-player.
-// The replay page adds what happened during the recording (errors, rage and dead clicks, page
-// changes, leads) as markers on the player's timeline and as a list beside it that seeks.
+// Replay, for every page that plays a recording: download a recording's segments (gzip files),
+// inflate them in the browser with DecompressionStream, concatenate the rrweb event arrays and
+// hand them to rrweb-player, with what happened (errors, rage and dead clicks, page changes,
+// leads) as markers on the player's timeline. The replay page itself is in recordings.js.
 import rrwebPlayer from 'rrweb-player';
 import 'rrweb-player/dist/style.css';
-import { describeError } from './api.js';
-import { alertBox, empty, h, progress, seconds, when } from './dom.js';
+import { describeError, siteApi } from './api.js';
+import { alertBox, empty, h, progress } from './dom.js';
 
 /** How long before an event the player starts, so the moment is seen as it happens. */
-const LEAD_IN_MS = 3000;
+export const LEAD_IN_MS = 3000;
 /** rrweb's custom event type: the player draws each as a marker on its progress bar. */
 const CUSTOM_EVENT = 5;
 /** rrweb's meta event: each page's snapshot starts with one, carrying the page's address. */
 const META_EVENT = 4;
-const KINDS = {
+export const KINDS = {
   error: { label: 'Error', color: '#b42318' },
   rage_click: { label: 'Rage click', color: '#c2410c' },
   dead_click: { label: 'Dead click', color: '#6b4a00' },
@@ -27,18 +27,26 @@ async function inflate(response) {
 }
 
 /** Every event of a recording, in order; onProgress(done, total) after each segment. */
-export async function loadEvents(session, siteId, recordingId, onProgress) {
-  const base = `/api/v1/sites/${siteId}`;
-  const list = await session.json(`${base}/recordings/${recordingId}/segments`);
+export async function loadEvents(session, site, recordingId, onProgress) {
+  const list = await session.json(siteApi(site, `/recordings/${recordingId}/segments`));
   const events = [];
   let done = 0;
   for (const segment of list.segments) {
-    const response = await session.send(`${base}/segments/${segment.fileId}`);
+    const response = await session.send(siteApi(site, `/segments/${segment.fileId}`));
     events.push(...await inflate(response));
     done += 1;
     onProgress?.(done, list.segments.length);
   }
   events.sort((a, b) => a.timestamp - b.timestamp);
+  return events;
+}
+
+/** The recording's events, saying in `holder` how far the download is; `holder` is left empty. */
+export async function loadInto(holder, session, site, recordingId) {
+  const events = await loadEvents(session, site, recordingId, (done, total) => {
+    holder.replaceChildren(progress(`Downloading segment ${done} of ${total}…`));
+  });
+  holder.replaceChildren();
   return events;
 }
 
@@ -103,10 +111,7 @@ export function replayControl(app, site, recordingId, { label = 'Play', name } =
     play.disabled = true;
     holder.replaceChildren(progress('Downloading the recording…'));
     try {
-      const events = await loadEvents(app.session, site.id, recordingId, (done, total) => {
-        holder.replaceChildren(progress(`Downloading segment ${done} of ${total}…`));
-      });
-      holder.replaceChildren();
+      const events = await loadInto(holder, app.session, site, recordingId);
       if (events.length < 2) holder.append(empty('Nothing to replay', 'This recording has no replayable page yet.'));
       else mountPlayer(holder, events);
     } catch (failure) {
@@ -127,69 +132,4 @@ function nameControls(target) {
   if (last && !last.textContent.trim()) last.setAttribute('aria-label', 'Full screen');
   target.querySelector('.rr-controller input[type="checkbox"]')?.setAttribute('aria-label', 'Skip inactivity');
   target.querySelector('iframe')?.setAttribute('title', 'The recorded page');
-}
-
-const clock = (ms) => {
-  const total = Math.max(0, Math.round(ms / 1000));
-  return `${Math.floor(total / 60)}:${String(total % 60).padStart(2, '0')}`;
-};
-
-/** The replay page: /app/sites/{site}/recordings/{id}?at=<ISO time to open at>. */
-export async function replayPage(app, site, recordingId, query) {
-  const base = `/api/v1/sites/${site.id}`;
-  const timeline = await app.session.json(`${base}/recordings/${recordingId}/timeline`);
-  const { recording } = timeline;
-  const holder = h('div', { class: 'player', id: 'replay-player' }, progress('Downloading the recording…'));
-  const list = h('ol', { class: 'replay-events', id: 'replay-events', 'aria-label': 'What happened' });
-  const heading = h('h1', {}, `Recording of ${when(recording.startedAt)}`);
-  const length = h('span', {}, seconds(recording.duration));
-  const summary = h('p', { class: 'hint' }, length, ` · ${recording.pageCount} ${recording.pageCount === 1 ? 'page' : 'pages'}`,
-    recording.visitorId ? [' · ', h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(recording.visitorId)}` }, 'the visitor’s profile')] : null);
-  const title = h('h2', { id: 'events-title' }, `What happened (${timeline.events.length})`);
-  const nothing = empty('Nothing marked', 'No errors, clicks in frustration, page changes or leads during this recording.');
-  const page = h('div', {},
-    h('p', {}, h('a', { href: `/app/sites/${site.id}/recordings` }, '← All recordings')), heading, summary,
-    h('div', { class: 'replay' },
-      h('section', { class: 'panel replay-stage', 'aria-label': 'Player' }, holder),
-      h('section', { class: 'panel replay-side', 'aria-labelledby': 'events-title' },
-        title, timeline.events.length ? list : nothing)));
-  // The player is built once the page is in the document, so it can measure its width.
-  queueMicrotask(async () => {
-    try {
-      const events = await loadEvents(app.session, site.id, recordingId, (done, total) => {
-        holder.replaceChildren(progress(`Downloading segment ${done} of ${total}…`));
-      });
-      holder.replaceChildren();
-      if (events.length < 2) {
-        holder.append(empty('Nothing to replay', 'This recording has no replayable page yet.'));
-        return;
-      }
-      const first = events[0].timestamp;
-      length.textContent = `${seconds((events.at(-1).timestamp - first) / 1000)} of replay`;
-      const offset = (at) => Math.max(0, Date.parse(at) - first);
-      const at = query.get('at');
-      const startAt = at ? Math.max(1, offset(at) - LEAD_IN_MS) : 0;
-      const markers = withPageChanges(timeline.events, events);
-      const player = mountPlayer(holder, events, { markers, startAt });
-      holder.dataset.ready = 'true';
-      if (at) holder.dataset.startedAt = String(startAt);
-      title.textContent = `What happened (${markers.length})`;
-      if (markers.length && nothing.isConnected) nothing.replaceWith(list);
-      list.replaceChildren(...markers.map((event) => {
-        const ms = offset(event.at);
-        const target = Math.max(0, ms - LEAD_IN_MS);
-        return h('li', { class: `marker ${event.kind}`, dataset: { kind: event.kind } },
-          h('button', { type: 'button', class: 'link', onclick: () => {
-            player.goto(target, true);
-            holder.dataset.seekedTo = String(target);
-          } }, h('span', { class: 'time' }, clock(ms)), ' ',
-          h('span', { class: `badge ${event.kind}` }, KINDS[event.kind]?.label || event.kind), ' ', event.label));
-      }));
-    } catch (failure) {
-      holder.replaceChildren(alertBox(describeError(failure)));
-    }
-  });
-  list.replaceChildren(...timeline.events.map((event) => h('li', { class: `marker ${event.kind}` },
-    h('span', { class: `badge ${event.kind}` }, KINDS[event.kind]?.label || event.kind), ' ', event.label)));
-  return page;
 }

@@ -2,20 +2,18 @@
 // and one survey's results: how many chose each score or choice, the NPS of a 0–10 question,
 // the free-text answers with page and date, each linked to the visitor and to the recording
 // running when it was given, and a formula-safe CSV of every answer.
-import { describeError } from './api.js';
+import { describeError, siteApi } from './api.js';
 import { download } from './controls.js';
-import { alertBox, empty, h, when } from './dom.js';
-import { facts, pagePath } from './pages.js';
+import { alertBox, empty, facts, h, pagePath, when } from './dom.js';
 import { replayControl } from './replay.js';
 
-const api = (site) => `/api/v1/sites/${site.id}/surveys`;
 const TYPES = { score: '0–10 score (NPS)', rating: 'Rating 1–5', choice: 'Single choice' };
 const lines = (text) => text.split('\n').map((line) => line.trim()).filter(Boolean);
 
 export async function surveysPage(app, site, item) {
   if (item === 'new') return surveyForm(app, site, null);
   if (item) return surveyResults(app, site, item);
-  const surveys = await app.session.json(api(site));
+  const surveys = await app.session.json(siteApi(site, '/surveys'));
   const rows = surveys.map((survey) => h('tr', { dataset: { surveyId: survey.id } },
     h('td', {}, h('a', { href: `/app/sites/${site.id}/surveys/${survey.id}` }, survey.name)),
     h('td', {}, TYPES[survey.questionType]),
@@ -73,7 +71,7 @@ function surveyForm(app, site, survey) {
     };
     error.replaceChildren();
     try {
-      const saved = await app.session.json(survey ? `${api(site)}/${survey.id}` : api(site),
+      const saved = await app.session.json(survey ? siteApi(site, `/surveys/${survey.id}`) : siteApi(site, '/surveys'),
         { method: survey ? 'PATCH' : 'POST', json: body });
       app.go(`/app/sites/${site.id}/surveys/${saved.id}`);
     } catch (failure) {
@@ -114,7 +112,7 @@ function distribution(results) {
 }
 
 async function surveyResults(app, site, surveyId) {
-  const results = await app.session.json(`${api(site)}/${surveyId}/results`);
+  const results = await app.session.json(siteApi(site, `/surveys/${surveyId}/results`));
   const survey = results.survey;
   const texts = results.textAnswers.map((answer) => {
     const { play, holder } = answer.recordingId ? replayControl(app, site, answer.recordingId, {
@@ -136,7 +134,7 @@ async function surveyResults(app, site, surveyId) {
       ['Question', survey.question], ['Kind', TYPES[survey.questionType]], ['Pages', survey.pages.join(' ')],
       ['State', survey.active ? 'active' : 'paused'], ['Responses', String(results.responses)],
       ...(survey.questionType === 'score' ? [['NPS', results.nps === null ? '—' : String(results.nps)]] : []),
-    ]), admin ? h('div', { class: 'row export' }, download(app, `${api(site)}/${survey.id}/answers.csv`, 'survey-answers.csv',
+    ]), admin ? h('div', { class: 'row export' }, download(app, siteApi(site, `/surveys/${survey.id}/answers.csv`), 'survey-answers.csv',
       'Download answers.csv', 'download-survey-csv'), h('span', { class: 'hint' }, 'Every answer, newest first; nothing of restricted visitors.')) : null),
     h('div', { class: 'panel' }, h('h2', {}, 'Distribution'), results.responses
       ? h('div', { class: 'table-wrap' }, distribution(results)) : empty('No answers yet', 'Answers appear here as visitors send them.')),
@@ -146,7 +144,7 @@ async function surveyResults(app, site, surveyId) {
     admin ? h('details', { class: 'panel' }, h('summary', {}, 'Edit the survey'), surveyForm(app, site, survey),
       h('button', { type: 'button', class: 'secondary', id: 'delete-survey', onclick: async () => {
         if (!window.confirm(`Delete “${survey.name}”? Its answers stay with the visitors' data.`)) return;
-        await app.session.json(`${api(site)}/${survey.id}`, { method: 'DELETE' });
+        await app.session.json(siteApi(site, `/surveys/${survey.id}`), { method: 'DELETE' });
         app.go(`/app/sites/${site.id}/surveys`);
       } }, 'Delete the survey')) : null);
 }

@@ -1,60 +1,12 @@
-// The dashboard's pages. Each is async (app, site, item, query) -> Element and reads only the
-// JSON API; admin actions are left out for viewers (the server refuses them anyway).
-import { describeError } from './api.js';
-import { actionButton, csvDownload, download } from './controls.js';
-import { alertBox, empty, h, progress, seconds, when } from './dom.js';
-import { checks, choice, field, filterForm, picked, pager, yesNo } from './filters.js';
-import { overviewPage } from './overview.js';
-import { replayControl, replayPage } from './replay.js';
-
-const api = (site) => `/api/v1/sites/${site.id}`;
-
-function feedItem(site, event) {
-  const isError = event.type === 'new_error';
-  const text = isError ? `${event.error.type || 'Error'}: ${event.error.message}`
-    : `New lead: ${event.lead.displayName || 'someone'}`;
-  const href = isError ? `/app/sites/${site.id}/errors/${event.id}`
-    : event.lead.visitorId ? `/app/sites/${site.id}/visitors/${encodeURIComponent(event.lead.visitorId)}` : null;
-  return h('li', { class: event.fresh ? 'fresh' : '', dataset: { type: event.type, id: event.id } },
-    h('span', { class: `badge ${isError ? 'open' : 'resolved'}` }, isError ? (event.error.reopened ? 'error re-opened' : 'error') : 'lead'),
-    href ? h('a', { href }, text) : text,
-    h('span', { class: 'hint' }, when(event.time)));
-}
-
-/** Add the site's recent events (GET .../live/recent) that the feed does not hold yet. */
-async function recentEvents(app, site) {
-  let events;
-  try {
-    ({ events } = await app.session.json(`${api(site)}/live/recent`));
-  } catch {
-    return; // the socket still fills the feed
-  }
-  const held = new Set(app.feed.map((event) => `${event.type}/${event.id}`));
-  for (const event of events) {
-    if (!held.has(`${event.type}/${event.id}`)) app.feed.push({ ...event, fresh: false });
-  }
-  app.feed.sort((a, b) => b.time.localeCompare(a.time));
-  app.feed.length = Math.min(app.feed.length, 100);
-}
-
-async function overview(app, site, item, query) {
-  const list = h('ul', { class: 'feed', id: 'live-feed', 'aria-live': 'polite' });
-  const placeholder = empty('Nothing new in the past hour', 'New errors and leads appear here the moment they are processed.');
-  const fill = () => {
-    const items = app.feed.filter((event) => event.siteId === site.id);
-    list.replaceChildren(...items.map((event) => feedItem(site, event)));
-    placeholder.hidden = items.length > 0;
-    for (const event of items) event.fresh = false;
-  };
-  fill();
-  // Live events are not replayed: the past hour's, from the server, fill a fresh feed and
-  // whatever a reconnect missed.
-  const recent = () => recentEvents(app, site).then(fill);
-  recent();
-  app.listen({ onEvent: fill, onReconnect: recent });
-  return overviewPage(app, site, query, h('section', { class: 'panel', 'aria-labelledby': 'feed-title' },
-    h('h2', { id: 'feed-title' }, 'Live feed'), placeholder, list));
-}
+// The visitors pages: the list, searched and filtered in the URL, and one visitor's profile
+// (identity, location and device, session timeline with replays, recent activity, errors,
+// recordings, leads, linked profiles) with the data-subject actions: export, restriction,
+// objection and erasure with its receipt in the server's words.
+import { describeError, siteApi } from './api.js';
+import { actionButton, download } from './controls.js';
+import { alertBox, empty, facts, h, pagePath, progress, seconds, when } from './dom.js';
+import { DEVICES, choice, field, filterForm, listQuery, pager, yesNo } from './filters.js';
+import { replayControl } from './replay.js';
 
 function visitorName(visitor) {
   return visitor.displayName || `Anonymous ${visitor.visitorId.slice(0, 8)}`;
@@ -63,16 +15,11 @@ function visitorName(visitor) {
 /** The visitors list's filters, each a query parameter of the page and of the API. */
 const VISITOR_FILTERS = ['q', 'country', 'device', 'loggedIn', 'hasLead', 'hasError',
   'firstSeenFrom', 'firstSeenTo', 'lastSeenFrom', 'lastSeenTo'];
-const DEVICES = { '': 'Any', desktop: 'Desktop', mobile: 'Phone', tablet: 'Tablet' };
 
-async function visitorsPage(app, site, item, query) {
+export async function visitorsPage(app, site, item, query) {
   if (item) return visitorProfile(app, site, item);
-  const filters = picked(query, VISITOR_FILTERS);
-  const cursor = query.get('cursor');
-  const params = new URLSearchParams(filters);
-  params.set('limit', '25');
-  if (cursor) params.set('cursor', cursor);
-  const page = await app.session.json(`${api(site)}/visitors?${params}`);
+  const { filters, cursor, params } = listQuery(query, VISITOR_FILTERS);
+  const page = await app.session.json(siteApi(site, `/visitors?${params}`));
   const path = `/app/sites/${site.id}/visitors`;
   const form = filterForm(app, { id: 'visitor-filters', label: 'Search and filter visitors', path, submit: 'Search', controls: [
     field('q', 'Search visitors', query.get('q'), { type: 'search', placeholder: 'Name, e-mail or visitor id', maxlength: 200 }),
@@ -112,12 +59,8 @@ function searchedNote(page) {
     `Searched back to ${when(page.searchedTo)}; use Next page to search further back.`) : null;
 }
 
-function facts(pairs) {
-  return h('dl', { class: 'facts' }, pairs.map(([term, value]) => [h('dt', {}, term), h('dd', {}, value ?? '—')]));
-}
-
 async function visitorProfile(app, site, visitorId) {
-  const base = `${api(site)}/visitors/${encodeURIComponent(visitorId)}`;
+  const base = siteApi(site, `/visitors/${encodeURIComponent(visitorId)}`);
   const [visitor, sessions] = await Promise.all([
     app.session.json(base),
     app.session.json(`/dashboard/visitors/${site.id}:${encodeURIComponent(visitorId)}/sessions`)]);
@@ -161,16 +104,6 @@ async function visitorProfile(app, site, visitorId) {
       h('p', { class: 'hint' }, 'Each action is logged with its due date under Privacy & exports.'),
       admin ? subjectActions(app, site, visitor, objected) : h('p', { class: 'hint', id: 'viewer-note' },
         'Your role (viewer) can read this profile; exports, erasure, restriction and objection need an owner or admin.')));
-}
-
-/** A URL's path and query, which say more in a list than the shop's origin repeated. */
-function pagePath(url) {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.pathname}${parsed.search}`;
-  } catch {
-    return url || 'an unknown page';
-  }
 }
 
 /**
@@ -218,7 +151,7 @@ function sessionTimeline(app, site, sessions) {
  * withdraw), swapped for its opposite once the server has answered, with what happened beside it.
  */
 function holdSwitch(app, site, visitor, kind, on, [setLabel, liftLabel], onChange) {
-  const path = `${api(site)}/visitors/${encodeURIComponent(visitor.visitorId)}/${kind}`;
+  const path = siteApi(site, `/visitors/${encodeURIComponent(visitor.visitorId)}/${kind}`);
   const holder = h('span', { class: 'row', dataset: { hold: kind, on: String(on) } });
   const show = (state, message) => {
     const label = state ? liftLabel : setLabel;
@@ -239,7 +172,7 @@ function holdSwitch(app, site, visitor, kind, on, [setLabel, liftLabel], onChang
 }
 
 function subjectActions(app, site, visitor, objected) {
-  const base = `${api(site)}/visitors/${encodeURIComponent(visitor.visitorId)}`;
+  const base = siteApi(site, `/visitors/${encodeURIComponent(visitor.visitorId)}`);
   // A restricted visitor's profile answers 404, so a profile that is shown is not restricted.
   return h('div', { class: 'row' },
     download(app, `${base}/export.json`, `visitor-${visitor.visitorId}.json`, 'Download export.json', 'export-visitor'),
@@ -270,7 +203,7 @@ function eraseDialog(app, site, visitor) {
     confirm.disabled = true;
     body.replaceChildren(progress('Erasing…'));
     try {
-      const receipt = await app.session.json(`${api(site)}/visitors/${encodeURIComponent(visitor.visitorId)}/data`, { method: 'DELETE' });
+      const receipt = await app.session.json(siteApi(site, `/visitors/${encodeURIComponent(visitor.visitorId)}/data`), { method: 'DELETE' });
       app.feed = app.feed.filter((event) => event.lead?.visitorId !== visitor.visitorId);
       // replaceChildren would print a null child as the text "null", so build the list first.
       const parts = [
@@ -292,117 +225,3 @@ function eraseDialog(app, site, visitor) {
   document.body.append(dialog);
   dialog.showModal();
 }
-
-async function leadsPage(app, site, item, query) {
-  const cursor = query.get('cursor');
-  const page = await app.session.json(`${api(site)}/leads?limit=25${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-  const admin = app.isAdmin(site);
-  const rows = page.items.map((lead) => {
-    const row = h('tr', { dataset: { leadId: lead.id } });
-    const show = () => row.replaceChildren(
-      h('td', {}, lead.name || '—'), h('td', {}, lead.email), h('td', { class: 'optional' }, lead.phone || '—'),
-      h('td', { class: 'optional' }, when(lead.createdAt)),
-      h('td', {}, h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(lead.visitorId)}` }, 'Visitor'), ' ',
-        admin ? h('button', { type: 'button', class: 'secondary', onclick: edit, 'aria-label': `Edit lead ${lead.email}` }, 'Edit') : null));
-    const edit = () => {
-      const field = (name, label, value, type = 'text') => h('label', { class: 'field' }, h('span', {}, label),
-        h('input', { name, type, value: value || '', 'aria-label': label }));
-      const message = h('div');
-      const form = h('form', { onsubmit: async (event) => {
-        event.preventDefault();
-        const data = new FormData(form);
-        const change = { name: data.get('name') || null, email: data.get('email'), phone: data.get('phone') || null };
-        try {
-          Object.assign(lead, await app.session.json(`${api(site)}/leads/${lead.id}`, { method: 'PATCH', json: change }));
-          show();
-        } catch (failure) {
-          message.replaceChildren(alertBox(describeError(failure)));
-        }
-      } }, field('name', 'Name', lead.name), field('email', 'E-mail', lead.email, 'email'), field('phone', 'Phone', lead.phone, 'tel'),
-      message, h('div', { class: 'row' }, h('button', { type: 'submit' }, 'Save correction'),
-        h('button', { type: 'button', class: 'secondary', onclick: show }, 'Cancel')));
-      row.replaceChildren(h('td', { colspan: '5' }, form));
-      form.querySelector('input').focus();
-    };
-    show();
-    return row;
-  });
-  return h('div', {}, h('h1', {}, 'Leads'),
-    exportPanel(app, site, 'leads', 'Every lead of the site, newest first; those of restricted visitors are left out.'),
-    h('div', { class: 'panel' }, rows.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'leads' },
-      h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'E-mail'), h('th', { class: 'optional' }, 'Phone'),
-        h('th', { class: 'optional' }, 'Received'), h('th', {}, ''))), h('tbody', {}, rows)))
-      : empty('No leads yet', 'Leads arrive from your shop’s forms and checkout.'),
-    page.nextCursor ? h('a', { class: 'button secondary', href: `/app/sites/${site.id}/leads?cursor=${encodeURIComponent(page.nextCursor)}` }, 'Next page') : null));
-}
-
-/**
- * The CSV download of a list page, with what the file holds, for owners and admins; nothing for
- * viewers. The CSV endpoints take no filters, so the hint says the file is the whole list.
- */
-function exportTools(app, site, kind, contents) {
-  if (!app.isAdmin(site)) return null;
-  return h('span', { class: 'row export' }, csvDownload(app, site, kind), h('span', { class: 'hint' }, contents));
-}
-
-function exportPanel(app, site, kind, contents) {
-  const tools = exportTools(app, site, kind, contents);
-  return tools ? h('div', { class: 'panel row toolbar' }, tools) : null;
-}
-
-/** The recordings list's filters, each a query parameter of the page and of the API. */
-const RECORDING_FILTERS = ['from', 'to', 'minDuration', 'maxDuration', 'page', 'country', 'device', 'has', 'source',
-  'funnel', 'stoppedAt'];
-const MARKS = { error: 'An error', rage_click: 'A rage click', dead_click: 'A dead click', lead: 'A lead' };
-const MARK_WORDS = { error: ['error', 'errors'], rage_click: ['rage click', 'rage clicks'],
-  dead_click: ['dead click', 'dead clicks'], lead: ['lead', 'leads'] };
-
-function marks(recording) {
-  const found = Object.entries(recording.marks || {}).filter(([, count]) => count > 0);
-  return found.map(([mark, count]) => h('span', { class: `badge ${mark}` }, `${count} ${MARK_WORDS[mark][count === 1 ? 0 : 1]}`));
-}
-
-async function recordingsPage(app, site, item, query) {
-  if (item) return replayPage(app, site, item, query);
-  const filters = picked(query, RECORDING_FILTERS);
-  const cursor = query.get('cursor');
-  const params = new URLSearchParams(filters);
-  params.set('limit', '25');
-  if (cursor) params.set('cursor', cursor);
-  const page = await app.session.json(`${api(site)}/recordings?${params}`);
-  const path = `/app/sites/${site.id}/recordings`;
-  const form = filterForm(app, { id: 'recording-filters', label: 'Filter recordings', path, controls: [
-    field('from', 'From', query.get('from'), { type: 'date' }),
-    field('to', 'To', query.get('to'), { type: 'date' }),
-    field('minDuration', 'At least (seconds)', query.get('minDuration'), { type: 'number', min: 0, max: 86400, inputmode: 'numeric' }),
-    field('maxDuration', 'At most (seconds)', query.get('maxDuration'), { type: 'number', min: 0, max: 86400, inputmode: 'numeric' }),
-    field('page', 'Page address contains', query.get('page'), { placeholder: '/checkout', maxlength: 512 }),
-    field('country', 'Country code', query.get('country'), { placeholder: 'DE', maxlength: 2, pattern: '[A-Za-z]{2}' }),
-    choice('device', 'Device', DEVICES, query.get('device')),
-    checks('has', 'With at least', MARKS, query.get('has')),
-    field('source', 'Source', query.get('source'), { placeholder: 'google.com, newsletter or (direct)', maxlength: 100 }),
-    // A funnel step chosen on the funnels page is kept, and said, until the filters are cleared.
-    query.get('funnel') ? h('input', { type: 'hidden', name: 'funnel', value: query.get('funnel') }) : null,
-    query.get('stoppedAt') ? h('input', { type: 'hidden', name: 'stoppedAt', value: query.get('stoppedAt') }) : null,
-    query.get('funnel') ? h('p', { class: 'hint', id: 'funnel-filter' },
-      `Sessions that stopped at step ${query.get('stoppedAt')} of the funnel `,
-      h('a', { href: `/app/sites/${site.id}/funnels/${encodeURIComponent(query.get('funnel'))}` }, 'shown here'), '.') : null] });
-  const items = page.items.map((recording) => h('li', { class: 'recording', dataset: { recordingId: recording.id } },
-    h('div', { class: 'row' }, h('strong', {}, when(recording.startedAt)),
-      recording.visitorId ? h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(recording.visitorId)}` },
-        recording.visitorName || 'Visitor') : null,
-      h('span', {}, recording.pageUrl || 'unknown page'),
-      h('span', { class: 'hint' }, `${seconds(recording.duration)} · ${recording.pageCount} ${recording.pageCount === 1 ? 'page' : 'pages'}`
-        + `${recording.country ? ` · ${recording.country}` : ''}${recording.device ? ` · ${recording.device}` : ''}`),
-      ...marks(recording),
-      recording.legacy ? h('span', { class: 'hint' }, 'Footage on your own server')
-        : h('a', { class: 'button secondary watch', href: `${path}/${recording.id}`, 'aria-label': `Watch the recording of ${when(recording.startedAt)}` }, 'Watch'))));
-  return h('div', {}, h('h1', {}, 'Recordings'), form,
-    exportPanel(app, site, 'recordings', 'What was recorded, when and for how long, newest first; never the footage, and nothing of restricted visitors. The file ignores the filters here.'),
-    h('div', { class: 'panel' }, items.length ? h('ul', { class: 'recordings', id: 'recordings' }, items)
-      : empty(filters.size ? 'No recording matches' : 'No recordings yet',
-        filters.size ? 'Try a wider date range or fewer filters.' : 'Recordings appear when they are switched on in Settings and visitors consented.'),
-    pager(path, filters, cursor, page.nextCursor)));
-}
-
-export { exportTools, facts, leadsPage, overview, pagePath, recordingsPage, visitorsPage };
