@@ -5,7 +5,7 @@
 import { describeError, siteApi } from './api.js';
 import { actionButton } from './controls.js';
 import { alertBox, empty, h, seconds } from './dom.js';
-import { choice, field, filterForm, isoDay, picked } from './filters.js';
+import { field, filterForm, isoDay, picked } from './filters.js';
 
 const EVENTS = { product_view: 'Product view', add_to_cart: 'Add to cart',
   checkout_started: 'Checkout started', order_paid: 'Paid order' };
