@@ -349,3 +349,21 @@ async def test_a_purge_that_falls_behind_notifies_the_owner_once_a_day(deps, ten
     # A quieter run catches up.
     report = await make_purger(store, alerts).purge(now + timedelta(days=1, hours=1))
     assert report is not None and report.behind == {} and report.removed["activity"] == 1
+
+
+async def test_the_request_log_keeps_completed_requests_five_years(deps, tenant):
+    store = deps.store
+    now = datetime.now(UTC)
+    base = {"siteId": tenant.site_id, "organizationId": tenant.organization_id,
+            "type": "access"}
+    await store.collection("dsr_requests").insert_many([
+        {**base, "_id": "done-long-ago", "receivedAt": now - timedelta(days=1900),
+         "completedAt": now - timedelta(days=1830), "status": "completed"},
+        {**base, "_id": "done-recently", "receivedAt": now - timedelta(days=1900),
+         "completedAt": now - timedelta(days=1820), "status": "completed"},
+        {**base, "_id": "never-done", "receivedAt": now - timedelta(days=1900),
+         "completedAt": None, "status": "failed"}])
+    report = await make_purger(store).purge(now)
+    assert report is not None and report.removed["requestLog"] == 1
+    left = sorted([doc["_id"] async for doc in store.collection("dsr_requests").find({})])
+    assert left == ["done-recently", "never-done"]
