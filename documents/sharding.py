@@ -46,6 +46,10 @@ SHARD_KEYS: dict[str, Placement] = {
     "login_throttle": Placement(None, _SMALL + "; expiring"),
     "statement_nonces": Placement(None, "expiring within minutes"),
     "migrations": Placement(None, "a few claims"),
+    # The retention purge's bookkeeping (documents/retention.py): a document per run, and ten
+    # per site, written by the one runner.
+    "retention_runs": Placement(None, "a document per purge run"),
+    "retention_status": Placement(None, _SMALL),
     derivation.LEASES: Placement(None, "one lease per site"),
     "notification_channels": Placement(None, _SMALL),
     "audit_log": Placement(None, "per organization, written by hand-made actions"),
