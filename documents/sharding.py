@@ -17,7 +17,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from documents import activity, commerce, derivation, heatmaps, interactions, recordings, rollups
+from documents import (
+    activity,
+    commerce,
+    derivation,
+    funnels,
+    heatmaps,
+    interactions,
+    recordings,
+    rollups,
+    visits,
+)
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,7 @@ SHARD_KEYS: dict[str, Placement] = {
     "error_occurrences": Placement(_VISITOR, _BY_VISITOR),
     "error_sessions": Placement(_VISITOR, _BY_VISITOR),
     rollups.VISITOR_DAYS: Placement(_VISITOR, _BY_VISITOR),
+    visits.COLLECTION: Placement(_VISITOR, _BY_VISITOR),
     commerce.EVENTS: Placement(_VISITOR, _BY_VISITOR),
     derivation.COLLECTION: Placement(_VISITOR, _BY_VISITOR + "; folded per site"),
     recordings.MARKS_PENDING: Placement(_VISITOR, _BY_VISITOR + "; added per site"),
@@ -86,6 +97,8 @@ SHARD_KEYS: dict[str, Placement] = {
     "notification_deliveries": Placement(_SITE, _BY_SITE),
     rollups.SITE_DAYS: Placement(_SITE, _BY_SITE + " (read by `_id`, which starts with it)"),
     rollups.PAGE_DAYS: Placement(_SITE, _BY_SITE),
+    rollups.SESSION_DAYS: Placement(_SITE, _BY_SITE),
+    funnels.COLLECTION: Placement(_SITE, _BY_SITE),
     heatmaps.COUNTS: Placement(_SITE, _BY_SITE),
     # An order's events can arrive without the visitor (a payment confirmed later), so an
     # order is found by its own key: by site, like the site's figures.
