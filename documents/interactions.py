@@ -36,8 +36,6 @@ INDEXES = [
                        ("firstAt", ASCENDING))),
     # The site's oldest interactions, for retention (documents/retention.py).
     Index(COLLECTION, (("siteId", ASCENDING), ("firstAt", ASCENDING))),
-    # The buckets still taking interactions at or after a moment (`frustrated_clicks`).
-    Index(COLLECTION, (("siteId", ASCENDING), ("lastAt", ASCENDING))),
 ]
 #: A bucket holds expired interactions once its first one is past the retention.
 EXPIRY = Expiry(COLLECTION, "firstAt")
@@ -127,7 +125,7 @@ async def frustrated_clicks(store: Store, site_id: str, start: datetime, end: da
                             hidden: list[str]) -> AsyncIterator[tuple[str, str | None, Any,
                                                                        datetime]]:
     """(visitorId, sessionId, url, at) of every rage and dead click in [start, end), the
-    `hidden` visitors left out; on (siteId, lastAt)."""
+    `hidden` visitors left out; on (siteId, lastAt), declared in documents/queries.py."""
     query: dict[str, Any] = {"siteId": site_id, "lastAt": {"$gte": start},
                              "firstAt": {"$lt": end}}
     if hidden:
