@@ -21,13 +21,12 @@ from documents import (
 )
 from handlers.site_api import (
     CLIENT_ID,
-    PLUGIN_ARCHIVE,
     PLUGIN_DOWNLOAD_PATH,
-    PLUGIN_ROOT,
     SITE_ID,
     UUID,
     SiteDataHandler,
     page_matcher,
+    plugin_archive,
 )
 from privacy.rectification import rectify_lead
 from realtime.recent import recent_events
@@ -272,7 +271,7 @@ class InstallHandler(SiteDataHandler):
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         service_url = self.deps.settings.public_url.rstrip("/")
-        archive = PLUGIN_ROOT / PLUGIN_ARCHIVE
+        archive = plugin_archive()
         last_pageview = await queries.pageviews_arriving(self.deps.store, site["_id"])
         self.write_json({
             "serviceUrl": service_url,

@@ -43,6 +43,12 @@ TRUNCATION_MARKER = "#truncated"
 EXPORT_FLUSH_BYTES = 64 * 1024
 
 
+def plugin_archive() -> Path:
+    """Where the plugin's archive is; read at each request, so a `make plugin-zip` run after
+    the start is offered at once."""
+    return PLUGIN_ROOT / PLUGIN_ARCHIVE
+
+
 def security_headers(public_url: str) -> dict[str, str]:
     """Headers for every UI response; the live socket's ws(s) URL is derived from PUBLIC_URL."""
     socket_origin = public_url.rstrip("/").replace("https://", "wss://", 1).replace(

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import tornado.web
 
 from handlers.base import CODE_FOR_STATUS, BaseHandler, allowed_methods
-from handlers.site_api import PLUGIN_ARCHIVE, PLUGIN_ROOT, security_headers
+from handlers.site_api import PLUGIN_ARCHIVE, PLUGIN_ROOT, plugin_archive, security_headers
 
 #: static/: index.html (the shell) and dist/ (the built modules and styles, git-ignored).
 STATIC_ROOT = Path(__file__).resolve().parent.parent / "static"
@@ -86,8 +86,7 @@ class PluginArchiveHandler(DashboardAssetHandler):
     a 404 when it was not built on this server (the dashboard then says how to build it)."""
 
     def initialize(self, path: str, default_filename: str | None = None) -> None:
-        # Read at each request, so a `make plugin-zip` run after the start is offered at once.
-        super().initialize(str(PLUGIN_ROOT), default_filename)
+        super().initialize(str(plugin_archive().parent), default_filename)
 
     async def get(self, path: str = "", include_body: bool = True) -> None:
         await super().get(PLUGIN_ARCHIVE, include_body)

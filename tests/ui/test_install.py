@@ -10,7 +10,7 @@ import pytest
 from playwright.async_api import Page, expect
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
-from handlers import ui
+from handlers import site_api
 from tests.ui.accessibility import assert_accessible
 from tests.ui.conftest import Dashboard, sign_in
 
@@ -24,7 +24,7 @@ async def _call(dashboard: Dashboard, path: str, body: dict, headers: dict) -> d
 
 async def test_settings_show_the_snippet_and_the_plugin_with_the_values_to_enter(
         page: Page, dashboard: Dashboard, artifacts):
-    archive = ui.PLUGIN_ROOT / ui.PLUGIN_ARCHIVE
+    archive = site_api.PLUGIN_ROOT / site_api.PLUGIN_ARCHIVE
     if not archive.is_file():
         pytest.fail(f"{archive} is missing: run `make plugin-zip`")
     await sign_in(page, dashboard)
@@ -56,12 +56,12 @@ async def test_settings_show_the_snippet_and_the_plugin_with_the_values_to_enter
 
 async def test_without_a_built_archive_the_settings_say_how_to_build_it(
         page: Page, dashboard: Dashboard, monkeypatch, tmp_path: Path):
-    monkeypatch.setattr(ui, "PLUGIN_ROOT", tmp_path)
+    monkeypatch.setattr(site_api, "PLUGIN_ROOT", tmp_path)
     await sign_in(page, dashboard)
     await page.goto(dashboard.page_url("/settings"))
     await expect(page.locator("#plugin-missing")).to_contain_text("make plugin-zip")
     await expect(page.locator("#plugin-download")).to_have_count(0)
-    assert (await page.request.get(f"{dashboard.url}{ui.PLUGIN_DOWNLOAD_PATH}")).status == 404
+    assert (await page.request.get(f"{dashboard.url}{site_api.PLUGIN_DOWNLOAD_PATH}")).status == 404
 
 
 async def test_a_new_site_waits_for_its_first_event_and_turns_green_when_a_pageview_arrives(
