@@ -124,8 +124,10 @@ test-deps: deps system-deps wordpress-deps test-store sdk dashboard plugin-zip
 test:
 	@MAKE="$(MAKE)" scripts/test-phases.sh
 
-lint: deps
+# ruff, then the dashboard's ESLint and Prettier check (dashboard/package.json `lint`).
+lint: deps dashboard/node_modules/.installed
 	$(BIN)/ruff check .
+	cd dashboard && npm run --silent lint
 
 bench: deps system-deps
 	$(BIN)/python -m bench

@@ -3,7 +3,7 @@
 # so a slow phase shows in every CI log. Stops at the first phase that fails.
 #
 #   install   Python, npm and Debian packages, the test-time store server, WordPress
-#   lint      ruff; php -l and phpcs on the plugin
+#   lint      ruff; ESLint and Prettier on the dashboard; php -l and phpcs on the plugin
 #   embedded  the whole suite on the embedded store (mongomock-motor), in TEST_WORKERS processes
 #   wire      the tests marked `wire` again through the real driver on SecantusDB
 #             (tests/README.md says which run there and why)

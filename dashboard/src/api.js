@@ -7,12 +7,19 @@ const SIGNED_IN = 'svc_signed_in';
 
 function remember(signedIn) {
   try {
-    if (signedIn) localStorage.setItem(SIGNED_IN, '1'); else localStorage.removeItem(SIGNED_IN);
-  } catch { /* storage switched off: every load then shows the sign-in form */ }
+    if (signedIn) localStorage.setItem(SIGNED_IN, '1');
+    else localStorage.removeItem(SIGNED_IN);
+  } catch {
+    /* storage switched off: every load then shows the sign-in form */
+  }
 }
 
 function remembered() {
-  try { return localStorage.getItem(SIGNED_IN) === '1'; } catch { return false; }
+  try {
+    return localStorage.getItem(SIGNED_IN) === '1';
+  } catch {
+    return false;
+  }
 }
 
 /** A site's data API: siteApi(site, '/visitors') is /api/v1/sites/{id}/visitors. */
@@ -53,7 +60,9 @@ async function parseError(response) {
     const body = await response.json();
     code = body.error?.code || code;
     message = body.error?.message || message;
-  } catch { /* not JSON: keep the generic words */ }
+  } catch {
+    /* not JSON: keep the generic words */
+  }
   return new ApiError(response.status, code, message);
 }
 
@@ -78,7 +87,8 @@ export function createSession({ onSignedOut, onToken } = {}) {
     let response;
     try {
       response = await fetch(path, {
-        method: 'POST', credentials: 'same-origin',
+        method: 'POST',
+        credentials: 'same-origin',
         headers: body ? { 'Content-Type': 'application/json' } : {},
         body: body ? JSON.stringify(body) : undefined,
       });
@@ -91,10 +101,14 @@ export function createSession({ onSignedOut, onToken } = {}) {
 
   async function refresh() {
     // Parallel callers share one rotation: presenting a rotated token twice would end the family.
-    refreshing ??= authCall('/auth/refresh').then(adopt, (error) => {
-      if (error.status === 401) remember(false);
-      throw error;
-    }).finally(() => { refreshing = null; });
+    refreshing ??= authCall('/auth/refresh')
+      .then(adopt, (error) => {
+        if (error.status === 401) remember(false);
+        throw error;
+      })
+      .finally(() => {
+        refreshing = null;
+      });
     return refreshing;
   }
 
@@ -113,7 +127,9 @@ export function createSession({ onSignedOut, onToken } = {}) {
   async function logout() {
     clearTimeout(timer);
     remember(false);
-    try { await authCall('/auth/logout'); } finally {
+    try {
+      await authCall('/auth/logout');
+    } finally {
       accessToken = null;
       onSignedOut?.();
     }
@@ -133,7 +149,12 @@ export function createSession({ onSignedOut, onToken } = {}) {
       throw new ApiError(0, 'network', WORDS[0]);
     }
     if (response.status === 401 && !retried) {
-      try { await refresh(); } catch (error) { onSignedOut?.(); throw error; }
+      try {
+        await refresh();
+      } catch (error) {
+        onSignedOut?.();
+        throw error;
+      }
       return send(path, { method, json, headers }, true);
     }
     if (!response.ok) throw await parseError(response);
@@ -141,8 +162,14 @@ export function createSession({ onSignedOut, onToken } = {}) {
   }
 
   return {
-    login, logout, refresh, resume, send,
-    get token() { return accessToken; },
+    login,
+    logout,
+    refresh,
+    resume,
+    send,
+    get token() {
+      return accessToken;
+    },
     /** JSON answer of a request (null for 204). */
     async json(path, options) {
       const response = await send(path, options);

@@ -18,19 +18,38 @@ export function dailyChart(days) {
   days.forEach((day, index) => {
     const x = pad.left + index * slot;
     const label = `${day.day}: ${day.pageviews} pageviews, ${day.errors} errors`;
-    parts.push(svg('rect', { class: 'bar-pv', x, y: y(day.pageviews), width: bar,
-      height: base - y(day.pageviews) }, svg('title', {}, label)));
-    parts.push(svg('rect', { class: 'bar-err', x: x + bar, y: y(day.errors), width: bar,
-      height: base - y(day.errors) }, svg('title', {}, label)));
+    parts.push(
+      svg(
+        'rect',
+        { class: 'bar-pv', x, y: y(day.pageviews), width: bar, height: base - y(day.pageviews) },
+        svg('title', {}, label),
+      ),
+    );
+    parts.push(
+      svg(
+        'rect',
+        { class: 'bar-err', x: x + bar, y: y(day.errors), width: bar, height: base - y(day.errors) },
+        svg('title', {}, label),
+      ),
+    );
     if (index % Math.ceil(days.length / 7) === 0) {
       parts.push(svg('text', { x, y: height - 6 }, day.day.slice(5)));
     }
   });
   const total = (key) => days.reduce((sum, d) => sum + d[key], 0);
   const summary = `Last ${days.length} days: ${total('pageviews')} pageviews, ${total('errors')} errors.`;
-  return h('figure', { class: 'chart' },
+  return h(
+    'figure',
+    { class: 'chart' },
     svg('svg', { viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': summary }, ...parts),
-    h('figcaption', { class: 'hint' },
-      h('span', { class: 'badge' }, '■ pageviews'), ' ',
-      h('span', { class: 'badge open' }, '■ errors'), ' ', summary));
+    h(
+      'figcaption',
+      { class: 'hint' },
+      h('span', { class: 'badge' }, '■ pageviews'),
+      ' ',
+      h('span', { class: 'badge open' }, '■ errors'),
+      ' ',
+      summary,
+    ),
+  );
 }

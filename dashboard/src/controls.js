@@ -8,21 +8,31 @@ import { alertBox, h, saveResponse } from './dom.js';
  */
 export function actionButton(label, action, { busy = 'Working…', kind = '', id, ariaLabel } = {}) {
   const status = h('span', { role: 'status', class: 'hint' });
-  const button = h('button', { class: kind, id, type: 'button', 'aria-label': ariaLabel, onclick: async () => {
-    button.disabled = true;
-    const before = button.textContent;
-    button.textContent = busy;
-    status.replaceChildren();
-    try {
-      const message = await action();
-      if (message) status.replaceChildren(message);
-    } catch (failure) {
-      status.replaceChildren(alertBox(describeError(failure)));
-    } finally {
-      button.disabled = false;
-      button.textContent = before;
-    }
-  } }, label);
+  const button = h(
+    'button',
+    {
+      class: kind,
+      id,
+      type: 'button',
+      'aria-label': ariaLabel,
+      onclick: async () => {
+        button.disabled = true;
+        const before = button.textContent;
+        button.textContent = busy;
+        status.replaceChildren();
+        try {
+          const message = await action();
+          if (message) status.replaceChildren(message);
+        } catch (failure) {
+          status.replaceChildren(alertBox(describeError(failure)));
+        } finally {
+          button.disabled = false;
+          button.textContent = before;
+        }
+      },
+    },
+    label,
+  );
   return h('span', { class: 'row' }, button, status);
 }
 
@@ -41,22 +51,28 @@ async function wasTruncated(response, blob) {
 }
 
 export function download(app, path, name, label, id) {
-  return actionButton(label, async () => {
-    const response = await app.session.send(path);
-    const { saved, blob } = await saveResponse(response, name);
-    if (!(await wasTruncated(response, blob))) return `Saved ${saved}.`;
-    const cap = Number(response.headers.get('X-Export-Row-Cap'));
-    const rows = cap > 0 ? `the newest ${cap.toLocaleString()} ${cap === 1 ? 'row' : 'rows'}` : 'the newest rows';
-    return h('span', { class: 'warning', dataset: { truncated: 'true' } },
-      `Saved ${saved}, but it is incomplete: it holds only ${rows}, and more exist. `
-      + 'Its last row, “#truncated”, marks the cut.');
-  }, { busy: 'Preparing download…', kind: 'secondary', id });
+  return actionButton(
+    label,
+    async () => {
+      const response = await app.session.send(path);
+      const { saved, blob } = await saveResponse(response, name);
+      if (!(await wasTruncated(response, blob))) return `Saved ${saved}.`;
+      const cap = Number(response.headers.get('X-Export-Row-Cap'));
+      const rows = cap > 0 ? `the newest ${cap.toLocaleString()} ${cap === 1 ? 'row' : 'rows'}` : 'the newest rows';
+      return h(
+        'span',
+        { class: 'warning', dataset: { truncated: 'true' } },
+        `Saved ${saved}, but it is incomplete: it holds only ${rows}, and more exist. ` +
+          'Its last row, “#truncated”, marks the cut.',
+      );
+    },
+    { busy: 'Preparing download…', kind: 'secondary', id },
+  );
 }
 
 /** The CSV export of the site's errors, leads, recordings or orders (owners and admins only). */
 export function csvDownload(app, site, kind) {
-  return download(app, siteApi(site, `/${kind}.csv`), `${kind}.csv`, `Download ${kind}.csv`,
-    `download-${kind}-csv`);
+  return download(app, siteApi(site, `/${kind}.csv`), `${kind}.csv`, `Download ${kind}.csv`, `download-${kind}-csv`);
 }
 
 /**

@@ -71,7 +71,11 @@ export function pagePath(url) {
 
 /** Terms and their values as a definition list; a missing value reads as a dash. */
 export function facts(pairs) {
-  return h('dl', { class: 'facts' }, pairs.map(([term, value]) => [h('dt', {}, term), h('dd', {}, value ?? '—')]));
+  return h(
+    'dl',
+    { class: 'facts' },
+    pairs.map(([term, value]) => [h('dt', {}, term), h('dd', {}, value ?? '—')]),
+  );
 }
 
 /**

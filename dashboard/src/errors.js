@@ -8,8 +8,12 @@ import { empty, facts, h, pagePath, svg, when } from './dom.js';
 import { choice, field, filterForm, isoDay, picked } from './filters.js';
 
 const FILTERS = ['status', 'source', 'page', 'from', 'to', 'sort'];
-const SORTS = { lastSeen: 'Last seen', occurrences: 'Occurrences', visitors: 'Visitors affected',
-  revenueAtRisk: 'Revenue at risk' };
+const SORTS = {
+  lastSeen: 'Last seen',
+  occurrences: 'Occurrences',
+  visitors: 'Visitors affected',
+  revenueAtRisk: 'Revenue at risk',
+};
 
 const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
@@ -18,20 +22,36 @@ function sparkline(counts, label) {
   const height = 28;
   const peak = Math.max(1, ...counts);
   const step = width / Math.max(1, counts.length - 1);
-  const points = counts.map((n, i) => `${(i * step).toFixed(1)},${(height - 2 - (n / peak) * (height - 4)).toFixed(1)}`);
-  return svg('svg', { class: 'sparkline', viewBox: `0 0 ${width} ${height}`, width, height, role: 'img', 'aria-label': label },
-    svg('polyline', { points: points.join(' '), fill: 'none', stroke: 'currentColor', 'stroke-width': 1.5 }));
+  const points = counts.map(
+    (n, i) => `${(i * step).toFixed(1)},${(height - 2 - (n / peak) * (height - 4)).toFixed(1)}`,
+  );
+  return svg(
+    'svg',
+    { class: 'sparkline', viewBox: `0 0 ${width} ${height}`, width, height, role: 'img', 'aria-label': label },
+    svg('polyline', { points: points.join(' '), fill: 'none', stroke: 'currentColor', 'stroke-width': 1.5 }),
+  );
 }
 
 function errorFilters(app, site, query) {
-  return filterForm(app, { id: 'error-filters', label: 'Filter errors', path: `/app/sites/${site.id}/errors`,
-    defaults: { sort: 'lastSeen' }, controls: [
-      choice('status', 'Status', { '': 'Any', open: 'Open', resolved: 'Resolved', ignored: 'Ignored' }, query.get('status')),
+  return filterForm(app, {
+    id: 'error-filters',
+    label: 'Filter errors',
+    path: `/app/sites/${site.id}/errors`,
+    defaults: { sort: 'lastSeen' },
+    controls: [
+      choice(
+        'status',
+        'Status',
+        { '': 'Any', open: 'Open', resolved: 'Resolved', ignored: 'Ignored' },
+        query.get('status'),
+      ),
       choice('source', 'Source', { '': 'Any', javascript: 'JavaScript', php: 'PHP' }, query.get('source')),
       field('page', 'Page path starts with', query.get('page'), { placeholder: '/checkout', maxlength: 512 }),
       field('from', 'From', query.get('from'), { type: 'date' }),
       field('to', 'To', query.get('to'), { type: 'date' }),
-      choice('sort', 'Sort by', SORTS, query.get('sort') || 'lastSeen')] });
+      choice('sort', 'Sort by', SORTS, query.get('sort') || 'lastSeen'),
+    ],
+  });
 }
 
 /**
@@ -49,42 +69,125 @@ export async function errorsPage(app, site, item, query) {
   const load = async () => {
     const ranked = await app.session.json(siteApi(site, `/error-trends?${params}&limit=50`));
     const range = `${ranked.from} to ${ranked.to}`;
-    container.replaceChildren(ranked.items.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'errors' },
-      h('caption', { class: 'hint' }, `Errors that occurred from ${range}, by ${SORTS[query.get('sort') || 'lastSeen'].toLowerCase()}`),
-      h('thead', {}, h('tr', {}, h('th', {}, 'Error'), h('th', {}, 'Occurrences'), h('th', { class: 'optional' }, 'Visitors'),
-        h('th', { class: 'optional' }, 'Trend'), h('th', {}, 'Last seen'), h('th', { class: 'optional' }, 'Status'),
-        h('th', { class: 'optional' }, 'Revenue at risk'))),
-      h('tbody', {}, ranked.items.map((error) => h('tr', { dataset: { errorId: error.id } },
-        h('td', {}, h('a', { href: `/app/sites/${site.id}/errors/${error.id}${params.size ? `?${params}` : ''}` },
-          breakable(`${error.type || 'Error'}: ${error.message || ''}`))),
-        h('td', {}, String(error.occurrencesInRange)),
-        h('td', { class: 'optional' }, String(error.visitorsAffected)),
-        h('td', { class: 'optional' }, sparkline(error.trend,
-          `${plural(error.occurrencesInRange, 'occurrence')} from ${range}, at most ${Math.max(...error.trend)} a day`)),
-        h('td', {}, when(error.lastSeenInRange)),
-        h('td', { class: 'optional' }, h('span', { class: `badge ${error.status}` }, error.status), ' ',
-          h('span', { class: 'hint' }, error.source)),
-        h('td', { class: 'optional' }, atRisk(error.impact))))),
-      h('p', { class: 'hint', id: 'revenue-rule' }, ranked.rule)))
-      : empty('No errors match', params.size ? 'Try a wider date range or fewer filters.' : 'Nothing went wrong in the last 30 days.'));
+    container.replaceChildren(
+      ranked.items.length
+        ? h(
+            'div',
+            { class: 'table-wrap' },
+            h(
+              'table',
+              { id: 'errors' },
+              h(
+                'caption',
+                { class: 'hint' },
+                `Errors that occurred from ${range}, by ${SORTS[query.get('sort') || 'lastSeen'].toLowerCase()}`,
+              ),
+              h(
+                'thead',
+                {},
+                h(
+                  'tr',
+                  {},
+                  h('th', {}, 'Error'),
+                  h('th', {}, 'Occurrences'),
+                  h('th', { class: 'optional' }, 'Visitors'),
+                  h('th', { class: 'optional' }, 'Trend'),
+                  h('th', {}, 'Last seen'),
+                  h('th', { class: 'optional' }, 'Status'),
+                  h('th', { class: 'optional' }, 'Revenue at risk'),
+                ),
+              ),
+              h(
+                'tbody',
+                {},
+                ranked.items.map((error) =>
+                  h(
+                    'tr',
+                    { dataset: { errorId: error.id } },
+                    h(
+                      'td',
+                      {},
+                      h(
+                        'a',
+                        { href: `/app/sites/${site.id}/errors/${error.id}${params.size ? `?${params}` : ''}` },
+                        breakable(`${error.type || 'Error'}: ${error.message || ''}`),
+                      ),
+                    ),
+                    h('td', {}, String(error.occurrencesInRange)),
+                    h('td', { class: 'optional' }, String(error.visitorsAffected)),
+                    h(
+                      'td',
+                      { class: 'optional' },
+                      sparkline(
+                        error.trend,
+                        `${plural(error.occurrencesInRange, 'occurrence')} from ${range}, at most ` +
+                          `${Math.max(...error.trend)} a day`,
+                      ),
+                    ),
+                    h('td', {}, when(error.lastSeenInRange)),
+                    h(
+                      'td',
+                      { class: 'optional' },
+                      h('span', { class: `badge ${error.status}` }, error.status),
+                      ' ',
+                      h('span', { class: 'hint' }, error.source),
+                    ),
+                    h('td', { class: 'optional' }, atRisk(error.impact)),
+                  ),
+                ),
+              ),
+              h('p', { class: 'hint', id: 'revenue-rule' }, ranked.rule),
+            ),
+          )
+        : empty(
+            'No errors match',
+            params.size ? 'Try a wider date range or fewer filters.' : 'Nothing went wrong in the last 30 days.',
+          ),
+    );
   };
   await load();
-  app.listen({ onEvent: (event) => event.type === 'new_error' && event.siteId === site.id && load(), onReconnect: load });
-  return h('div', {}, h('h1', {}, 'Errors'), errorFilters(app, site, query),
-    h('div', { class: 'panel row toolbar' }, exportTools(app, site, 'errors', 'The file lists every error, whatever the filters here.')),
+  app.listen({
+    onEvent: (event) => event.type === 'new_error' && event.siteId === site.id && load(),
+    onReconnect: load,
+  });
+  return h(
+    'div',
+    {},
+    h('h1', {}, 'Errors'),
+    errorFilters(app, site, query),
+    h(
+      'div',
+      { class: 'panel row toolbar' },
+      exportTools(app, site, 'errors', 'The file lists every error, whatever the filters here.'),
+    ),
     h('div', { class: 'panel' }, container),
-    await pagesAtRisk(app, site, params));
+    await pagesAtRisk(app, site, params),
+  );
 }
 
 /** An impact's revenue at risk in words: the figure only when significant. */
 function atRisk(impact) {
   if (!impact || impact.status !== 'significant') {
-    return h('span', { class: 'hint' }, impact?.affectedSessions
-      ? `Not enough data (${plural(impact.affectedSessions, 'session')} hit)` : 'Not enough data');
+    return h(
+      'span',
+      { class: 'hint' },
+      impact?.affectedSessions
+        ? `Not enough data (${plural(impact.affectedSessions, 'session')} hit)`
+        : 'Not enough data',
+    );
   }
-  return h('strong', { class: 'at-risk' }, `${impact.revenueAtRiskText} ${impact.currency}`,
-    h('span', { class: 'hint' }, ` (${plural(impact.affectedSessions, 'session')} hit: `
-      + `${Math.round(impact.affectedConversion * 100)}% ordered, against ${Math.round(impact.baselineConversion * 100)}%)`));
+  return h(
+    'strong',
+    { class: 'at-risk' },
+    `${impact.revenueAtRiskText} ${impact.currency}`,
+    h(
+      'span',
+      { class: 'hint' },
+      ` (${plural(impact.affectedSessions, 'session')} hit: ` +
+        `${Math.round(impact.affectedConversion * 100)}% ordered, against ` +
+        `${Math.round(impact.baselineConversion * 100)}%)`,
+    ),
+  );
 }
 
 /** The pages with rage and dead clicks, by the revenue their sessions put at risk. */
@@ -92,14 +195,37 @@ async function pagesAtRisk(app, site, params) {
   const range = new URLSearchParams();
   for (const name of ['from', 'to']) if (params.get(name)) range.set(name, params.get(name));
   const pages = await app.session.json(siteApi(site, `/revenue-at-risk/pages?${range}`));
-  return h('section', { class: 'panel', 'aria-labelledby': 'pages-at-risk-title' },
+  return h(
+    'section',
+    { class: 'panel', 'aria-labelledby': 'pages-at-risk-title' },
     h('h2', { id: 'pages-at-risk-title' }, 'Pages with rage and dead clicks, by revenue at risk'),
-    pages.items.length ? h('div', { class: 'table-wrap' }, h('table', { id: 'pages-at-risk' },
-      h('caption', { class: 'hint' }, `Sessions from ${pages.from} to ${pages.to} with a rage or dead click on the page`),
-      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Page'), h('th', { scope: 'col' }, 'Revenue at risk'))),
-      h('tbody', {}, pages.items.map((row) => h('tr', {}, h('td', {}, h('code', {}, row.page)), h('td', {}, atRisk(row))))))
-    ) : empty('No rage or dead clicks in this period'),
-    h('p', { class: 'hint' }, pages.rule));
+    pages.items.length
+      ? h(
+          'div',
+          { class: 'table-wrap' },
+          h(
+            'table',
+            { id: 'pages-at-risk' },
+            h(
+              'caption',
+              { class: 'hint' },
+              `Sessions from ${pages.from} to ${pages.to} with a rage or dead click on the page`,
+            ),
+            h(
+              'thead',
+              {},
+              h('tr', {}, h('th', { scope: 'col' }, 'Page'), h('th', { scope: 'col' }, 'Revenue at risk')),
+            ),
+            h(
+              'tbody',
+              {},
+              pages.items.map((row) => h('tr', {}, h('td', {}, h('code', {}, row.page)), h('td', {}, atRisk(row)))),
+            ),
+          ),
+        )
+      : empty('No rage or dead clicks in this period'),
+    h('p', { class: 'hint' }, pages.rule),
+  );
 }
 
 /** Bars of occurrences per day, described in words for screen readers. */
@@ -110,23 +236,48 @@ function dayBars(days) {
   const slot = width / Math.max(1, days.length);
   const total = days.reduce((sum, d) => sum + d.count, 0);
   const summary = `${plural(total, 'occurrence')} from ${days[0]?.day} to ${days.at(-1)?.day}, at most ${peak} a day.`;
-  return h('figure', { class: 'chart' },
-    svg('svg', { viewBox: `0 0 ${width} ${height + 16}`, role: 'img', 'aria-label': summary },
-      ...days.map((d, i) => svg('rect', { class: 'bar-err', x: i * slot, width: Math.max(1, slot - 2),
-        y: height - (d.count / peak) * height, height: (d.count / peak) * height }, svg('title', {}, `${d.day}: ${d.count}`))),
+  return h(
+    'figure',
+    { class: 'chart' },
+    svg(
+      'svg',
+      { viewBox: `0 0 ${width} ${height + 16}`, role: 'img', 'aria-label': summary },
+      ...days.map((d, i) =>
+        svg(
+          'rect',
+          {
+            class: 'bar-err',
+            x: i * slot,
+            width: Math.max(1, slot - 2),
+            y: height - (d.count / peak) * height,
+            height: (d.count / peak) * height,
+          },
+          svg('title', {}, `${d.day}: ${d.count}`),
+        ),
+      ),
       svg('text', { x: 0, y: height + 14 }, days[0]?.day.slice(5) || ''),
-      svg('text', { x: width - 34, y: height + 14 }, days.at(-1)?.day.slice(5) || '')),
-    h('figcaption', { class: 'hint' }, summary));
+      svg('text', { x: width - 34, y: height + 14 }, days.at(-1)?.day.slice(5) || ''),
+    ),
+    h('figcaption', { class: 'hint' }, summary),
+  );
 }
 
 function shareList(id, rows, unknown = 'unknown') {
   if (!rows.length) return empty('Nothing recorded');
-  return h('ul', { class: 'shares', id }, rows.map((row) => {
-    const percent = Math.round(row.share * 100);
-    return h('li', {}, h('span', { class: 'share-name' }, row.name || unknown),
-      h('span', { class: 'share-bar', 'aria-hidden': 'true' }, h('span', { style: `width: ${percent}%` })),
-      h('span', { class: 'share-value' }, `${percent}% (${row.count})`));
-  }));
+  return h(
+    'ul',
+    { class: 'shares', id },
+    rows.map((row) => {
+      const percent = Math.round(row.share * 100);
+      return h(
+        'li',
+        {},
+        h('span', { class: 'share-name' }, row.name || unknown),
+        h('span', { class: 'share-bar', 'aria-hidden': 'true' }, h('span', { style: `width: ${percent}%` })),
+        h('span', { class: 'share-value' }, `${percent}% (${row.count})`),
+      );
+    }),
+  );
 }
 
 /** Context as nested terms and values ("cart › items: 3"), never raw JSON. */
@@ -136,8 +287,14 @@ function readableContext(context) {
     if (value && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length) {
       for (const [key, inner] of Object.entries(value)) walk(inner, [...path, key]);
     } else {
-      pairs.push([path.join(' › '), Array.isArray(value) ? value.map((v) => (typeof v === 'object' ? JSON.stringify(v) : String(v))).join(', ')
-        : value && typeof value === 'object' ? '—' : String(value)]);
+      pairs.push([
+        path.join(' › '),
+        Array.isArray(value)
+          ? value.map((v) => (typeof v === 'object' ? JSON.stringify(v) : String(v))).join(', ')
+          : value && typeof value === 'object'
+            ? '—'
+            : String(value),
+      ]);
     }
   };
   walk(context || {}, []);
@@ -146,16 +303,28 @@ function readableContext(context) {
 
 /** The stack's frames, one row each: function, file and line (the raw line when unparsed). */
 function stackFrames(stack) {
-  const lines = (stack || '').split('\n').map((line) => line.trim()).filter(Boolean);
+  const lines = (stack || '')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
   const frames = lines.filter((line) => /^at\s|@|^#\d/.test(line));
   if (!frames.length) return lines.length ? h('pre', {}, stack) : empty('No stack trace');
-  return h('ol', { class: 'frames', id: 'stack-frames' }, frames.map((line) => {
-    const match = /^at\s+(?:(.*?)\s+\()?(.*?):(\d+)(?::(\d+))?\)?$/.exec(line);
-    if (!match) return h('li', {}, h('code', {}, line));
-    const [, fn, file, row, column] = match;
-    return h('li', {}, h('strong', {}, fn || '(anonymous)'), ' ',
-      h('code', {}, `${file}:${row}${column ? `:${column}` : ''}`));
-  }));
+  return h(
+    'ol',
+    { class: 'frames', id: 'stack-frames' },
+    frames.map((line) => {
+      const match = /^at\s+(?:(.*?)\s+\()?(.*?):(\d+)(?::(\d+))?\)?$/.exec(line);
+      if (!match) return h('li', {}, h('code', {}, line));
+      const [, fn, file, row, column] = match;
+      return h(
+        'li',
+        {},
+        h('strong', {}, fn || '(anonymous)'),
+        ' ',
+        h('code', {}, `${file}:${row}${column ? `:${column}` : ''}`),
+      );
+    }),
+  );
 }
 
 async function errorDetail(app, site, errorId, query) {
@@ -164,60 +333,168 @@ async function errorDetail(app, site, errorId, query) {
   const [error, breakdown, replays] = await Promise.all([
     app.session.json(siteApi(site, `/errors/${errorId}`)),
     app.session.json(siteApi(site, `/errors/${errorId}/breakdown?${range}`)),
-    app.session.json(siteApi(site, `/errors/${errorId}/replays?${range}`))]);
+    app.session.json(siteApi(site, `/errors/${errorId}/replays?${range}`)),
+  ]);
   // An occurrence a recording shows opens that recording a few seconds before it happened.
   const replayOf = new Map(replays.items.map((item) => [item.occurrenceId, item]));
   const watchHref = (item) => `/app/sites/${site.id}/recordings/${item.recordingId}?at=${encodeURIComponent(item.at)}`;
   const watch = replays.items.length
-    ? h('p', { class: 'row' }, h('a', { class: 'button', id: 'watch-error', href: watchHref(replays.items[0]) }, 'Watch it happen'),
-      h('span', { class: 'hint' }, `The latest recorded occurrence, ${when(replays.items[0].at)}; ${replays.items.length} of the latest occurrences ${replays.items.length === 1 ? 'was' : 'were'} recorded.`))
-    : h('p', { class: 'hint', id: 'no-recording' }, 'No recording shows this error in this range: recordings need the visitor’s consent and recordings switched on.');
+    ? h(
+        'p',
+        { class: 'row' },
+        h('a', { class: 'button', id: 'watch-error', href: watchHref(replays.items[0]) }, 'Watch it happen'),
+        h(
+          'span',
+          { class: 'hint' },
+          `The latest recorded occurrence, ${when(replays.items[0].at)}; ${replays.items.length} of the latest ` +
+            `occurrences ${replays.items.length === 1 ? 'was' : 'were'} recorded.`,
+        ),
+      )
+    : h(
+        'p',
+        { class: 'hint', id: 'no-recording' },
+        'No recording shows this error in this range: recordings need the visitor’s consent and recordings ' +
+          'switched on.',
+      );
   const here = `/app/sites/${site.id}/errors/${errorId}`;
-  const actions = app.isAdmin(site) ? h('div', { class: 'row' }, [
-    ['resolved', 'Resolve'], ['ignored', 'Ignore'], ['open', 'Re-open']]
-    .filter(([value]) => value !== error.status)
-    .map(([value, label]) => actionButton(label, async () => {
-      await app.session.json(siteApi(site, `/errors/${errorId}`), { method: 'PATCH', json: { status: value } });
-      app.go(`${here}${range.size ? `?${range}` : ''}`);
-    }, { kind: value === 'open' ? 'secondary' : '' }))) : null;
-  const rangeForm = h('form', { class: 'row', 'aria-label': 'Date range', onsubmit: (event) => {
-    event.preventDefault();
-    const params = new URLSearchParams();
-    for (const [name, value] of new FormData(event.target)) if (value) params.set(name, value);
-    app.go(`${here}${params.size ? `?${params}` : ''}`);
-  } }, h('label', { for: 'range-from' }, 'From'), h('input', { id: 'range-from', name: 'from', type: 'date', value: query.get('from') || breakdown.from }),
-  h('label', { for: 'range-to' }, 'To'), h('input', { id: 'range-to', name: 'to', type: 'date', value: query.get('to') || breakdown.to }),
-  h('button', { type: 'submit', class: 'secondary' }, 'Show'),
-  ...[['7 days', -6], ['30 days', -29], ['90 days', -89]].map(([label, offset]) => h('a', { href: `${here}?from=${isoDay(offset)}&to=${isoDay(0)}` }, label)));
-  const visitors = breakdown.visitors.map((v) => h('li', {},
-    v.displayName ? h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(v.visitorId)}` }, v.displayName)
-      : h('span', {}, v.visitorId, h('span', { class: 'hint' }, ' (no profile)')),
-    h('span', { class: 'hint' }, ` · ${v.occurrences}× · last ${when(v.lastSeen)}`)));
-  const latest = breakdown.latest.map((o) => h('li', { class: 'occurrence' },
-    h('p', {}, h('strong', {}, when(o.occurredAt)), ' on ', h('code', {}, pagePath(o.url)),
-      ` · ${[o.browser, o.os, o.deviceType].filter(Boolean).join(', ') || 'unknown device'}`,
-      o.visitorId ? [' · ', h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(o.visitorId)}` }, 'visitor')] : null,
-      replayOf.has(o.id) ? [' · ', h('a', { class: 'watch', href: watchHref(replayOf.get(o.id)) }, 'Watch the recording')] : null),
-    h('details', {}, h('summary', {}, 'Context (anonymised)'), readableContext(o.context))));
-  return h('div', {},
+  const actions = app.isAdmin(site)
+    ? h(
+        'div',
+        { class: 'row' },
+        [
+          ['resolved', 'Resolve'],
+          ['ignored', 'Ignore'],
+          ['open', 'Re-open'],
+        ]
+          .filter(([value]) => value !== error.status)
+          .map(([value, label]) =>
+            actionButton(
+              label,
+              async () => {
+                await app.session.json(siteApi(site, `/errors/${errorId}`), {
+                  method: 'PATCH',
+                  json: { status: value },
+                });
+                app.go(`${here}${range.size ? `?${range}` : ''}`);
+              },
+              { kind: value === 'open' ? 'secondary' : '' },
+            ),
+          ),
+      )
+    : null;
+  const rangeForm = h(
+    'form',
+    {
+      class: 'row',
+      'aria-label': 'Date range',
+      onsubmit: (event) => {
+        event.preventDefault();
+        const params = new URLSearchParams();
+        for (const [name, value] of new FormData(event.target)) if (value) params.set(name, value);
+        app.go(`${here}${params.size ? `?${params}` : ''}`);
+      },
+    },
+    h('label', { for: 'range-from' }, 'From'),
+    h('input', { id: 'range-from', name: 'from', type: 'date', value: query.get('from') || breakdown.from }),
+    h('label', { for: 'range-to' }, 'To'),
+    h('input', { id: 'range-to', name: 'to', type: 'date', value: query.get('to') || breakdown.to }),
+    h('button', { type: 'submit', class: 'secondary' }, 'Show'),
+    ...[
+      ['7 days', -6],
+      ['30 days', -29],
+      ['90 days', -89],
+    ].map(([label, offset]) => h('a', { href: `${here}?from=${isoDay(offset)}&to=${isoDay(0)}` }, label)),
+  );
+  const visitors = breakdown.visitors.map((v) =>
+    h(
+      'li',
+      {},
+      v.displayName
+        ? h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(v.visitorId)}` }, v.displayName)
+        : h('span', {}, v.visitorId, h('span', { class: 'hint' }, ' (no profile)')),
+      h('span', { class: 'hint' }, ` · ${v.occurrences}× · last ${when(v.lastSeen)}`),
+    ),
+  );
+  const latest = breakdown.latest.map((o) =>
+    h(
+      'li',
+      { class: 'occurrence' },
+      h(
+        'p',
+        {},
+        h('strong', {}, when(o.occurredAt)),
+        ' on ',
+        h('code', {}, pagePath(o.url)),
+        ` · ${[o.browser, o.os, o.deviceType].filter(Boolean).join(', ') || 'unknown device'}`,
+        o.visitorId
+          ? [' · ', h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(o.visitorId)}` }, 'visitor')]
+          : null,
+        replayOf.has(o.id)
+          ? [' · ', h('a', { class: 'watch', href: watchHref(replayOf.get(o.id)) }, 'Watch the recording')]
+          : null,
+      ),
+      h('details', {}, h('summary', {}, 'Context (anonymised)'), readableContext(o.context)),
+    ),
+  );
+  return h(
+    'div',
+    {},
     h('p', {}, h('a', { href: `/app/sites/${site.id}/errors` }, '← All errors')),
     h('h1', {}, `${error.type || 'Error'}: ${error.message || ''}`),
-    h('div', { class: 'panel' }, h('p', {}, h('span', { class: `badge ${error.status}`, id: 'error-status-badge' }, error.status)),
-      facts([['Occurrences', String(error.occurrenceCount)], ['First seen', when(error.firstSeen)],
-        ['Last seen', when(error.lastSeen)], ['Source', error.source], ['Re-opened', String(error.reopenCount || 0)]]),
-      actions, watch),
-    h('section', { class: 'panel', 'aria-labelledby': 'range-title' }, h('h2', { id: 'range-title' },
-      `From ${breakdown.from} to ${breakdown.to}: ${plural(breakdown.occurrences, 'occurrence')}, ${plural(breakdown.visitorsAffected, 'visitor')} affected`),
-    rangeForm, dayBars(breakdown.days)),
-    h('div', { class: 'grid' },
-      h('section', { class: 'panel' }, h('h2', {}, `Visitors affected (${breakdown.visitorsAffected})`),
-        visitors.length ? h('ul', { id: 'affected-visitors' }, visitors) : empty('No visitors in this range')),
+    h(
+      'div',
+      { class: 'panel' },
+      h('p', {}, h('span', { class: `badge ${error.status}`, id: 'error-status-badge' }, error.status)),
+      facts([
+        ['Occurrences', String(error.occurrenceCount)],
+        ['First seen', when(error.firstSeen)],
+        ['Last seen', when(error.lastSeen)],
+        ['Source', error.source],
+        ['Re-opened', String(error.reopenCount || 0)],
+      ]),
+      actions,
+      watch,
+    ),
+    h(
+      'section',
+      { class: 'panel', 'aria-labelledby': 'range-title' },
+      h(
+        'h2',
+        { id: 'range-title' },
+        `From ${breakdown.from} to ${breakdown.to}: ${plural(breakdown.occurrences, 'occurrence')}, ` +
+          `${plural(breakdown.visitorsAffected, 'visitor')} affected`,
+      ),
+      rangeForm,
+      dayBars(breakdown.days),
+    ),
+    h(
+      'div',
+      { class: 'grid' },
+      h(
+        'section',
+        { class: 'panel' },
+        h('h2', {}, `Visitors affected (${breakdown.visitorsAffected})`),
+        visitors.length ? h('ul', { id: 'affected-visitors' }, visitors) : empty('No visitors in this range'),
+      ),
       h('section', { class: 'panel' }, h('h2', {}, 'Pages'), shareList('error-pages', breakdown.pages, 'unknown page')),
       h('section', { class: 'panel' }, h('h2', {}, 'Browsers'), shareList('error-browsers', breakdown.browsers)),
       h('section', { class: 'panel' }, h('h2', {}, 'Systems'), shareList('error-systems', breakdown.systems)),
-      h('section', { class: 'panel' }, h('h2', {}, 'Devices'), shareList('error-devices', breakdown.devices))),
+      h('section', { class: 'panel' }, h('h2', {}, 'Devices'), shareList('error-devices', breakdown.devices)),
+    ),
     h('section', { class: 'panel' }, h('h2', {}, 'Stack frames (latest)'), stackFrames(error.lastStack)),
-    h('section', { class: 'panel' }, h('h2', {}, 'Latest occurrences'),
-      latest.length ? h('ol', { class: 'occurrences', id: 'latest-occurrences' }, latest) : empty('No occurrences in this range')),
-    h('section', { class: 'panel' }, h('h2', {}, 'Context of the latest occurrence (anonymised)'), readableContext(error.context)));
+    h(
+      'section',
+      { class: 'panel' },
+      h('h2', {}, 'Latest occurrences'),
+      latest.length
+        ? h('ol', { class: 'occurrences', id: 'latest-occurrences' }, latest)
+        : empty('No occurrences in this range'),
+    ),
+    h(
+      'section',
+      { class: 'panel' },
+      h('h2', {}, 'Context of the latest occurrence (anonymised)'),
+      readableContext(error.context),
+    ),
+  );
 }

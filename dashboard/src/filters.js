@@ -9,21 +9,44 @@ export const DEVICES = { '': 'Any', desktop: 'Desktop', mobile: 'Phone', tablet:
 export function choice(name, label, options, value, { id = `filter-${name}` } = {}) {
   // The control sits beside its label, not inside it: a label holding a list would be named by
   // every option's text as well.
-  return h('div', { class: 'field' }, h('label', { for: id }, label),
-    h('select', { id, name }, Object.entries(options).map(([key, text]) => h('option', { value: key, selected: key === (value || '') }, text))));
+  return h(
+    'div',
+    { class: 'field' },
+    h('label', { for: id }, label),
+    h(
+      'select',
+      { id, name },
+      Object.entries(options).map(([key, text]) => h('option', { value: key, selected: key === (value || '') }, text)),
+    ),
+  );
 }
 
 /** A labelled <input>; `attrs.id` names the control (filter-<name>). */
 export function field(name, label, value, { id = `filter-${name}`, ...attrs } = {}) {
-  return h('div', { class: 'field' }, h('label', { for: id }, label), h('input', { id, name, value: value || '', ...attrs }));
+  return h(
+    'div',
+    { class: 'field' },
+    h('label', { for: id }, label),
+    h('input', { id, name, value: value || '', ...attrs }),
+  );
 }
 
 /** Check boxes of one name, in a fieldset; their values join with commas in the URL. */
 export function checks(name, legend, options, value) {
   const chosen = new Set((value || '').split(',').filter(Boolean));
-  return h('fieldset', { class: 'checks' }, h('legend', {}, legend),
-    Object.entries(options).map(([key, text]) => h('label', { class: 'check' },
-      h('input', { type: 'checkbox', name, value: key, checked: chosen.has(key) }), text)));
+  return h(
+    'fieldset',
+    { class: 'checks' },
+    h('legend', {}, legend),
+    Object.entries(options).map(([key, text]) =>
+      h(
+        'label',
+        { class: 'check' },
+        h('input', { type: 'checkbox', name, value: key, checked: chosen.has(key) }),
+        text,
+      ),
+    ),
+  );
 }
 
 /** Any / yes / no for a true-false filter. */
@@ -38,16 +61,29 @@ export function yesNo(name, label, value) {
  * `defaults` entry is left out, so the plainest view has the plainest address.
  */
 export function filterForm(app, { id, label, path, controls, submit = 'Apply', defaults = {} }) {
-  const form = h('form', { class: 'panel filters', id, role: 'search', 'aria-label': label, onsubmit: (event) => {
-    event.preventDefault();
-    app.go(`${path}${queryString(form, defaults)}`);
-  },
-  onchange: (event) => {
-    if (event.target.tagName === 'SELECT' || event.target.type === 'checkbox') form.requestSubmit();
-  } },
-  controls,
-  h('div', { class: 'row' }, h('button', { type: 'submit' }, submit),
-    h('a', { class: 'button secondary', href: path }, 'Clear')));
+  const form = h(
+    'form',
+    {
+      class: 'panel filters',
+      id,
+      role: 'search',
+      'aria-label': label,
+      onsubmit: (event) => {
+        event.preventDefault();
+        app.go(`${path}${queryString(form, defaults)}`);
+      },
+      onchange: (event) => {
+        if (event.target.tagName === 'SELECT' || event.target.type === 'checkbox') form.requestSubmit();
+      },
+    },
+    controls,
+    h(
+      'div',
+      { class: 'row' },
+      h('button', { type: 'submit' }, submit),
+      h('a', { class: 'button secondary', href: path }, 'Clear'),
+    ),
+  );
   return form;
 }
 
@@ -89,9 +125,14 @@ export function pager(path, filters, cursor, nextCursor) {
     if (value) params.set('cursor', value);
     return params.size ? `${path}?${params}` : path;
   };
-  return h('div', { class: 'row' },
+  return h(
+    'div',
+    { class: 'row' },
     cursor ? h('a', { class: 'button secondary', href: withCursor(null) }, 'First page') : null,
-    nextCursor ? h('a', { class: 'button secondary', id: 'next-page', href: withCursor(nextCursor) }, 'Next page') : null);
+    nextCursor
+      ? h('a', { class: 'button secondary', id: 'next-page', href: withCursor(nextCursor) }, 'Next page')
+      : null,
+  );
 }
 
 export function isoDay(offset) {

@@ -23,7 +23,11 @@ export function openLive({ getToken, siteIds, onEvent, onState, onReconnect }) {
     });
     socket.addEventListener('message', (message) => {
       let data;
-      try { data = JSON.parse(message.data); } catch { return; }
+      try {
+        data = JSON.parse(message.data);
+      } catch {
+        return;
+      }
       if (data.type === 'authenticated') {
         socket.send(JSON.stringify({ type: 'subscribe', siteIds }));
       } else if (data.type === 'subscribed') {

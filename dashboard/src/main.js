@@ -21,16 +21,28 @@ import { visitorsPage } from './visitors.js';
  * admin actions are left out for viewers (the server refuses them anyway).
  */
 const PAGES = {
-  '': overviewPage, visitors: visitorsPage, errors: errorsPage, leads: leadsPage,
-  recordings: recordingsPage, settings: settingsPage, privacy: privacyPage, heatmaps: heatmapsPage,
-  surveys: surveysPage, funnels: funnelsPage,
+  '': overviewPage,
+  visitors: visitorsPage,
+  errors: errorsPage,
+  leads: leadsPage,
+  recordings: recordingsPage,
+  settings: settingsPage,
+  privacy: privacyPage,
+  heatmaps: heatmapsPage,
+  surveys: surveysPage,
+  funnels: funnelsPage,
 };
 
 const root = document.getElementById('app');
 
 function createApp() {
   const app = {
-    session: null, me: null, sites: [], live: null, liveState: 'offline', feed: [],
+    session: null,
+    me: null,
+    sites: [],
+    live: null,
+    liveState: 'offline',
+    feed: [],
     listeners: new Set(),
     site() {
       const id = location.pathname.split('/')[3];
@@ -39,10 +51,17 @@ function createApp() {
     role(site = app.site()) {
       return app.me?.organizations.find((org) => org.id === site?.organizationId)?.role || 'viewer';
     },
-    isAdmin(site) { return ['owner', 'admin'].includes(app.role(site)); },
-    go(path) { history.pushState({}, '', path); render(); },
+    isAdmin(site) {
+      return ['owner', 'admin'].includes(app.role(site));
+    },
+    go(path) {
+      history.pushState({}, '', path);
+      render();
+    },
     /** Pages register to hear live events and reconnects while they are shown. */
-    listen(listener) { app.listeners.add(listener); },
+    listen(listener) {
+      app.listeners.add(listener);
+    },
   };
   return app;
 }
@@ -67,29 +86,43 @@ function loginPage(message) {
   const error = h('div');
   if (message) error.append(alertBox(message));
   const email = h('input', { id: 'email', type: 'email', name: 'email', autocomplete: 'username', required: true });
-  const password = h('input', { id: 'password', type: 'password', name: 'password',
-    autocomplete: 'current-password', required: true });
+  const password = h('input', {
+    id: 'password',
+    type: 'password',
+    name: 'password',
+    autocomplete: 'current-password',
+    required: true,
+  });
   const submit = h('button', { type: 'submit' }, 'Sign in');
-  const form = h('form', { class: 'panel login', onsubmit: async (event) => {
-    event.preventDefault();
-    submit.disabled = true;
-    submit.textContent = 'Signing in…';
-    error.replaceChildren();
-    try {
-      await app.session.login(email.value, password.value);
-      await start();
-      app.go(`/app/sites/${app.sites[0]?.id || 'none'}`);
-    } catch (failure) {
-      error.replaceChildren(alertBox(failure.status === 401
-        ? 'The e-mail or password is not right.' : describeError(failure)));
-      submit.disabled = false;
-      submit.textContent = 'Sign in';
-    }
-  } },
-  h('h1', {}, 'Sign in to Visitor Service'), error,
-  h('label', { class: 'field', for: 'email' }, h('span', {}, 'E-mail'), email),
-  h('label', { class: 'field', for: 'password' }, h('span', {}, 'Password'), password),
-  submit, demoHint());
+  const form = h(
+    'form',
+    {
+      class: 'panel login',
+      onsubmit: async (event) => {
+        event.preventDefault();
+        submit.disabled = true;
+        submit.textContent = 'Signing in…';
+        error.replaceChildren();
+        try {
+          await app.session.login(email.value, password.value);
+          await start();
+          app.go(`/app/sites/${app.sites[0]?.id || 'none'}`);
+        } catch (failure) {
+          error.replaceChildren(
+            alertBox(failure.status === 401 ? 'The e-mail or password is not right.' : describeError(failure)),
+          );
+          submit.disabled = false;
+          submit.textContent = 'Sign in';
+        }
+      },
+    },
+    h('h1', {}, 'Sign in to Visitor Service'),
+    error,
+    h('label', { class: 'field', for: 'email' }, h('span', {}, 'E-mail'), email),
+    h('label', { class: 'field', for: 'password' }, h('span', {}, 'Password'), password),
+    submit,
+    demoHint(),
+  );
   return h('main', { id: 'main' }, form);
 }
 
@@ -97,13 +130,19 @@ function loginPage(message) {
 function demoHint() {
   const file = document.body.dataset.demoFile;
   if (!file) return null;
-  return h('p', { class: 'hint', id: 'demo-hint' }, 'Trying the demo? Sign in with the e-mail and password ',
-    h('code', {}, 'make run'), ' printed; they are also saved in ', h('code', {}, file), '.');
+  return h(
+    'p',
+    { class: 'hint', id: 'demo-hint' },
+    'Trying the demo? Sign in with the e-mail and password ',
+    h('code', {}, 'make run'),
+    ' printed; they are also saved in ',
+    h('code', {}, file),
+    '.',
+  );
 }
 
 async function start() {
-  [app.me, app.sites] = await Promise.all([
-    app.session.json('/auth/me'), app.session.json('/api/v1/sites')]);
+  [app.me, app.sites] = await Promise.all([app.session.json('/auth/me'), app.session.json('/api/v1/sites')]);
   app.live?.close();
   if (app.sites.length) {
     app.live = openLive({
@@ -114,7 +153,9 @@ async function start() {
         app.feed.length = Math.min(app.feed.length, 100);
         for (const listener of app.listeners) listener.onEvent?.(event);
       },
-      onReconnect: () => { for (const listener of app.listeners) listener.onReconnect?.(); },
+      onReconnect: () => {
+        for (const listener of app.listeners) listener.onReconnect?.();
+      },
       onState: (state) => {
         app.liveState = state;
         const badge = document.getElementById('live-state');
@@ -128,29 +169,65 @@ async function start() {
 }
 
 const TABS = [
-  ['', 'Overview'], ['visitors', 'Visitors'], ['errors', 'Errors'], ['leads', 'Leads'],
-  ['recordings', 'Recordings'], ['funnels', 'Funnels'], ['heatmaps', 'Heatmaps'], ['surveys', 'Surveys'],
-  ['settings', 'Settings'], ['privacy', 'Privacy & exports'],
+  ['', 'Overview'],
+  ['visitors', 'Visitors'],
+  ['errors', 'Errors'],
+  ['leads', 'Leads'],
+  ['recordings', 'Recordings'],
+  ['funnels', 'Funnels'],
+  ['heatmaps', 'Heatmaps'],
+  ['surveys', 'Surveys'],
+  ['settings', 'Settings'],
+  ['privacy', 'Privacy & exports'],
 ];
 
 function shell(site, section, content) {
-  const switcher = h('select', { id: 'site-switcher', onchange: (event) => app.go(`/app/sites/${event.target.value}`) },
-    app.sites.map((s) => h('option', { value: s.id, selected: s.id === site?.id }, s.name)));
+  const switcher = h(
+    'select',
+    { id: 'site-switcher', onchange: (event) => app.go(`/app/sites/${event.target.value}`) },
+    app.sites.map((s) => h('option', { value: s.id, selected: s.id === site?.id }, s.name)),
+  );
   const state = app.liveState;
   return [
-    h('header', { class: 'top' },
+    h(
+      'header',
+      { class: 'top' },
       h('span', { class: 'brand' }, 'Visitor Service'),
       h('label', { for: 'site-switcher' }, h('span', { class: 'label-text' }, 'Site '), switcher),
-      h('span', { id: 'live-state', class: `live-state ${state === 'live' ? 'on' : ''}`, role: 'status' },
-        state === 'live' ? 'Live' : state === 'connecting' ? 'Connecting…' : 'Offline'),
+      h(
+        'span',
+        { id: 'live-state', class: `live-state ${state === 'live' ? 'on' : ''}`, role: 'status' },
+        state === 'live' ? 'Live' : state === 'connecting' ? 'Connecting…' : 'Offline',
+      ),
       h('span', { class: 'hint who' }, `${app.me.email} · ${app.role(site)}`),
-      h('button', { class: 'secondary', id: 'logout', onclick: async () => {
-        await app.session.logout().catch(() => signedOut());
-      } }, 'Sign out')),
-    scrollingTabs(h('nav', { class: 'tabs', 'aria-label': 'Sections' }, TABS.map(([path, label]) => h('a', {
-      href: `/app/sites/${site.id}${path ? `/${path}` : ''}`,
-      'aria-current': section === path ? 'page' : null,
-    }, label)))),
+      h(
+        'button',
+        {
+          class: 'secondary',
+          id: 'logout',
+          onclick: async () => {
+            await app.session.logout().catch(() => signedOut());
+          },
+        },
+        'Sign out',
+      ),
+    ),
+    scrollingTabs(
+      h(
+        'nav',
+        { class: 'tabs', 'aria-label': 'Sections' },
+        TABS.map(([path, label]) =>
+          h(
+            'a',
+            {
+              href: `/app/sites/${site.id}${path ? `/${path}` : ''}`,
+              'aria-current': section === path ? 'page' : null,
+            },
+            label,
+          ),
+        ),
+      ),
+    ),
     h('main', { id: 'main', tabindex: '-1' }, content),
   ];
 }
@@ -184,8 +261,18 @@ async function render() {
   }
   const site = app.site();
   if (!site) {
-    root.replaceChildren(...shell({ id: 'none' }, '', h('div', { class: 'panel' },
-      h('h1', {}, 'No sites yet'), h('p', {}, 'Ask an owner of your organization to add a site.'))));
+    root.replaceChildren(
+      ...shell(
+        { id: 'none' },
+        '',
+        h(
+          'div',
+          { class: 'panel' },
+          h('h1', {}, 'No sites yet'),
+          h('p', {}, 'Ask an owner of your organization to add a site.'),
+        ),
+      ),
+    );
     return;
   }
   const section = parts[3] || '';
@@ -212,7 +299,7 @@ window.addEventListener('popstate', render);
 (async () => {
   try {
     // The HttpOnly cookie signs a returning user in silently; a first visit goes to sign-in.
-    if (!await app.session.resume()) throw new Error('not signed in');
+    if (!(await app.session.resume())) throw new Error('not signed in');
     await start();
     if (!location.pathname.startsWith('/app/sites/')) {
       history.replaceState({}, '', `/app/sites/${app.sites[0]?.id || 'none'}`);

@@ -10,12 +10,19 @@ import { moneyPanel } from './money.js';
 import { trafficPanels } from './traffic.js';
 
 const FIGURES = [
-  ['visitors', 'Visitors'], ['pageviews', 'Pageviews'], ['errors', 'Errors'], ['leads', 'Leads'],
+  ['visitors', 'Visitors'],
+  ['pageviews', 'Pageviews'],
+  ['errors', 'Errors'],
+  ['leads', 'Leads'],
   ['leadsPerVisitor', 'Leads per visitor'],
 ];
 /** More of these is bad news, so their rise is shown in the warning colour. */
 const WORSE_WHEN_UP = new Set(['errors']);
-const PRESETS = [['Today', 0], ['7 days', -6], ['30 days', -29]];
+const PRESETS = [
+  ['Today', 0],
+  ['7 days', -6],
+  ['30 days', -29],
+];
 
 function number(value, name) {
   return name === 'leadsPerVisitor' ? value.toFixed(2) : value.toLocaleString();
@@ -27,26 +34,50 @@ function change(figure, name, days) {
   const percent = Math.round(figure.change * 100);
   const up = percent > 0;
   const tone = percent === 0 ? '' : up === WORSE_WHEN_UP.has(name) ? 'worse' : 'better';
-  return h('span', { class: `change ${tone}` },
-    `${percent === 0 ? '±' : up ? '▲ +' : '▼ '}${percent}% vs ${period} (${number(figure.previous, name)})`);
+  return h(
+    'span',
+    { class: `change ${tone}` },
+    `${percent === 0 ? '±' : up ? '▲ +' : '▼ '}${percent}% vs ${period} (${number(figure.previous, name)})`,
+  );
 }
 
 function ranking(id, rows, caption, [nameHead, countHead], nameOf) {
   if (!rows.length) return empty('Nothing in this period');
-  return h('div', { class: 'table-wrap' }, h('table', { id },
-    h('caption', { class: 'hint' }, caption),
-    h('thead', {}, h('tr', {}, h('th', {}, nameHead), h('th', { class: 'num' }, countHead))),
-    h('tbody', {}, rows.map((row) => h('tr', {}, h('td', {}, nameOf(row)), h('td', { class: 'num' }, row.countText ?? String(row.count)))))));
+  return h(
+    'div',
+    { class: 'table-wrap' },
+    h(
+      'table',
+      { id },
+      h('caption', { class: 'hint' }, caption),
+      h('thead', {}, h('tr', {}, h('th', {}, nameHead), h('th', { class: 'num' }, countHead))),
+      h(
+        'tbody',
+        {},
+        rows.map((row) =>
+          h('tr', {}, h('td', {}, nameOf(row)), h('td', { class: 'num' }, row.countText ?? String(row.count))),
+        ),
+      ),
+    ),
+  );
 }
 
 function shares(id, rows) {
   if (!rows.length) return empty('Nothing in this period');
-  return h('ul', { class: 'shares', id }, rows.map((row) => {
-    const percent = Math.round(row.share * 100);
-    return h('li', {}, h('span', { class: 'share-name' }, row.name),
-      h('span', { class: 'share-bar', 'aria-hidden': 'true' }, h('span', { style: `width: ${percent}%` })),
-      h('span', { class: 'share-value' }, `${percent}% (${row.count})`));
-  }));
+  return h(
+    'ul',
+    { class: 'shares', id },
+    rows.map((row) => {
+      const percent = Math.round(row.share * 100);
+      return h(
+        'li',
+        {},
+        h('span', { class: 'share-name' }, row.name),
+        h('span', { class: 'share-bar', 'aria-hidden': 'true' }, h('span', { style: `width: ${percent}%` })),
+        h('span', { class: 'share-value' }, `${percent}% (${row.count})`),
+      );
+    }),
+  );
 }
 
 const INVERTED = 'The start date is after the end date. Choose a start on or before the end.';
@@ -57,24 +88,42 @@ function rangeControls(app, site, data, query, problem = null) {
   const chosen = `${data.from}/${data.to}`;
   const presets = PRESETS.map(([label, offset]) => {
     const href = `${here}?from=${isoDay(offset)}&to=${isoDay(0)}`;
-    return h('a', { class: 'button secondary', href, 'aria-current': chosen === `${isoDay(offset)}/${isoDay(0)}` ? 'true' : null }, label);
+    return h(
+      'a',
+      { class: 'button secondary', href, 'aria-current': chosen === `${isoDay(offset)}/${isoDay(0)}` ? 'true' : null },
+      label,
+    );
   });
   const said = h('div', { id: 'range-problem' }, problem ? alertBox(problem) : null);
-  const form = h('form', { class: 'row', id: 'overview-range', 'aria-label': 'Custom date range', onsubmit: (event) => {
-    event.preventDefault();
-    const params = new URLSearchParams();
-    for (const [name, value] of new FormData(form)) if (value) params.set(name, value);
-    if (params.get('from') && params.get('to') && params.get('from') > params.get('to')) {
-      said.replaceChildren(alertBox(INVERTED));
-      return;
-    }
-    app.go(`${here}${params.size ? `?${params}` : ''}`);
-  } },
-  h('label', { for: 'range-from' }, 'From'), h('input', { id: 'range-from', name: 'from', type: 'date', value: query.get('from') || data.from }),
-  h('label', { for: 'range-to' }, 'To'), h('input', { id: 'range-to', name: 'to', type: 'date', value: query.get('to') || data.to }),
-  h('button', { type: 'submit', class: 'secondary' }, 'Show'));
-  return h('div', { class: 'panel range' },
-    h('div', { class: 'row' }, h('span', { class: 'row presets' }, presets), form), said);
+  const form = h(
+    'form',
+    {
+      class: 'row',
+      id: 'overview-range',
+      'aria-label': 'Custom date range',
+      onsubmit: (event) => {
+        event.preventDefault();
+        const params = new URLSearchParams();
+        for (const [name, value] of new FormData(form)) if (value) params.set(name, value);
+        if (params.get('from') && params.get('to') && params.get('from') > params.get('to')) {
+          said.replaceChildren(alertBox(INVERTED));
+          return;
+        }
+        app.go(`${here}${params.size ? `?${params}` : ''}`);
+      },
+    },
+    h('label', { for: 'range-from' }, 'From'),
+    h('input', { id: 'range-from', name: 'from', type: 'date', value: query.get('from') || data.from }),
+    h('label', { for: 'range-to' }, 'To'),
+    h('input', { id: 'range-to', name: 'to', type: 'date', value: query.get('to') || data.to }),
+    h('button', { type: 'submit', class: 'secondary' }, 'Show'),
+  );
+  return h(
+    'div',
+    { class: 'panel range' },
+    h('div', { class: 'row' }, h('span', { class: 'row presets' }, presets), form),
+    said,
+  );
 }
 
 /** Figures are folded in off the request path within a second or so; say so when they lag. */
@@ -82,20 +131,34 @@ const LAG_SHOWN_MS = 30000;
 
 function behind(asOf) {
   if (!asOf || Date.now() - Date.parse(asOf) < LAG_SHOWN_MS) return null;
-  return h('p', { class: 'hint', id: 'figures-as-of', role: 'status' },
-    `Figures as of ${when(asOf)}: what arrived since is still being counted.`);
+  return h(
+    'p',
+    { class: 'hint', id: 'figures-as-of', role: 'status' },
+    `Figures as of ${when(asOf)}: what arrived since is still being counted.`,
+  );
 }
 
 function feedItem(site, event) {
   const isError = event.type === 'new_error';
-  const text = isError ? `${event.error.type || 'Error'}: ${event.error.message}`
+  const text = isError
+    ? `${event.error.type || 'Error'}: ${event.error.message}`
     : `New lead: ${event.lead.displayName || 'someone'}`;
-  const href = isError ? `/app/sites/${site.id}/errors/${event.id}`
-    : event.lead.visitorId ? `/app/sites/${site.id}/visitors/${encodeURIComponent(event.lead.visitorId)}` : null;
-  return h('li', { class: event.fresh ? 'fresh' : '', dataset: { type: event.type, id: event.id } },
-    h('span', { class: `badge ${isError ? 'open' : 'resolved'}` }, isError ? (event.error.reopened ? 'error re-opened' : 'error') : 'lead'),
+  const href = isError
+    ? `/app/sites/${site.id}/errors/${event.id}`
+    : event.lead.visitorId
+      ? `/app/sites/${site.id}/visitors/${encodeURIComponent(event.lead.visitorId)}`
+      : null;
+  return h(
+    'li',
+    { class: event.fresh ? 'fresh' : '', dataset: { type: event.type, id: event.id } },
+    h(
+      'span',
+      { class: `badge ${isError ? 'open' : 'resolved'}` },
+      isError ? (event.error.reopened ? 'error re-opened' : 'error') : 'lead',
+    ),
     href ? h('a', { href }, text) : text,
-    h('span', { class: 'hint' }, when(event.time)));
+    h('span', { class: 'hint' }, when(event.time)),
+  );
 }
 
 /** Add the site's recent events (GET .../live/recent) that the feed does not hold yet. */
@@ -117,7 +180,10 @@ async function recentEvents(app, site) {
 /** The live feed: the site's new errors and leads, as they happen and from the past hour. */
 function liveFeed(app, site) {
   const list = h('ul', { class: 'feed', id: 'live-feed', 'aria-live': 'polite' });
-  const placeholder = empty('Nothing new in the past hour', 'New errors and leads appear here the moment they are processed.');
+  const placeholder = empty(
+    'Nothing new in the past hour',
+    'New errors and leads appear here the moment they are processed.',
+  );
   const fill = () => {
     const items = app.feed.filter((event) => event.siteId === site.id);
     list.replaceChildren(...items.map((event) => feedItem(site, event)));
@@ -130,8 +196,13 @@ function liveFeed(app, site) {
   const recent = () => recentEvents(app, site).then(fill);
   recent();
   app.listen({ onEvent: fill, onReconnect: recent });
-  return h('section', { class: 'panel', 'aria-labelledby': 'feed-title' },
-    h('h2', { id: 'feed-title' }, 'Live feed'), placeholder, list);
+  return h(
+    'section',
+    { class: 'panel', 'aria-labelledby': 'feed-title' },
+    h('h2', { id: 'feed-title' }, 'Live feed'),
+    placeholder,
+    list,
+  );
 }
 
 /** The overview page. */
@@ -139,8 +210,13 @@ export async function overviewPage(app, site, item, query) {
   const feed = liveFeed(app, site);
   // The last 7 days unless the address names a range.
   const range = new URLSearchParams({ from: query.get('from') || isoDay(-6), to: query.get('to') || isoDay(0) });
-  const refused = (problem) => h('div', {}, h('h1', {}, `${site.name}: overview`),
-    rangeControls(app, site, { from: range.get('from'), to: range.get('to') }, query, problem));
+  const refused = (problem) =>
+    h(
+      'div',
+      {},
+      h('h1', {}, `${site.name}: overview`),
+      rangeControls(app, site, { from: range.get('from'), to: range.get('to') }, query, problem),
+    );
   // ISO dates compare as text; an address with an inverted range keeps the controls to fix it.
   if (range.get('from') > range.get('to')) return refused(INVERTED);
   let data;
@@ -153,34 +229,82 @@ export async function overviewPage(app, site, item, query) {
   const days = await app.session.json(siteApi(site, `/stats/daily?from=${data.from}&to=${data.to}`));
   const length = Math.round((Date.parse(data.to) - Date.parse(data.from)) / 86400000) + 1;
   const period = data.from === data.to ? data.from : `${data.from} to ${data.to}`;
-  const cards = h('ul', { class: 'figures', id: 'overview-figures', 'aria-label': `Figures for ${period}` },
+  const cards = h(
+    'ul',
+    { class: 'figures', id: 'overview-figures', 'aria-label': `Figures for ${period}` },
     FIGURES.map(([name, label]) => {
       const figure = data.figures[name];
-      return h('li', { class: 'figure', dataset: { figure: name } },
-        h('span', { class: 'figure-label' }, label), h('strong', { class: 'figure-value' }, number(figure.value, name)),
-        change(figure, name, length));
-    }));
-  const errorName = (row) => h('a', { href: `/app/sites/${site.id}/errors/${row.id}` }, `${row.type || 'Error'}: ${row.message || ''}`);
-  return h('div', {},
+      return h(
+        'li',
+        { class: 'figure', dataset: { figure: name } },
+        h('span', { class: 'figure-label' }, label),
+        h('strong', { class: 'figure-value' }, number(figure.value, name)),
+        change(figure, name, length),
+      );
+    }),
+  );
+  const errorName = (row) =>
+    h('a', { href: `/app/sites/${site.id}/errors/${row.id}` }, `${row.type || 'Error'}: ${row.message || ''}`);
+  return h(
+    'div',
+    {},
     h('h1', {}, `${site.name}: overview`),
     rangeControls(app, site, data, query),
-    h('section', { class: 'panel', 'aria-labelledby': 'figures-title' },
-      h('h2', { id: 'figures-title' }, `From ${period}`), cards, behind(data.figuresAsOf)),
+    h(
+      'section',
+      { class: 'panel', 'aria-labelledby': 'figures-title' },
+      h('h2', { id: 'figures-title' }, `From ${period}`),
+      cards,
+      behind(data.figuresAsOf),
+    ),
     moneyPanel(data.commerce, length),
-    h('div', { class: 'grid' },
-      h('section', { class: 'panel' }, h('h2', {}, 'Top pages'),
-        ranking('top-pages', data.topPages, 'Pages by pageviews', ['Page', 'Pageviews'], (row) => h('code', {}, row.name))),
-      h('section', { class: 'panel' }, h('h2', {}, 'Top errors'),
-        ranking('top-errors', data.topErrors, 'Errors by occurrences', ['Error', 'Count'], errorName)),
-      h('section', { class: 'panel' }, h('h2', {}, 'Rage and dead clicks'),
-        ranking('frustration', data.frustration.map((row) => ({ ...row, count: row.rageClicks + row.deadClicks,
-          countText: `${row.rageClicks} rage, ${row.deadClicks} dead` })),
-        'Pages where visitors clicked in frustration or on nothing that responded', ['Page', 'Clicks'], (row) => h('code', {}, row.page))),
+    h(
+      'div',
+      { class: 'grid' },
+      h(
+        'section',
+        { class: 'panel' },
+        h('h2', {}, 'Top pages'),
+        ranking('top-pages', data.topPages, 'Pages by pageviews', ['Page', 'Pageviews'], (row) =>
+          h('code', {}, row.name),
+        ),
+      ),
+      h(
+        'section',
+        { class: 'panel' },
+        h('h2', {}, 'Top errors'),
+        ranking('top-errors', data.topErrors, 'Errors by occurrences', ['Error', 'Count'], errorName),
+      ),
+      h(
+        'section',
+        { class: 'panel' },
+        h('h2', {}, 'Rage and dead clicks'),
+        ranking(
+          'frustration',
+          data.frustration.map((row) => ({
+            ...row,
+            count: row.rageClicks + row.deadClicks,
+            countText: `${row.rageClicks} rage, ${row.deadClicks} dead`,
+          })),
+          'Pages where visitors clicked in frustration or on nothing that responded',
+          ['Page', 'Clicks'],
+          (row) => h('code', {}, row.page),
+        ),
+      ),
       h('section', { class: 'panel' }, h('h2', {}, 'Countries'), shares('countries', data.countries)),
-      h('section', { class: 'panel' }, h('h2', {}, 'Devices'), shares('devices', data.devices))),
+      h('section', { class: 'panel' }, h('h2', {}, 'Devices'), shares('devices', data.devices)),
+    ),
     trafficPanels(site, data.traffic, data.from, data.to),
-    h('div', { class: 'grid' },
+    h(
+      'div',
+      { class: 'grid' },
       h('section', { class: 'panel' }, h('h2', {}, 'Pageviews and errors per day'), dailyChart(days)),
-      feed),
-    h('p', { class: 'hint' }, `Compared with ${data.previous.from} to ${data.previous.to}. Updated ${when(new Date().toISOString())}.`));
+      feed,
+    ),
+    h(
+      'p',
+      { class: 'hint' },
+      `Compared with ${data.previous.from} to ${data.previous.to}. Updated ${when(new Date().toISOString())}.`,
+    ),
+  );
 }

@@ -8,15 +8,32 @@ import { DEVICES, checks, choice, field, filterForm, listQuery, pager } from './
 import { KINDS, LEAD_IN_MS, loadInto, mountPlayer, withPageChanges } from './replay.js';
 
 /** The recordings list's filters, each a query parameter of the page and of the API. */
-const RECORDING_FILTERS = ['from', 'to', 'minDuration', 'maxDuration', 'page', 'country', 'device', 'has', 'source',
-  'funnel', 'stoppedAt'];
+const RECORDING_FILTERS = [
+  'from',
+  'to',
+  'minDuration',
+  'maxDuration',
+  'page',
+  'country',
+  'device',
+  'has',
+  'source',
+  'funnel',
+  'stoppedAt',
+];
 const MARKS = { error: 'An error', rage_click: 'A rage click', dead_click: 'A dead click', lead: 'A lead' };
-const MARK_WORDS = { error: ['error', 'errors'], rage_click: ['rage click', 'rage clicks'],
-  dead_click: ['dead click', 'dead clicks'], lead: ['lead', 'leads'] };
+const MARK_WORDS = {
+  error: ['error', 'errors'],
+  rage_click: ['rage click', 'rage clicks'],
+  dead_click: ['dead click', 'dead clicks'],
+  lead: ['lead', 'leads'],
+};
 
 function marks(recording) {
   const found = Object.entries(recording.marks || {}).filter(([, count]) => count > 0);
-  return found.map(([mark, count]) => h('span', { class: `badge ${mark}` }, `${count} ${MARK_WORDS[mark][count === 1 ? 0 : 1]}`));
+  return found.map(([mark, count]) =>
+    h('span', { class: `badge ${mark}` }, `${count} ${MARK_WORDS[mark][count === 1 ? 0 : 1]}`),
+  );
 }
 
 export async function recordingsPage(app, site, item, query) {
@@ -24,38 +41,114 @@ export async function recordingsPage(app, site, item, query) {
   const { filters, cursor, params } = listQuery(query, RECORDING_FILTERS);
   const page = await app.session.json(siteApi(site, `/recordings?${params}`));
   const path = `/app/sites/${site.id}/recordings`;
-  const form = filterForm(app, { id: 'recording-filters', label: 'Filter recordings', path, controls: [
-    field('from', 'From', query.get('from'), { type: 'date' }),
-    field('to', 'To', query.get('to'), { type: 'date' }),
-    field('minDuration', 'At least (seconds)', query.get('minDuration'), { type: 'number', min: 0, max: 86400, inputmode: 'numeric' }),
-    field('maxDuration', 'At most (seconds)', query.get('maxDuration'), { type: 'number', min: 0, max: 86400, inputmode: 'numeric' }),
-    field('page', 'Page address contains', query.get('page'), { placeholder: '/checkout', maxlength: 512 }),
-    field('country', 'Country code', query.get('country'), { placeholder: 'DE', maxlength: 2, pattern: '[A-Za-z]{2}' }),
-    choice('device', 'Device', DEVICES, query.get('device')),
-    checks('has', 'With at least', MARKS, query.get('has')),
-    field('source', 'Source', query.get('source'), { placeholder: 'google.com, newsletter or (direct)', maxlength: 100 }),
-    // A funnel step chosen on the funnels page is kept, and said, until the filters are cleared.
-    query.get('funnel') ? h('input', { type: 'hidden', name: 'funnel', value: query.get('funnel') }) : null,
-    query.get('stoppedAt') ? h('input', { type: 'hidden', name: 'stoppedAt', value: query.get('stoppedAt') }) : null,
-    query.get('funnel') ? h('p', { class: 'hint', id: 'funnel-filter' },
-      `Sessions that stopped at step ${query.get('stoppedAt')} of the funnel `,
-      h('a', { href: `/app/sites/${site.id}/funnels/${encodeURIComponent(query.get('funnel'))}` }, 'shown here'), '.') : null] });
-  const items = page.items.map((recording) => h('li', { class: 'recording', dataset: { recordingId: recording.id } },
-    h('div', { class: 'row' }, h('strong', {}, when(recording.startedAt)),
-      recording.visitorId ? h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(recording.visitorId)}` },
-        recording.visitorName || 'Visitor') : null,
-      h('span', {}, recording.pageUrl || 'unknown page'),
-      h('span', { class: 'hint' }, `${seconds(recording.duration)} · ${recording.pageCount} ${recording.pageCount === 1 ? 'page' : 'pages'}`
-        + `${recording.country ? ` · ${recording.country}` : ''}${recording.device ? ` · ${recording.device}` : ''}`),
-      ...marks(recording),
-      recording.legacy ? h('span', { class: 'hint' }, 'Footage on your own server')
-        : h('a', { class: 'button secondary watch', href: `${path}/${recording.id}`, 'aria-label': `Watch the recording of ${when(recording.startedAt)}` }, 'Watch'))));
-  return h('div', {}, h('h1', {}, 'Recordings'), form,
-    exportPanel(app, site, 'recordings', 'What was recorded, when and for how long, newest first; never the footage, and nothing of restricted visitors. The file ignores the filters here.'),
-    h('div', { class: 'panel' }, items.length ? h('ul', { class: 'recordings', id: 'recordings' }, items)
-      : empty(filters.size ? 'No recording matches' : 'No recordings yet',
-        filters.size ? 'Try a wider date range or fewer filters.' : 'Recordings appear when they are switched on in Settings and visitors consented.'),
-    pager(path, filters, cursor, page.nextCursor)));
+  const form = filterForm(app, {
+    id: 'recording-filters',
+    label: 'Filter recordings',
+    path,
+    controls: [
+      field('from', 'From', query.get('from'), { type: 'date' }),
+      field('to', 'To', query.get('to'), { type: 'date' }),
+      field('minDuration', 'At least (seconds)', query.get('minDuration'), {
+        type: 'number',
+        min: 0,
+        max: 86400,
+        inputmode: 'numeric',
+      }),
+      field('maxDuration', 'At most (seconds)', query.get('maxDuration'), {
+        type: 'number',
+        min: 0,
+        max: 86400,
+        inputmode: 'numeric',
+      }),
+      field('page', 'Page address contains', query.get('page'), { placeholder: '/checkout', maxlength: 512 }),
+      field('country', 'Country code', query.get('country'), {
+        placeholder: 'DE',
+        maxlength: 2,
+        pattern: '[A-Za-z]{2}',
+      }),
+      choice('device', 'Device', DEVICES, query.get('device')),
+      checks('has', 'With at least', MARKS, query.get('has')),
+      field('source', 'Source', query.get('source'), {
+        placeholder: 'google.com, newsletter or (direct)',
+        maxlength: 100,
+      }),
+      // A funnel step chosen on the funnels page is kept, and said, until the filters are cleared.
+      query.get('funnel') ? h('input', { type: 'hidden', name: 'funnel', value: query.get('funnel') }) : null,
+      query.get('stoppedAt') ? h('input', { type: 'hidden', name: 'stoppedAt', value: query.get('stoppedAt') }) : null,
+      query.get('funnel')
+        ? h(
+            'p',
+            { class: 'hint', id: 'funnel-filter' },
+            `Sessions that stopped at step ${query.get('stoppedAt')} of the funnel `,
+            h('a', { href: `/app/sites/${site.id}/funnels/${encodeURIComponent(query.get('funnel'))}` }, 'shown here'),
+            '.',
+          )
+        : null,
+    ],
+  });
+  const items = page.items.map((recording) =>
+    h(
+      'li',
+      { class: 'recording', dataset: { recordingId: recording.id } },
+      h(
+        'div',
+        { class: 'row' },
+        h('strong', {}, when(recording.startedAt)),
+        recording.visitorId
+          ? h(
+              'a',
+              { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(recording.visitorId)}` },
+              recording.visitorName || 'Visitor',
+            )
+          : null,
+        h('span', {}, recording.pageUrl || 'unknown page'),
+        h(
+          'span',
+          { class: 'hint' },
+          `${seconds(recording.duration)} · ${recording.pageCount} ${recording.pageCount === 1 ? 'page' : 'pages'}` +
+            `${recording.country ? ` · ${recording.country}` : ''}${recording.device ? ` · ${recording.device}` : ''}`,
+        ),
+        ...marks(recording),
+        recording.legacy
+          ? h('span', { class: 'hint' }, 'Footage on your own server')
+          : h(
+              'a',
+              {
+                class: 'button secondary watch',
+                href: `${path}/${recording.id}`,
+                'aria-label': `Watch the recording of ${when(recording.startedAt)}`,
+              },
+              'Watch',
+            ),
+      ),
+    ),
+  );
+  return h(
+    'div',
+    {},
+    h('h1', {}, 'Recordings'),
+    form,
+    exportPanel(
+      app,
+      site,
+      'recordings',
+      'What was recorded, when and for how long, newest first; never the footage, and nothing of restricted ' +
+        'visitors. The file ignores the filters here.',
+    ),
+    h(
+      'div',
+      { class: 'panel' },
+      items.length
+        ? h('ul', { class: 'recordings', id: 'recordings' }, items)
+        : empty(
+            filters.size ? 'No recording matches' : 'No recordings yet',
+            filters.size
+              ? 'Try a wider date range or fewer filters.'
+              : 'Recordings appear when they are switched on in Settings and visitors consented.',
+          ),
+      pager(path, filters, cursor, page.nextCursor),
+    ),
+  );
 }
 
 const clock = (ms) => {
@@ -71,16 +164,45 @@ async function replayPage(app, site, recordingId, query) {
   const list = h('ol', { class: 'replay-events', id: 'replay-events', 'aria-label': 'What happened' });
   const heading = h('h1', {}, `Recording of ${when(recording.startedAt)}`);
   const length = h('span', {}, seconds(recording.duration));
-  const summary = h('p', { class: 'hint' }, length, ` · ${recording.pageCount} ${recording.pageCount === 1 ? 'page' : 'pages'}`,
-    recording.visitorId ? [' · ', h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(recording.visitorId)}` }, 'the visitor’s profile')] : null);
+  const summary = h(
+    'p',
+    { class: 'hint' },
+    length,
+    ` · ${recording.pageCount} ${recording.pageCount === 1 ? 'page' : 'pages'}`,
+    recording.visitorId
+      ? [
+          ' · ',
+          h(
+            'a',
+            { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(recording.visitorId)}` },
+            'the visitor’s profile',
+          ),
+        ]
+      : null,
+  );
   const title = h('h2', { id: 'events-title' }, `What happened (${timeline.events.length})`);
-  const nothing = empty('Nothing marked', 'No errors, clicks in frustration, page changes or leads during this recording.');
-  const page = h('div', {},
-    h('p', {}, h('a', { href: `/app/sites/${site.id}/recordings` }, '← All recordings')), heading, summary,
-    h('div', { class: 'replay' },
+  const nothing = empty(
+    'Nothing marked',
+    'No errors, clicks in frustration, page changes or leads during this recording.',
+  );
+  const page = h(
+    'div',
+    {},
+    h('p', {}, h('a', { href: `/app/sites/${site.id}/recordings` }, '← All recordings')),
+    heading,
+    summary,
+    h(
+      'div',
+      { class: 'replay' },
       h('section', { class: 'panel replay-stage', 'aria-label': 'Player' }, holder),
-      h('section', { class: 'panel replay-side', 'aria-labelledby': 'events-title' },
-        title, timeline.events.length ? list : nothing)));
+      h(
+        'section',
+        { class: 'panel replay-side', 'aria-labelledby': 'events-title' },
+        title,
+        timeline.events.length ? list : nothing,
+      ),
+    ),
+  );
   // The player is built once the page is in the document, so it can measure its width.
   queueMicrotask(async () => {
     try {
@@ -100,21 +222,46 @@ async function replayPage(app, site, recordingId, query) {
       if (at) holder.dataset.startedAt = String(startAt);
       title.textContent = `What happened (${markers.length})`;
       if (markers.length && nothing.isConnected) nothing.replaceWith(list);
-      list.replaceChildren(...markers.map((event) => {
-        const ms = offset(event.at);
-        const target = Math.max(0, ms - LEAD_IN_MS);
-        return h('li', { class: `marker ${event.kind}`, dataset: { kind: event.kind } },
-          h('button', { type: 'button', class: 'link', onclick: () => {
-            player.goto(target, true);
-            holder.dataset.seekedTo = String(target);
-          } }, h('span', { class: 'time' }, clock(ms)), ' ',
-          h('span', { class: `badge ${event.kind}` }, KINDS[event.kind]?.label || event.kind), ' ', event.label));
-      }));
+      list.replaceChildren(
+        ...markers.map((event) => {
+          const ms = offset(event.at);
+          const target = Math.max(0, ms - LEAD_IN_MS);
+          return h(
+            'li',
+            { class: `marker ${event.kind}`, dataset: { kind: event.kind } },
+            h(
+              'button',
+              {
+                type: 'button',
+                class: 'link',
+                onclick: () => {
+                  player.goto(target, true);
+                  holder.dataset.seekedTo = String(target);
+                },
+              },
+              h('span', { class: 'time' }, clock(ms)),
+              ' ',
+              h('span', { class: `badge ${event.kind}` }, KINDS[event.kind]?.label || event.kind),
+              ' ',
+              event.label,
+            ),
+          );
+        }),
+      );
     } catch (failure) {
       holder.replaceChildren(alertBox(describeError(failure)));
     }
   });
-  list.replaceChildren(...timeline.events.map((event) => h('li', { class: `marker ${event.kind}` },
-    h('span', { class: `badge ${event.kind}` }, KINDS[event.kind]?.label || event.kind), ' ', event.label)));
+  list.replaceChildren(
+    ...timeline.events.map((event) =>
+      h(
+        'li',
+        { class: `marker ${event.kind}` },
+        h('span', { class: `badge ${event.kind}` }, KINDS[event.kind]?.label || event.kind),
+        ' ',
+        event.label,
+      ),
+    ),
+  );
   return page;
 }

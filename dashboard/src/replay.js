@@ -33,7 +33,7 @@ export async function loadEvents(session, site, recordingId, onProgress) {
   let done = 0;
   for (const segment of list.segments) {
     const response = await session.send(siteApi(site, `/segments/${segment.fileId}`));
-    events.push(...await inflate(response));
+    events.push(...(await inflate(response)));
     done += 1;
     onProgress?.(done, list.segments.length);
   }
@@ -62,12 +62,17 @@ export function withPageChanges(markers, events) {
     const href = event.type === META_EVENT && event.data?.href;
     if (!href || href === pages.at(-1)?.url) continue;
     let label = href;
-    try { label = new URL(href).pathname || '/'; } catch { /* not a URL: shown as it is */ }
+    try {
+      label = new URL(href).pathname || '/';
+    } catch {
+      /* not a URL: shown as it is */
+    }
     pages.push({ kind: 'page', at: new Date(event.timestamp).toISOString(), label, url: href });
   }
   const shown = new Set(pages.map((page) => page.url));
-  return [...markers.filter((marker) => marker.kind !== 'page' || !shown.has(marker.url)), ...pages]
-    .sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
+  return [...markers.filter((marker) => marker.kind !== 'page' || !shown.has(marker.url)), ...pages].sort(
+    (a, b) => Date.parse(a.at) - Date.parse(b.at),
+  );
 }
 
 /**
@@ -84,15 +89,15 @@ export function mountPlayer(target, events, { markers = [], startAt = 0 } = {}) 
   const first = events[0].timestamp;
   const last = events.at(-1).timestamp;
   const tagged = markers.map((marker) => ({
-    type: CUSTOM_EVENT, timestamp: Math.min(last, Math.max(first, Date.parse(marker.at))),
+    type: CUSTOM_EVENT,
+    timestamp: Math.min(last, Math.max(first, Date.parse(marker.at))),
     data: { tag: KINDS[marker.kind]?.label || marker.kind, payload: { label: marker.label } },
   }));
   const all = [...events, ...tagged].sort((a, b) => a.timestamp - b.timestamp);
   const tags = Object.fromEntries(Object.values(KINDS).map((kind) => [kind.label, kind.color]));
   const player = new rrwebPlayer({
     target,
-    props: { events: all, width, height, autoPlay: !startAt, showController: true,
-      skipInactive: true, tags },
+    props: { events: all, width, height, autoPlay: !startAt, showController: true, skipInactive: true, tags },
   });
   if (startAt) player.goto(startAt, true);
   nameControls(target);
@@ -107,19 +112,29 @@ export function mountPlayer(target, events, { markers = [], startAt = 0 } = {}) 
  */
 export function replayControl(app, site, recordingId, { label = 'Play', name } = {}) {
   const holder = h('div', { class: 'player' });
-  const play = h('button', { type: 'button', class: 'secondary', 'aria-label': name, onclick: async () => {
-    play.disabled = true;
-    holder.replaceChildren(progress('Downloading the recording…'));
-    try {
-      const events = await loadInto(holder, app.session, site, recordingId);
-      if (events.length < 2) holder.append(empty('Nothing to replay', 'This recording has no replayable page yet.'));
-      else mountPlayer(holder, events);
-    } catch (failure) {
-      holder.replaceChildren(alertBox(describeError(failure)));
-    } finally {
-      play.disabled = false;
-    }
-  } }, label);
+  const play = h(
+    'button',
+    {
+      type: 'button',
+      class: 'secondary',
+      'aria-label': name,
+      onclick: async () => {
+        play.disabled = true;
+        holder.replaceChildren(progress('Downloading the recording…'));
+        try {
+          const events = await loadInto(holder, app.session, site, recordingId);
+          if (events.length < 2)
+            holder.append(empty('Nothing to replay', 'This recording has no replayable page yet.'));
+          else mountPlayer(holder, events);
+        } catch (failure) {
+          holder.replaceChildren(alertBox(describeError(failure)));
+        } finally {
+          play.disabled = false;
+        }
+      },
+    },
+    label,
+  );
   return { play, holder };
 }
 
