@@ -75,7 +75,7 @@ KINDS: tuple[RetentionKind, ...] = (
     RetentionKind("errors", "Errors' links to visitors and their occurrences", 90, 7, MONTHS_25,
                   ("faults", "errorSessions", "errorRecords")),
     RetentionKind("activity", "Pageviews and interactions", MONTHS_25, 30, MONTHS_25,
-                  ("pageviews", "interactions")),
+                  ("pageviews", "interactions", "visits")),
     RetentionKind("leads", "Leads, orders and checkout data", 1095, 30, 1095,
                   ("leads", "orders", "commerceEvents")),
     RetentionKind("surveys", "Survey answers", 365, 30, MONTHS_25, ("surveyResponses",)),

@@ -19,6 +19,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from documents.retention import Expiry
 from documents.store import ASCENDING, Index, Store
 
 COLLECTION = "visit_sessions"
@@ -43,6 +44,9 @@ INDEXES = [
     # A visitor's visits: erasure, export, restriction.
     Index(COLLECTION, (("siteId", ASCENDING), ("visitorId", ASCENDING))),
 ]
+#: A visit goes with the pageviews it was made of (retention's "activity"): when it started
+#: before the cutoff. What it added to the session figures stays, as anyone's.
+EXPIRY = Expiry(COLLECTION, "startedAt")
 
 
 def _host(url: Any) -> str | None:

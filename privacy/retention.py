@@ -35,6 +35,7 @@ from documents import (
     retention,
     sites,
     visitors,
+    visits,
 )
 from documents.retention import Expiry
 from documents.store import Store
@@ -125,6 +126,8 @@ class KindPurge:
 
 _RECENT_RECORDINGS, _RECENT_PAGEVIEWS, _RECENT_LEADS = (
     _recent("recording"), _recent("pageview"), _recent("lead"))
+#: Visits are made of pageviews (documents/visits.py): removed with them, not counted again.
+_VISITS = _delete(visits.EXPIRY)
 
 PURGES: dict[str, KindPurge] = {
     "recordings": KindPurge((_recordings, _RECENT_RECORDINGS), ((recordings.EXPIRY, None),),
@@ -137,9 +140,10 @@ PURGES: dict[str, KindPurge] = {
         ((error_records.SESSION_LINK_EXPIRY, None),
          (error_records.OCCURRENCE_EXPIRY, error_records.NAMING_SOMEONE),
          (error_records.ERROR_EXPIRY, error_records.NAMING_SOMEONE))),
-    "activity": KindPurge((_trim(activity.EXPIRY), _trim(interactions.EXPIRY), _RECENT_PAGEVIEWS),
+    "activity": KindPurge((_trim(activity.EXPIRY), _trim(interactions.EXPIRY), _RECENT_PAGEVIEWS,
+                           _VISITS),
                           ((activity.EXPIRY, None), (interactions.EXPIRY, None)), buckets=True,
-                          most_per_batch=20, uncounted=(_RECENT_PAGEVIEWS,)),
+                          most_per_batch=20, uncounted=(_RECENT_PAGEVIEWS, _VISITS)),
     "leads": KindPurge(
         (_delete(leads.EXPIRY), _orders,
          _delete(commerce.EVENT_EXPIRY, commerce.EVENTS_OF_NO_ORDER), _RECENT_LEADS),

@@ -10,6 +10,7 @@ from typing import Any
 import documents
 from documents import migrations, rollups, visits
 from tests.dashboard_api.conftest import Ingest
+from tests.retention.conftest import make_purger
 from tests.support.app import Fetch, Tenant
 
 SHOP = "https://shop.example"
@@ -164,3 +165,17 @@ async def test_a_store_from_before_visits_gets_them_from_its_stored_pageviews(
     assert await _session_figures(deps.store, tenant.site_id) == kept
     traffic = await _overview_traffic(fetch, tenant, viewer_token)
     assert _named(traffic["utmCampaigns"]) == {"spring": 1}
+
+
+async def test_visits_go_with_the_pageviews_past_their_retention_and_the_figures_stay(
+        fetch: Fetch, tenant: Tenant, deps, ingest: Ingest):
+    await _traffic(ingest, deps)
+    kept = await _session_figures(deps.store, tenant.site_id)
+    changed = await fetch(f"/api/v1/sites/{tenant.site_id}", "PATCH", token=tenant.token,
+                          json_body={"settings": {"retentionDays": {"activity": 30}}})
+    assert changed.code == 200, changed
+    report = await make_purger(deps.store).purge(datetime.now(UTC) + timedelta(days=31))
+    assert report is not None
+    assert await deps.store.collection(visits.COLLECTION).count_documents({}) == 0
+    assert await deps.store.collection("pageview_buckets").count_documents({}) == 0
+    assert await _session_figures(deps.store, tenant.site_id) == kept
