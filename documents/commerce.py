@@ -31,6 +31,7 @@ from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
+from documents import visitors
 from documents.retention import Expiry
 from documents.store import ASCENDING, AlreadyStored, DuplicateKeyError, Index, Store
 
@@ -264,8 +265,7 @@ def _range(site_id: str, field: str, start: datetime, end: datetime,
 
 
 async def _restricted(store: Store, site_id: str) -> list[str]:
-    ids = await store.collection("visitors").distinct(
-        "visitorId", {"siteId": site_id, "restricted": True})
+    ids = await visitors.restricted_visitor_ids(store, site_id)
     return [visitor for visitor in ids if isinstance(visitor, str)]
 
 
@@ -429,26 +429,27 @@ async def reporting_currency(store: Store, site_id: str, settings: dict[str, Any
 
 
 async def session_steps(store: Store, site_id: str, start: datetime, end: datetime
-                        ) -> dict[tuple[str, str], list[tuple[str, datetime]]]:
+                        ) -> dict[tuple[str, str | None], list[tuple[str, datetime]]]:
     """Every add to cart and checkout started in [start, end), and every counted order paid
     then (as `PAID` at its payment), by (visitorId, sessionId), each session's oldest first:
-    the steps funnels match. Events sent without a session are left out; so are restricted
-    visitors. One indexed query per kind."""
+    the steps funnels match. What the shop's server sent without a browser session (the
+    plugin's events: the server never sees it) is under (visitorId, None). Restricted visitors
+    are left out. One indexed query per kind."""
     restricted = await _restricted(store, site_id)
-    steps: dict[tuple[str, str], list[tuple[str, datetime]]] = {}
+    steps: dict[tuple[str, str | None], list[tuple[str, datetime]]] = {}
     for kind in (ADD_TO_CART, CHECKOUT_STARTED):
         query = _range(site_id, "occurredAt", start, end, restricted)
         query["type"] = kind
         async for event in store.collection(EVENTS).find(
                 query, {"visitorId": 1, "sessionId": 1, "occurredAt": 1}):
-            if event.get("visitorId") and event.get("sessionId"):
-                steps.setdefault((event["visitorId"], event["sessionId"]), []).append(
-                    (kind, event["occurredAt"]))
+            if event.get("visitorId"):
+                steps.setdefault((event["visitorId"], event.get("sessionId") or None),
+                                 []).append((kind, event["occurredAt"]))
     async for order in store.collection(ORDERS).find(
             _range(site_id, "paidAt", start, end, restricted),
             {"visitorId": 1, "sessionId": 1, "paidAt": 1, "figure": 1}):
-        if order.get("figure") and order.get("visitorId") and order.get("sessionId"):
-            steps.setdefault((order["visitorId"], order["sessionId"]), []).append(
+        if order.get("figure") and order.get("visitorId"):
+            steps.setdefault((order["visitorId"], order.get("sessionId") or None), []).append(
                 (PAID, order["paidAt"]))
     for listed in steps.values():
         listed.sort(key=lambda step: step[1])

@@ -16,7 +16,8 @@ by construction. The rules (decision "Issue 31" in docs/decisions.md):
 * a session reaches step 1 at the first moment it matches it, and step k at the first moment
   at or after it reached step k-1 that it matches step k; steps are not skipped;
 * the window is the session: its pages (the first `visits.MAX_PAGES`) and the commerce events
-  the shop sent with its session id, up to LATE_STEPS after the range's last day;
+  the shop sent with its session id, up to LATE_STEPS after the range's last day; an event
+  sent without one (the plugin's) belongs to the visitor's visit that started last before it;
 * the time between two steps is the time between the moments they were reached; the median
   is over the sessions that reached the later step.
 """
@@ -32,8 +33,8 @@ from typing import Any
 
 from documents import commerce, visits
 from documents.accounts import new_id
-from documents.queries import restricted_visitor_ids
 from documents.store import ASCENDING, Index, Store
+from documents.visitors import restricted_visitor_ids
 from errors import InvalidInput, NotFound
 
 COLLECTION = "funnels"
@@ -248,10 +249,10 @@ async def session_paths(store: Store, site_id: str, funnel: dict[str, Any], firs
     start, end = day_bounds(first, last)
     hidden = await restricted_visitor_ids(store, site_id)
     shop = await commerce.session_steps(store, site_id, start, end + LATE_STEPS)
+    found = [visit async for visit in visits.visits_between(store, site_id, first, last,
+                                                            hidden=hidden, source=source)]
     paths = []
-    async for visit in visits.visits_between(store, site_id, first, last, hidden=hidden,
-                                             source=source):
-        steps = shop.get((visit["visitorId"], visit.get("sessionId")), [])
+    for visit, steps in _with_steps(found, shop):
         reached = walk([_moments(step, visit, steps, page_matches) for step in funnel["steps"]])
         paths.append(SessionPath(visit["visitorId"], visit.get("sessionId"),
                                  visit.get("device") or "unknown",
@@ -259,6 +260,29 @@ async def session_paths(store: Store, site_id: str, funnel: dict[str, Any], firs
                                  visits.source_label(visit.get("source")), reached,
                                  tuple(steps)))
     return paths
+
+
+def _with_steps(found: list[dict[str, Any]],
+                shop: dict[tuple[str, str | None], list[tuple[str, datetime]]]
+                ) -> list[tuple[dict[str, Any], list[tuple[str, datetime]]]]:
+    """Each visit with its commerce steps: those sent with its session id, and those the shop
+    sent without one (the plugin's) that happened from its start until the visitor's next
+    visit of the range started, so each such step is in exactly one visit."""
+    by_visitor: dict[str, list[dict[str, Any]]] = {}
+    for visit in found:
+        by_visitor.setdefault(visit["visitorId"], []).append(visit)
+    placed = []
+    for visitor_id, theirs in by_visitor.items():
+        theirs.sort(key=lambda visit: visit["startedAt"])
+        loose = shop.get((visitor_id, None), [])
+        for n, visit in enumerate(theirs):
+            until = theirs[n + 1]["startedAt"] if n + 1 < len(theirs) else None
+            mine = [step for step in loose if _aware(visit["startedAt"]) <= _aware(step[1])
+                    and (until is None or _aware(step[1]) < _aware(until))]
+            if visit.get("sessionId"):
+                mine += shop.get((visitor_id, visit["sessionId"]), [])
+            placed.append((visit, sorted(mine, key=lambda step: _aware(step[1]))))
+    return placed
 
 
 def _ratio(part: int, whole: int) -> float | None:

@@ -116,6 +116,44 @@ async def test_the_shop_funnel_counts_each_step_in_order_with_medians_and_breakd
     assert (direct["sessions"], _column(direct, "sessions")) == (4, [3, 2, 1, 0])
 
 
+async def test_the_shop_servers_events_sent_without_a_session_count_in_the_visit_they_fell_in(
+        fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str):
+    """The plugin sends carts, checkouts and orders without the browser session (the shop's
+    server never sees it). Visitor w has two visits:
+
+    t1 at 0': product view; cart at 2' (no session)            -> steps 1, 2
+    t2 at 30': product view; checkout 33', order paid 36' (no session) -> steps 1 (no cart
+        in t2: the cart at 2' belongs to t1, the visit that started last before it)
+    """
+    for session, minute in (("t1", 0), ("t2", 30)):
+        await ingest("pageviews", {"visitorId": "w", "sessionId": session, "userAgent": DESKTOP,
+                                   "url": f"{SHOP}/product/a", "productId": "p-1",
+                                   "occurredAt": _at(minute), "pageviewId": f"{session}-0"})
+    for minute, kind in ((2, "add_to_cart"), (33, "checkout_started")):
+        await ingest("commerce", {"eventId": f"w-{kind}", "type": kind, "visitorId": "w",
+                                  "productId": "p-1", "occurredAt": _at(minute)})
+    await ingest("commerce", {"eventId": "w-placed", "type": "order_placed", "visitorId": "w",
+                              "orderId": "o-w", "total": "20.00", "currency": "EUR",
+                              "occurredAt": _at(35)})
+    await ingest("commerce", {"eventId": "w-paid", "type": "order_paid", "orderId": "o-w",
+                              "occurredAt": _at(36)})
+    await deps.derivation.fold()
+    report = await _report(fetch, tenant, viewer_token)
+    assert report["sessions"] == 2
+    assert _column(report, "sessions") == [2, 1, 0, 0]
+    assert _column(report, "medianSecondsFromPrevious") == [None, 120.0, None, None]
+    # An owner's funnel of product view then checkout then order sees t2 go all the way.
+    created = await fetch(f"/api/v1/sites/{tenant.site_id}/funnels", "POST", token=tenant.token,
+                          json_body={"name": "Buy", "steps": [
+                              {"kind": "event", "event": "product_view"},
+                              {"kind": "event", "event": "checkout_started"},
+                              {"kind": "event", "event": "order_paid"}]})
+    assert created.code in (200, 201), created
+    buy = await _report(fetch, tenant, viewer_token, created.json()["id"])
+    assert _column(buy, "sessions") == [2, 1, 1]
+    assert _column(buy, "medianSecondsFromPrevious") == [None, 180.0, 180.0]
+
+
 async def test_an_owners_funnel_of_page_patterns_is_stored_audited_and_reported(
         fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str):
     await _sessions(ingest, deps)
