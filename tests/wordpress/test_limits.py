@@ -67,12 +67,14 @@ async def test_a_full_outbox_refuses_new_items_and_counts_them(open_shop: ShopFa
     cart = "%7B%22" + str(shop.wp.product_id) + "%22%3A1%7D"
     checkout = await shop.http("/?fake_wc_checkout=1&email=full@example.com", headers={
         "Cookie": f"svc_vid=visitor-full-1; fake_wc_cart={cart}"})
-    assert checkout.code == 200  # the shop's checkout goes on; the lead is not kept
+    # The shop's checkout goes on; its order event and its lead are not kept.
+    assert checkout.code == 200
     assert await shop.wp.php("return \\VisitorService\\Outbox::backlog();") == 1000
-    assert (await _counts(shop))["outbox_full"] == 2
+    assert (await _counts(shop))["outbox_full"] == 3
     page = await _settings_page(shop)
     assert "1000 leads and survey answers are waiting to be sent." in page
-    assert "2 leads and survey answers were refused because the outbox was full." in page
+    assert ("3 leads, survey answers and shop events were refused because the outbox was "
+            "full.") in page
 
 
 async def test_retry_now_sends_the_backlog_while_the_owner_waits(

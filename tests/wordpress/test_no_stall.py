@@ -69,9 +69,9 @@ async def test_with_the_service_hung_leads_surveys_and_checkouts_answer_without_
             "Cookie": f"svc_vid=visitor-hung-1; fake_wc_cart={cart}"})
         assert checkout.code == 200 and b"received" in checkout.body
         assert hung.finished == 0
-        # All three are kept.
+        # All are kept: the lead, the survey answer, and the checkout's order and lead.
         assert [row["path"] for row in await _backlog(shop)] == [
-            "/ingest/leads", "/ingest/surveys", "/ingest/leads"]
+            "/ingest/leads", "/ingest/surveys", "/ingest/commerce", "/ingest/leads"]
 
         # The delivery ran in a request of its own (the loopback to the deliver route): it
         # reached the hung service and gave up after its own timeout. Only one was started:
@@ -81,7 +81,7 @@ async def test_with_the_service_hung_leads_surveys_and_checkouts_answer_without_
         assert b"POST /ingest/leads" in hung.received and b"hung@example.com" in hung.received
         await asyncio.sleep(1)
         assert hung.accepted == 1
-        assert [row["attempts"] for row in await _backlog(shop)] == ["1", "0", "0"]
+        assert [row["attempts"] for row in await _backlog(shop)] == ["1", "0", "0", "0"]
     finally:
         await hung.close()
 
@@ -93,6 +93,8 @@ async def test_with_the_service_hung_leads_surveys_and_checkouts_answer_without_
     leads = await documents(deps, "leads", shop.tenant.site_id)
     assert sorted(lead["kind"] for lead in leads) == ["checkout", "form"]
     assert len(await documents(deps, "survey_responses", shop.tenant.site_id)) == 1
+    orders = await documents(deps, "orders", shop.tenant.site_id)
+    assert [order["status"] for order in orders] == ["placed"]
     assert await _backlog(shop) == []
 
 

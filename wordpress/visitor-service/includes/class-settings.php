@@ -366,9 +366,9 @@ final class Settings
             ),
             sprintf(
                 _n(
-                    /* translators: %d: number of leads and survey answers */
-                    '%d lead or survey answer was refused because the outbox was full.',
-                    '%d leads and survey answers were refused because the outbox was full.',
+                    /* translators: %d: number of leads, survey answers and shop events (carts, orders) */
+                    '%d lead, survey answer or shop event was refused because the outbox was full.',
+                    '%d leads, survey answers and shop events were refused because the outbox was full.',
                     $count('outbox_full'),
                     'visitor-service'
                 ),
