@@ -33,6 +33,48 @@ export function svg(tag, attrs = {}, ...children) {
   return element;
 }
 
+/**
+ * A table in its scrolling wrap. `head` holds the header cells: a text, or [text, attrs] for a
+ * cell with attributes; `rows` the body's rows; `caption`, when given, is a hint above them;
+ * `wrap` adds attributes to the wrap (a wrap that scrolls takes the keyboard's focus).
+ */
+export function table({ id, caption, head, rows, wrap = {} }) {
+  const cell = (spec) => (Array.isArray(spec) ? h('th', spec[1], spec[0]) : h('th', {}, spec));
+  return h(
+    'div',
+    { class: 'table-wrap', ...wrap },
+    h(
+      'table',
+      { id },
+      caption ? h('caption', { class: 'hint' }, caption) : null,
+      h('thead', {}, h('tr', {}, head.map(cell))),
+      h('tbody', {}, rows),
+    ),
+  );
+}
+
+/**
+ * Shares of a whole, one bar each with its percentage and count; `none` says that there are
+ * none, `unknown` names a row without a name.
+ */
+export function shareList(id, rows, { none = 'Nothing in this period', unknown } = {}) {
+  if (!rows.length) return empty(none);
+  return h(
+    'ul',
+    { class: 'shares', id },
+    rows.map((row) => {
+      const percent = Math.round(row.share * 100);
+      return h(
+        'li',
+        {},
+        h('span', { class: 'share-name' }, row.name || unknown),
+        h('span', { class: 'share-bar', 'aria-hidden': 'true' }, h('span', { style: `width: ${percent}%` })),
+        h('span', { class: 'share-value' }, `${percent}% (${row.count})`),
+      );
+    }),
+  );
+}
+
 /** A designed empty state: what is missing and what to do about it. */
 export function empty(title, hint) {
   return h('div', { class: 'empty' }, h('strong', {}, title), hint);

@@ -4,7 +4,7 @@
 // in the URL, so a view can be bookmarked and shared.
 import { siteApi } from './api.js';
 import { actionButton, exportTools } from './controls.js';
-import { empty, facts, h, pagePath, svg, when } from './dom.js';
+import { empty, facts, h, pagePath, shareList, svg, table, when } from './dom.js';
 import { choice, field, filterForm, isoDay, picked } from './filters.js';
 
 const FILTERS = ['status', 'source', 'page', 'from', 'to', 'sort'];
@@ -200,29 +200,15 @@ async function pagesAtRisk(app, site, params) {
     { class: 'panel', 'aria-labelledby': 'pages-at-risk-title' },
     h('h2', { id: 'pages-at-risk-title' }, 'Pages with rage and dead clicks, by revenue at risk'),
     pages.items.length
-      ? h(
-          'div',
-          { class: 'table-wrap' },
-          h(
-            'table',
-            { id: 'pages-at-risk' },
-            h(
-              'caption',
-              { class: 'hint' },
-              `Sessions from ${pages.from} to ${pages.to} with a rage or dead click on the page`,
-            ),
-            h(
-              'thead',
-              {},
-              h('tr', {}, h('th', { scope: 'col' }, 'Page'), h('th', { scope: 'col' }, 'Revenue at risk')),
-            ),
-            h(
-              'tbody',
-              {},
-              pages.items.map((row) => h('tr', {}, h('td', {}, h('code', {}, row.page)), h('td', {}, atRisk(row)))),
-            ),
-          ),
-        )
+      ? table({
+          id: 'pages-at-risk',
+          caption: `Sessions from ${pages.from} to ${pages.to} with a rage or dead click on the page`,
+          head: [
+            ['Page', { scope: 'col' }],
+            ['Revenue at risk', { scope: 'col' }],
+          ],
+          rows: pages.items.map((row) => h('tr', {}, h('td', {}, h('code', {}, row.page)), h('td', {}, atRisk(row)))),
+        })
       : empty('No rage or dead clicks in this period'),
     h('p', { class: 'hint' }, pages.rule),
   );
@@ -259,24 +245,6 @@ function dayBars(days) {
       svg('text', { x: width - 34, y: height + 14 }, days.at(-1)?.day.slice(5) || ''),
     ),
     h('figcaption', { class: 'hint' }, summary),
-  );
-}
-
-function shareList(id, rows, unknown = 'unknown') {
-  if (!rows.length) return empty('Nothing recorded');
-  return h(
-    'ul',
-    { class: 'shares', id },
-    rows.map((row) => {
-      const percent = Math.round(row.share * 100);
-      return h(
-        'li',
-        {},
-        h('span', { class: 'share-name' }, row.name || unknown),
-        h('span', { class: 'share-bar', 'aria-hidden': 'true' }, h('span', { style: `width: ${percent}%` })),
-        h('span', { class: 'share-value' }, `${percent}% (${row.count})`),
-      );
-    }),
   );
 }
 
@@ -476,10 +444,30 @@ async function errorDetail(app, site, errorId, query) {
         h('h2', {}, `Visitors affected (${breakdown.visitorsAffected})`),
         visitors.length ? h('ul', { id: 'affected-visitors' }, visitors) : empty('No visitors in this range'),
       ),
-      h('section', { class: 'panel' }, h('h2', {}, 'Pages'), shareList('error-pages', breakdown.pages, 'unknown page')),
-      h('section', { class: 'panel' }, h('h2', {}, 'Browsers'), shareList('error-browsers', breakdown.browsers)),
-      h('section', { class: 'panel' }, h('h2', {}, 'Systems'), shareList('error-systems', breakdown.systems)),
-      h('section', { class: 'panel' }, h('h2', {}, 'Devices'), shareList('error-devices', breakdown.devices)),
+      h(
+        'section',
+        { class: 'panel' },
+        h('h2', {}, 'Pages'),
+        shareList('error-pages', breakdown.pages, { none: 'Nothing recorded', unknown: 'unknown page' }),
+      ),
+      h(
+        'section',
+        { class: 'panel' },
+        h('h2', {}, 'Browsers'),
+        shareList('error-browsers', breakdown.browsers, { none: 'Nothing recorded', unknown: 'unknown' }),
+      ),
+      h(
+        'section',
+        { class: 'panel' },
+        h('h2', {}, 'Systems'),
+        shareList('error-systems', breakdown.systems, { none: 'Nothing recorded', unknown: 'unknown' }),
+      ),
+      h(
+        'section',
+        { class: 'panel' },
+        h('h2', {}, 'Devices'),
+        shareList('error-devices', breakdown.devices, { none: 'Nothing recorded', unknown: 'unknown' }),
+      ),
     ),
     h('section', { class: 'panel' }, h('h2', {}, 'Stack frames (latest)'), stackFrames(error.lastStack)),
     h(

@@ -4,7 +4,7 @@
 // same counts by device, country and source; and a form to define a funnel (owners, admins).
 import { describeError, siteApi } from './api.js';
 import { actionButton } from './controls.js';
-import { alertBox, empty, h, seconds } from './dom.js';
+import { alertBox, empty, h, seconds, table } from './dom.js';
 import { field, filterForm, isoDay, picked } from './filters.js';
 
 const EVENTS = {
@@ -116,80 +116,62 @@ export async function funnelsPage(app, site, item, query) {
 function steps(site, funnel, report, range) {
   if (!report.sessions) return empty('No sessions in this period', 'Try a wider date range.');
   const widest = Math.max(1, report.steps[0].sessions);
-  return h(
-    'div',
-    { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Funnel steps' },
-    h(
-      'table',
-      { id: 'funnel-steps' },
-      h(
-        'caption',
-        { class: 'hint' },
-        `${report.sessions} sessions started in the period; conversion is of those at step 1.`,
-      ),
-      h(
-        'thead',
-        {},
+  return table({
+    id: 'funnel-steps',
+    caption: `${report.sessions} sessions started in the period; conversion is of those at step 1.`,
+    head: [
+      ['Step', { scope: 'col' }],
+      ['Sessions', { scope: 'col', class: 'num' }],
+      ['Conversion', { scope: 'col', class: 'num' }],
+      ['From the step before', { scope: 'col', class: 'num optional' }],
+      ['Median time from the step before', { scope: 'col', class: 'num optional' }],
+      ['Stopped here', { scope: 'col' }],
+    ],
+    rows: report.steps.map((step) => {
+      const stopped = new URLSearchParams(range);
+      stopped.set('funnel', funnel.id);
+      stopped.set('stoppedAt', String(step.index));
+      const last = step.index === report.steps.length;
+      const said = last ? `${step.sessions} completed` : `${step.dropOff} stopped`;
+      return h(
+        'tr',
+        { dataset: { step: String(step.index) } },
         h(
-          'tr',
-          {},
-          h('th', { scope: 'col' }, 'Step'),
-          h('th', { scope: 'col', class: 'num' }, 'Sessions'),
-          h('th', { scope: 'col', class: 'num' }, 'Conversion'),
-          h('th', { scope: 'col', class: 'num optional' }, 'From the step before'),
-          h('th', { scope: 'col', class: 'num optional' }, 'Median time from the step before'),
-          h('th', { scope: 'col' }, 'Stopped here'),
+          'th',
+          { scope: 'row' },
+          `${step.index}. ${step.label}`,
+          h(
+            'span',
+            { class: 'share-bar', 'aria-hidden': 'true' },
+            h('span', { style: `width: ${Math.round((step.sessions / widest) * 100)}%` }),
+          ),
         ),
-      ),
-      h(
-        'tbody',
-        {},
-        report.steps.map((step) => {
-          const stopped = new URLSearchParams(range);
-          stopped.set('funnel', funnel.id);
-          stopped.set('stoppedAt', String(step.index));
-          const last = step.index === report.steps.length;
-          const said = last ? `${step.sessions} completed` : `${step.dropOff} stopped`;
-          return h(
-            'tr',
-            { dataset: { step: String(step.index) } },
-            h(
-              'th',
-              { scope: 'row' },
-              `${step.index}. ${step.label}`,
-              h(
-                'span',
-                { class: 'share-bar', 'aria-hidden': 'true' },
-                h('span', { style: `width: ${Math.round((step.sessions / widest) * 100)}%` }),
-              ),
-            ),
-            h('td', { class: 'num' }, String(step.sessions)),
-            h('td', { class: 'num' }, percent(step.conversion)),
-            h('td', { class: 'num optional' }, percent(step.fromPrevious)),
-            h(
-              'td',
-              { class: 'num optional' },
-              step.medianSecondsFromPrevious === null ? '—' : seconds(step.medianSecondsFromPrevious),
-            ),
-            h(
-              'td',
-              {},
-              (last ? step.sessions : step.dropOff)
-                ? h(
-                    'a',
-                    {
-                      href: `/app/sites/${site.id}/recordings?${stopped}`,
-                      'aria-label': `${said} at step ${step.index}, ${step.label}: their recordings`,
-                    },
-                    said,
-                  )
-                : '—',
-            ),
-          );
-        }),
-      ),
-    ),
-  );
+        h('td', { class: 'num' }, String(step.sessions)),
+        h('td', { class: 'num' }, percent(step.conversion)),
+        h('td', { class: 'num optional' }, percent(step.fromPrevious)),
+        h(
+          'td',
+          { class: 'num optional' },
+          step.medianSecondsFromPrevious === null ? '—' : seconds(step.medianSecondsFromPrevious),
+        ),
+        h(
+          'td',
+          {},
+          (last ? step.sessions : step.dropOff)
+            ? h(
+                'a',
+                {
+                  href: `/app/sites/${site.id}/recordings?${stopped}`,
+                  'aria-label': `${said} at step ${step.index}, ${step.label}: their recordings`,
+                },
+                said,
+              )
+            : '—',
+        ),
+      );
+    }),
+    wrap: { tabindex: '0', role: 'region', 'aria-label': 'Funnel steps' },
+  });
 }
 
 function breakdown(name, label, funnel, rows) {

@@ -1,7 +1,7 @@
 // Heatmaps (issue 22): the site's pages, and one page's clicks, rage clicks, dead clicks or scroll
 // reach drawn over the page as a recording rendered it (or over a plain outline, saying why).
 import { siteApi } from './api.js';
-import { empty, h } from './dom.js';
+import { empty, h, table } from './dom.js';
 import { choice, field, isoDay } from './filters.js';
 
 const KINDS = { click: 'Clicks', rage_click: 'Rage clicks', dead_click: 'Dead clicks', scroll: 'Scroll depth' };
@@ -50,33 +50,18 @@ export async function heatmapsPage(app, site, item, query) {
       'div',
       { class: 'panel' },
       rows.length
-        ? h(
-            'div',
-            { class: 'table-wrap' },
-            h(
-              'table',
-              { id: 'heatmap-pages' },
-              h(
-                'caption',
-                { class: 'hint' },
-                `Pages from ${list.from} to ${list.to}, grouped without query string or fragment`,
-              ),
-              h(
-                'thead',
-                {},
-                h(
-                  'tr',
-                  {},
-                  h('th', {}, 'Page'),
-                  h('th', {}, 'Pageviews'),
-                  h('th', {}, 'Clicks'),
-                  h('th', { class: 'optional' }, 'Rage clicks'),
-                  h('th', { class: 'optional' }, 'Dead clicks'),
-                ),
-              ),
-              h('tbody', {}, rows),
-            ),
-          )
+        ? table({
+            id: 'heatmap-pages',
+            caption: `Pages from ${list.from} to ${list.to}, grouped without query string or fragment`,
+            head: [
+              'Page',
+              'Pageviews',
+              'Clicks',
+              ['Rage clicks', { class: 'optional' }],
+              ['Dead clicks', { class: 'optional' }],
+            ],
+            rows,
+          })
         : empty('No interactions yet', 'Clicks and scrolling appear here once the loader runs on your shop.'),
     ),
   );

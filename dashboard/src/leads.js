@@ -2,7 +2,7 @@
 // correct a lead in place and download the CSV.
 import { describeError, siteApi } from './api.js';
 import { exportPanel } from './controls.js';
-import { alertBox, empty, h, when } from './dom.js';
+import { alertBox, empty, h, table, when } from './dom.js';
 
 export async function leadsPage(app, site, item, query) {
   const cursor = query.get('cursor');
@@ -89,28 +89,11 @@ export async function leadsPage(app, site, item, query) {
       'div',
       { class: 'panel' },
       rows.length
-        ? h(
-            'div',
-            { class: 'table-wrap' },
-            h(
-              'table',
-              { id: 'leads' },
-              h(
-                'thead',
-                {},
-                h(
-                  'tr',
-                  {},
-                  h('th', {}, 'Name'),
-                  h('th', {}, 'E-mail'),
-                  h('th', { class: 'optional' }, 'Phone'),
-                  h('th', { class: 'optional' }, 'Received'),
-                  h('th', {}, ''),
-                ),
-              ),
-              h('tbody', {}, rows),
-            ),
-          )
+        ? table({
+            id: 'leads',
+            head: ['Name', 'E-mail', ['Phone', { class: 'optional' }], ['Received', { class: 'optional' }], ''],
+            rows,
+          })
         : empty('No leads yet', 'Leads arrive from your shop’s forms and checkout.'),
       page.nextCursor
         ? h(

@@ -4,7 +4,7 @@
 // traffic sources (traffic.js); the daily chart (chart.js) and the live feed of new errors and leads.
 import { ApiError, describeError, siteApi } from './api.js';
 import { dailyChart } from './chart.js';
-import { alertBox, empty, h, when } from './dom.js';
+import { alertBox, empty, h, shareList, table, when } from './dom.js';
 import { isoDay } from './filters.js';
 import { moneyPanel } from './money.js';
 import { trafficPanels } from './traffic.js';
@@ -43,41 +43,14 @@ function change(figure, name, days) {
 
 function ranking(id, rows, caption, [nameHead, countHead], nameOf) {
   if (!rows.length) return empty('Nothing in this period');
-  return h(
-    'div',
-    { class: 'table-wrap' },
-    h(
-      'table',
-      { id },
-      h('caption', { class: 'hint' }, caption),
-      h('thead', {}, h('tr', {}, h('th', {}, nameHead), h('th', { class: 'num' }, countHead))),
-      h(
-        'tbody',
-        {},
-        rows.map((row) =>
-          h('tr', {}, h('td', {}, nameOf(row)), h('td', { class: 'num' }, row.countText ?? String(row.count))),
-        ),
-      ),
+  return table({
+    id,
+    caption,
+    head: [nameHead, [countHead, { class: 'num' }]],
+    rows: rows.map((row) =>
+      h('tr', {}, h('td', {}, nameOf(row)), h('td', { class: 'num' }, row.countText ?? String(row.count))),
     ),
-  );
-}
-
-function shares(id, rows) {
-  if (!rows.length) return empty('Nothing in this period');
-  return h(
-    'ul',
-    { class: 'shares', id },
-    rows.map((row) => {
-      const percent = Math.round(row.share * 100);
-      return h(
-        'li',
-        {},
-        h('span', { class: 'share-name' }, row.name),
-        h('span', { class: 'share-bar', 'aria-hidden': 'true' }, h('span', { style: `width: ${percent}%` })),
-        h('span', { class: 'share-value' }, `${percent}% (${row.count})`),
-      );
-    }),
-  );
+  });
 }
 
 const INVERTED = 'The start date is after the end date. Choose a start on or before the end.';
@@ -291,8 +264,8 @@ export async function overviewPage(app, site, item, query) {
           (row) => h('code', {}, row.page),
         ),
       ),
-      h('section', { class: 'panel' }, h('h2', {}, 'Countries'), shares('countries', data.countries)),
-      h('section', { class: 'panel' }, h('h2', {}, 'Devices'), shares('devices', data.devices)),
+      h('section', { class: 'panel' }, h('h2', {}, 'Countries'), shareList('countries', data.countries)),
+      h('section', { class: 'panel' }, h('h2', {}, 'Devices'), shareList('devices', data.devices)),
     ),
     trafficPanels(site, data.traffic, data.from, data.to),
     h(

@@ -3,7 +3,7 @@
 // with due dates.
 import { siteApi } from './api.js';
 import { actionButton, csvDownload, download } from './controls.js';
-import { empty, h, when } from './dom.js';
+import { empty, h, table, when } from './dom.js';
 
 /** When a hold was set: its time, or just that it is on (set before times were recorded). */
 function heldSince(on, at) {
@@ -250,29 +250,18 @@ function retentionPanel(app, site, status, admin) {
       `What is older is removed automatically. Last purge finished: ${when(status.lastRunCompletedAt)}.`,
     ),
     lag,
-    h(
-      'div',
-      { class: 'table-wrap' },
-      h(
-        'table',
-        { id: 'retention-table' },
-        h(
-          'thead',
-          {},
-          h(
-            'tr',
-            {},
-            h('th', {}, 'Data'),
-            h('th', {}, 'Kept (days)'),
-            h('th', {}, 'Oldest held'),
-            h('th', { class: 'optional' }, 'Last purge'),
-            h('th', {}, 'Removed last run'),
-            h('th', { class: 'optional' }, 'Removed in all'),
-          ),
-        ),
-        h('tbody', {}, rows),
-      ),
-    ),
+    table({
+      id: 'retention-table',
+      head: [
+        'Data',
+        'Kept (days)',
+        'Oldest held',
+        ['Last purge', { class: 'optional' }],
+        'Removed last run',
+        ['Removed in all', { class: 'optional' }],
+      ],
+      rows,
+    }),
     controls,
     outcome,
   );
@@ -388,29 +377,18 @@ export async function privacyPage(app, site) {
         'Every export, erasure, restriction, objection and rectification is due one month after it was received.',
       ),
       rows.length
-        ? h(
-            'div',
-            { class: 'table-wrap' },
-            h(
-              'table',
-              { id: 'requests' },
-              h(
-                'thead',
-                {},
-                h(
-                  'tr',
-                  {},
-                  h('th', {}, 'Type'),
-                  h('th', {}, 'Visitor'),
-                  h('th', {}, 'Status'),
-                  h('th', { class: 'optional' }, 'Received'),
-                  h('th', {}, 'Due'),
-                  h('th', { class: 'optional' }, 'Completed'),
-                ),
-              ),
-              h('tbody', {}, rows),
-            ),
-          )
+        ? table({
+            id: 'requests',
+            head: [
+              'Type',
+              'Visitor',
+              'Status',
+              ['Received', { class: 'optional' }],
+              'Due',
+              ['Completed', { class: 'optional' }],
+            ],
+            rows,
+          })
         : empty(
             'No requests yet',
             admin

@@ -128,8 +128,13 @@ export async function settingsPage(app, site) {
       disabled,
     ),
     h('p', { class: 'hint' }, 'Global Privacy Control is always honoured; IP addresses are always stored anonymised.'),
-    h('p', { class: 'hint', id: 'retention-link' }, 'How long each kind of data is kept, and proof that older data is removed: ',
-      h('a', { href: `/app/sites/${site.id}/privacy#retention` }, 'Retention under Privacy & exports'), '.'),
+    h(
+      'p',
+      { class: 'hint', id: 'retention-link' },
+      'How long each kind of data is kept, and proof that older data is removed: ',
+      h('a', { href: `/app/sites/${site.id}/privacy#retention` }, 'Retention under Privacy & exports'),
+      '.',
+    ),
     h('h3', {}, 'Excluded URLs'),
     h(
       'p',

@@ -4,7 +4,7 @@
 // running when it was given, and a formula-safe CSV of every answer.
 import { describeError, siteApi } from './api.js';
 import { download } from './controls.js';
-import { alertBox, empty, facts, h, pagePath, when } from './dom.js';
+import { alertBox, empty, facts, h, pagePath, table, when } from './dom.js';
 import { replayControl } from './replay.js';
 
 const TYPES = { score: '0–10 score (NPS)', rating: 'Rating 1–5', choice: 'Single choice' };
@@ -44,28 +44,7 @@ export async function surveysPage(app, site, item) {
       'div',
       { class: 'panel' },
       rows.length
-        ? h(
-            'div',
-            { class: 'table-wrap' },
-            h(
-              'table',
-              { id: 'surveys' },
-              h(
-                'thead',
-                {},
-                h(
-                  'tr',
-                  {},
-                  h('th', {}, 'Name'),
-                  h('th', {}, 'Question'),
-                  h('th', { class: 'optional' }, 'Pages'),
-                  h('th', {}, 'Shows'),
-                  h('th', {}, 'State'),
-                ),
-              ),
-              h('tbody', {}, rows),
-            ),
-          )
+        ? table({ id: 'surveys', head: ['Name', 'Question', ['Pages', { class: 'optional' }], 'Shows', 'State'], rows })
         : empty(
             'No surveys yet',
             app.isAdmin(site)

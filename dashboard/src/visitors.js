@@ -4,7 +4,7 @@
 // objection and erasure with its receipt in the server's words.
 import { describeError, siteApi } from './api.js';
 import { actionButton, download } from './controls.js';
-import { alertBox, empty, facts, h, pagePath, progress, seconds, when } from './dom.js';
+import { alertBox, empty, facts, h, pagePath, progress, seconds, table, when } from './dom.js';
 import { DEVICES, choice, field, filterForm, listQuery, pager, yesNo } from './filters.js';
 import { replayControl } from './replay.js';
 
@@ -89,29 +89,18 @@ export async function visitorsPage(app, site, item, query) {
       'div',
       { class: 'panel' },
       rows.length
-        ? h(
-            'div',
-            { class: 'table-wrap' },
-            h(
-              'table',
-              { id: 'visitors' },
-              h(
-                'thead',
-                {},
-                h(
-                  'tr',
-                  {},
-                  h('th', {}, 'Visitor'),
-                  h('th', { class: 'optional' }, 'E-mail'),
-                  h('th', {}, 'Country'),
-                  h('th', { class: 'optional' }, 'Device'),
-                  h('th', { class: 'optional' }, 'Pageviews'),
-                  h('th', {}, 'Last seen'),
-                ),
-              ),
-              h('tbody', {}, rows),
-            ),
-          )
+        ? table({
+            id: 'visitors',
+            head: [
+              'Visitor',
+              ['E-mail', { class: 'optional' }],
+              'Country',
+              ['Device', { class: 'optional' }],
+              ['Pageviews', { class: 'optional' }],
+              'Last seen',
+            ],
+            rows,
+          })
         : empty(
             filters.size ? `No visitor matches${query.get('q') ? ` “${query.get('q')}”` : ''}` : 'No visitors yet',
             filters.size
