@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from auth.passwords import PasswordHasher
-from documents import accounts, error_records
+from documents import accounts, error_records, sites
 from documents.sites import SiteKeyring
 from ingest import activity, commerce
 from ingest.recordings import RecordingLifecycle, SegmentUpload
@@ -118,7 +118,7 @@ async def seed_demo_activity(deps: Any, site_id: str, *, now: datetime | None = 
     every page of the dashboard has something to show on a fresh `make run`.
     """
     now = now or datetime.now(UTC)
-    site = await deps.store.collection("sites").find_one({"_id": site_id})
+    site = await sites.find_site(deps.store, site_id)
     origin = "https://demo-shop.example"
     for visitor_id, name, ip, agent, screen, days in DEMO_VISITORS:
         context = {"visitorId": visitor_id, "ip": ip, "userAgent": agent, "screen": screen,

@@ -414,7 +414,7 @@ async def _create_site(settings: Settings, args: argparse.Namespace) -> None:
 
 async def _rotate_key(settings: Settings, args: argparse.Namespace) -> None:
     async def work(deps: Deps) -> None:
-        site = await deps.store.collection("sites").find_one({"_id": args.site_id})
+        site = await documents.sites.find_site(deps.store, args.site_id)
         if site is None:
             raise SystemExit(f"no site {args.site_id}")
         _, api_key = await deps.keyring.rotate_api_key(site, settings.key_rotation_grace_seconds)

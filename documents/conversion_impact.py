@@ -35,8 +35,8 @@ from fractions import Fraction
 from typing import Any
 
 from documents import commerce, error_records, funnels, interactions, visits
-from documents.queries import restricted_visitor_ids
 from documents.store import Store
+from documents.visitors import restricted_visitor_ids
 
 MIN_AFFECTED = 30
 #: The one-sided 99 % quantile of the standard normal distribution.

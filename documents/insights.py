@@ -24,6 +24,7 @@ from documents import (
     derivation,
     error_records,
     interactions,
+    leads,
     queries,
     recordings,
     rollups,
@@ -84,13 +85,12 @@ async def recording_timeline(store: Store, site_id: str, recording_id: str) -> d
                     events.append({
                         "kind": event["kind"], "at": event["at"], "url": event.get("url"),
                         "label": _click_label(event)})
-        leads = store.collection("leads").find(
-            {"siteId": site_id, "visitorId": visitor_id, "createdAt": {"$gte": low, "$lte": high}},
-            {"createdAt": 1, "kind": 1, "url": 1, "formId": 1},
-        ).sort("createdAt", ASCENDING).limit(TIMELINE_ITEMS)
+        found_leads = leads.visitor_leads_between(
+            store, site_id, visitor_id, low, high,
+            {"createdAt": 1, "kind": 1, "url": 1, "formId": 1}, limit=TIMELINE_ITEMS)
         events.extend([{"kind": "lead", "at": lead["createdAt"], "leadId": lead["_id"],
                         "label": f"Lead ({lead.get('kind') or 'form'})",
-                        "url": lead.get("url")} async for lead in leads])
+                        "url": lead.get("url")} async for lead in found_leads])
     events.sort(key=lambda event: event["at"])
     return {"recording": queries.recording_summary(recording), "events": events}
 
@@ -120,7 +120,7 @@ async def error_replays(store: Store, site_id: str, error_id: str, *, first: dat
     with the recording and the moment to open it at."""
     await queries.find_error(store, site_id, error_id)
     start, end = queries._day_bounds(first, last)
-    restricted = await queries.restricted_visitor_ids(store, site_id)
+    restricted = await visitors.restricted_visitor_ids(store, site_id)
     match: dict[str, Any] = {"siteId": site_id, "errorId": error_id,
                              "occurredAt": {"$gte": start, "$lt": end}}
     if restricted:
@@ -221,7 +221,7 @@ async def search_recordings(store: Store, site_id: str, filters: RecordingFilter
             raise InvalidInput(f"has must name some of {', '.join(recordings.MARKS)}",
                                field="has")
     filter_: dict[str, Any] = {"siteId": site_id}
-    restricted = await queries.restricted_visitor_ids(store, site_id)
+    restricted = await visitors.restricted_visitor_ids(store, site_id)
     if filters.visitor_id is not None:
         if filters.visitor_id in restricted:
             return queries.Page([], None)
@@ -247,8 +247,8 @@ async def search_recordings(store: Store, site_id: str, filters: RecordingFilter
         durations.append({"$expr": {"$lte": [recordings.DURATION_MS, filters.max_seconds * 1000]}})
     if durations:
         filter_["$and"] = durations
-    found, next_cursor = await queries.keyset_page(store, "recordings", filter_, "startedAt",
-                                                   cursor, limit)
+    found, next_cursor = await queries.keyset_page(store, recordings.COLLECTION, filter_,
+                                                   "startedAt", cursor, limit)
     return queries.Page(await recording_rows(store, site_id, found), next_cursor)
 
 
@@ -318,7 +318,7 @@ async def search_visitors(store: Store, site_id: str, filters: VisitorFilters, *
             shaped = [p for p in shaped if (p["visitorId"] in hit) == filters.has_error]
         return [{**p, "hadError": p["visitorId"] in hit} for p in shaped]
 
-    found = await _search(store, "visitors", filter_, "lastSeen", cursor, limit, keep)
+    found = await _search(store, visitors.COLLECTION, filter_, "lastSeen", cursor, limit, keep)
     return SearchPage([{**p["row"], "hasError": p["hadError"]} for p in found.items],
                       found.next_cursor, found.searched_to)
 
@@ -360,7 +360,7 @@ async def overview(store: Store, site_id: str, first: date, last: date, *,
 
     Everything but the top errors comes from the daily figures (documents/rollups.py), which
     leave restricted visitors out as every other read does."""
-    restricted = await queries.restricted_visitor_ids(store, site_id)
+    restricted = await visitors.restricted_visitor_ids(store, site_id)
     hidden: dict[str, Any] = {"visitorId": {"$nin": restricted}} if restricted else {}
     before_first, before_last = previous_period(first, last)
     days = await rollups.site_days(store, site_id, before_first, last)

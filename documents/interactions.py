@@ -36,6 +36,8 @@ INDEXES = [
                        ("firstAt", ASCENDING))),
     # The site's oldest interactions, for retention (documents/retention.py).
     Index(COLLECTION, (("siteId", ASCENDING), ("firstAt", ASCENDING))),
+    # Rage and dead clicks across the site over a date range (the overview).
+    Index(COLLECTION, (("siteId", ASCENDING), ("lastAt", ASCENDING))),
 ]
 #: A bucket holds expired interactions once its first one is past the retention.
 EXPIRY = Expiry(COLLECTION, "firstAt")

@@ -16,6 +16,7 @@ from typing import Any
 
 from pymongo import ReturnDocument
 
+from documents import sites
 from documents.accounts import new_id
 from documents.sites import Sealer
 from documents.store import ASCENDING, DESCENDING, Index, Store
@@ -53,7 +54,7 @@ async def channels_for_site(store: Store, site_id: str, *, session: Any = None
 
 async def site_name(store: Store, site_id: str) -> str:
     """The site's display name, for notification subjects."""
-    site = await store.collection("sites").find_one({"_id": site_id}, {"name": 1})
+    site = await sites.find_site(store, site_id, {"name": 1})
     return str(site["name"]) if site else site_id
 
 

@@ -17,14 +17,12 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeVar
 
-from documents import commerce, error_records, recordings, rollups, visitors
+from documents import commerce, error_records, leads, recordings, rollups, visitors
 from documents.store import ASCENDING, DESCENDING, Index, Store
 from errors import InvalidInput, NotFound
 from instants import format_instant
 
 INDEXES = [
-    # The site-wide recordings list, newest first (the visitor's own list has its index).
-    Index("recordings", (("siteId", ASCENDING), ("startedAt", DESCENDING))),
     # Errors per day for the charts, and the errors list over a date range.
     Index(error_records.OCCURRENCES, (("siteId", ASCENDING), ("occurredAt", ASCENDING))),
     # The errors list filtered by page (a path prefix) over a date range.
@@ -33,16 +31,6 @@ INDEXES = [
     # One error's breakdown over a date range, and its latest occurrences.
     Index(error_records.OCCURRENCES, (("siteId", ASCENDING), ("errorId", ASCENDING),
                                       ("occurredAt", DESCENDING))),
-    # Issue 21's reads (documents/insights.py): a visitor's leads in a time window (a
-    # recording's timeline, and the backfill of old recordings' marks)...
-    Index("leads", (("siteId", ASCENDING), ("visitorId", ASCENDING), ("createdAt", ASCENDING))),
-    # ...rage and dead clicks across the site over a date range (the overview)...
-    Index("interaction_buckets", (("siteId", ASCENDING), ("lastAt", ASCENDING))),
-    # ...and visitors of one country or one kind of device, by last seen.
-    Index("visitors", (("siteId", ASCENDING), ("location.country", ASCENDING),
-                       ("lastSeen", DESCENDING))),
-    Index("visitors", (("siteId", ASCENDING), ("device.type", ASCENDING),
-                       ("lastSeen", DESCENDING))),
 ]
 
 #: Largest page a caller may ask for; the default when it asks for none.
@@ -149,17 +137,8 @@ async def keyset_page(store: Store, collection: str, filter_: dict[str, Any], so
 # Restriction ---------------------------------------------------------------------------------
 
 
-async def restricted_visitor_ids(store: Store, site_id: str) -> list[str]:
-    """Ids of the site's restricted visitors, to leave out of dashboard lists and charts.
-
-    The list is as long as the number of restrictions, which are rare and made by hand.
-    """
-    return sorted(await store.collection("visitors").distinct(
-        "visitorId", {"siteId": site_id, "restricted": True}))
-
-
 async def _not_restricted(store: Store, site_id: str) -> dict[str, Any]:
-    restricted = await restricted_visitor_ids(store, site_id)
+    restricted = await visitors.restricted_visitor_ids(store, site_id)
     return {"visitorId": {"$nin": restricted}} if restricted else {}
 
 
@@ -201,18 +180,14 @@ async def visitor_profile(store: Store, site_id: str, visitor_id: str) -> dict[s
     occurrences = await store.collection(error_records.OCCURRENCES).find(
         {"siteId": site_id, "visitorId": visitor_id}).sort("occurredAt", DESCENDING).limit(
         PROFILE_ITEMS).to_list(None)
-    leads = await store.collection("leads").find(
-        {"siteId": site_id, "visitorId": visitor_id}).sort("createdAt", DESCENDING).limit(
-        PROFILE_ITEMS).to_list(None)
-    found_recordings = await store.collection("recordings").find(
-        {"siteId": site_id, "visitorId": visitor_id}).sort("startedAt", DESCENDING).limit(
-        PROFILE_ITEMS).to_list(None)
+    found_leads = await leads.latest_leads_of_visitor(store, site_id, visitor_id,
+                                                      limit=PROFILE_ITEMS)
+    found_recordings = await recordings.latest_recordings_of_visitor(
+        store, site_id, visitor_id, limit=PROFILE_ITEMS)
     linked: list[dict[str, Any]] = []
     if profile.get("wpUserId"):
-        linked = await store.collection("visitors").find({
-            "siteId": site_id, "wpUserId": profile["wpUserId"],
-            "visitorId": {"$ne": visitor_id}, "restricted": {"$ne": True},
-        }).sort("lastSeen", DESCENDING).limit(PROFILE_ITEMS).to_list(None)
+        linked = await visitors.linked_profiles(store, site_id, profile["wpUserId"], visitor_id,
+                                                limit=PROFILE_ITEMS)
     return {
         **visitor_summary(profile),
         "location": {key: value for key, value in (profile.get("location") or {}).items()
@@ -221,18 +196,9 @@ async def visitor_profile(store: Store, site_id: str, visitor_id: str) -> dict[s
         "errors": [{"errorId": o["errorId"], "what": f"{o['type']}: {o['message']}",
                     "when": o["occurredAt"]} for o in occurrences],
         "recordings": readable(found_recordings, recording_summary, "recording"),
-        "leads": readable(leads, lead_view, "lead"),
+        "leads": readable(found_leads, lead_view, "lead"),
         "linkedProfiles": readable(linked, visitor_summary, "visitor"),
     }
-
-
-async def pageviews_arriving(store: Store, site_id: str) -> datetime | None:
-    """When the site's most recently seen visitor with a pageview was last seen; None before
-    the first pageview. The visitors-by-last-seen index finds it in one step once data flows."""
-    found = await store.collection("visitors").find(
-        {"siteId": site_id, "counts.pageviews": {"$gt": 0}}, {"lastSeen": 1}).sort(
-        "lastSeen", DESCENDING).limit(1).to_list(None)
-    return found[0]["lastSeen"] if found else None
 
 
 # Errors --------------------------------------------------------------------------------------
@@ -463,7 +429,8 @@ def lead_view(lead: dict[str, Any]) -> dict[str, Any]:
 async def list_leads(store: Store, site_id: str, *, cursor: str | None, limit: int) -> Page:
     """The site's leads, newest first, without those of restricted visitors."""
     filter_ = {"siteId": site_id, **await _not_restricted(store, site_id)}
-    found, next_cursor = await keyset_page(store, "leads", filter_, "createdAt", cursor, limit)
+    found, next_cursor = await keyset_page(store, leads.COLLECTION, filter_, "createdAt",
+                                           cursor, limit)
     return Page(readable(found, lead_view, "lead"), next_cursor)
 
 
@@ -622,11 +589,11 @@ CSV_EXPORTS = {
     "errors": CsvExport("errors", error_records.ERRORS,
                         ("id", "type", "message", "source", "status", "occurrenceCount",
                          "firstSeen", "lastSeen"), "lastSeen"),
-    "leads": CsvExport("leads", "leads",
+    "leads": CsvExport("leads", leads.COLLECTION,
                        ("id", "createdAt", "visitorId", "kind", "name", "email", "phone", "url",
                         "formId", "fields", "orderCompleted", "cartTotal", "cartCurrency"),
                        "createdAt"),
-    "recordings": CsvExport("recordings", "recordings",
+    "recordings": CsvExport("recordings", recordings.COLLECTION,
                             ("id", "visitorId", "sessionId", "status", "startedAt", "endedAt",
                              "durationSeconds", "firstPageUrl", "pageCount"), "startedAt"),
     # Orders the shop's server reported (documents/commerce.py): value and currency as

@@ -37,12 +37,13 @@ from typing import Any
 from pymongo import ReturnDocument
 from pymongo.errors import PyMongoError
 
-from documents import error_records, interactions, visitors
+from documents import error_records, interactions, leads, visitors
 from documents.retention import Expiry, expired_ids
 from documents.store import ASCENDING, DESCENDING, AlreadyStored, DuplicateKeyError, Index, Store
 from errors import NotFound
 from instants import format_instant
 
+COLLECTION = "recordings"
 SEGMENTS_BUCKET = "segments"
 #: Marks the fold counted that are not on their recording yet (`add_marks`, `apply_marks`).
 MARKS_PENDING = "recording_marks_pending"
@@ -68,12 +69,14 @@ BACKFILL_BATCH = 200
 log = logging.getLogger(__name__)
 
 INDEXES = [
-    Index("recordings", (("siteId", ASCENDING), ("visitorId", ASCENDING),
+    Index(COLLECTION, (("siteId", ASCENDING), ("visitorId", ASCENDING),
                          ("startedAt", ASCENDING))),
-    Index("recordings", (("siteId", ASCENDING), ("status", ASCENDING),
+    Index(COLLECTION, (("siteId", ASCENDING), ("status", ASCENDING),
                          ("lastActivityAt", ASCENDING))),
+    # The site-wide recordings list, newest first (the visitor's own list has its index).
+    Index(COLLECTION, (("siteId", ASCENDING), ("startedAt", DESCENDING))),
     # The idle sweep looks across sites (ingest/segment_sweeper.py).
-    Index("recordings", (("status", ASCENDING), ("lastActivityAt", ASCENDING))),
+    Index(COLLECTION, (("status", ASCENDING), ("lastActivityAt", ASCENDING))),
     Index(f"{SEGMENTS_BUCKET}.files", (("metadata.sentFor", ASCENDING),
                                        ("metadata.seq", ASCENDING)),
           unique=True, name="segment_idempotency"),
@@ -89,10 +92,10 @@ INDEXES = [
     # A visitor's pending marks go with their erasure.
     Index(MARKS_PENDING, (("siteId", ASCENDING), ("visitorId", ASCENDING))),
     # The site's oldest recordings, for retention (documents/retention.py).
-    Index("recordings", (("siteId", ASCENDING), ("lastActivityAt", ASCENDING))),
+    Index(COLLECTION, (("siteId", ASCENDING), ("lastActivityAt", ASCENDING))),
 ]
 #: A recording expires by its last activity; its footage goes with it.
-EXPIRY = Expiry("recordings", "lastActivityAt")
+EXPIRY = Expiry(COLLECTION, "lastActivityAt")
 
 
 def successor_id(recording_id: str) -> str:
@@ -232,7 +235,7 @@ async def _apply_recording_marks(store: Store, site_id: str, recording_id: str, 
     for entry in pending:
         total.update(entry["marks"])
     # A recording erased or expired meanwhile takes nothing; its pending marks go all the same.
-    await store.collection("recordings").update_one(
+    await store.collection(COLLECTION).update_one(
         {"_id": recording_id, "siteId": site_id},
         {"$inc": {f"marks.{mark}": count for mark, count in total.items()}}, session=session)
     return len(pending)
@@ -247,7 +250,7 @@ async def _latest_started(store: Store, site_id: str, visitor_id: str, at: datet
                           session: Any) -> list[dict[str, Any]]:
     """The visitor's recordings that started last by `at`, on the index of the visitor's
     recordings by start; only the fields that place an event are read."""
-    return await store.collection("recordings").find(
+    return await store.collection(COLLECTION).find(
         {"siteId": site_id, "visitorId": visitor_id, "startedAt": {"$lte": at + WINDOW_SLACK}},
         {"status": 1, "startedAt": 1, "endedAt": 1, "lastActivityAt": 1, "sessionId": 1,
          "legacyFootage": 1},
@@ -279,7 +282,7 @@ async def create_recording(store: Store, document: dict[str, Any], *,
     try:
         # The filter's equality fields are written on insert; repeating them would conflict.
         on_insert = {k: v for k, v in document.items() if k not in ("_id", "siteId")}
-        result = await store.collection("recordings").update_one(
+        result = await store.collection(COLLECTION).update_one(
             {"_id": document["_id"], "siteId": document["siteId"]}, {"$setOnInsert": on_insert},
             upsert=True, session=session,
         )
@@ -294,7 +297,7 @@ async def create_recording(store: Store, document: dict[str, Any], *,
 async def find_recording(store: Store, site_id: str, recording_id: str, *,
                          session: Any = None) -> dict[str, Any] | None:
     """The recording, or None."""
-    return await store.collection("recordings").find_one({"_id": recording_id, "siteId": site_id},
+    return await store.collection(COLLECTION).find_one({"_id": recording_id, "siteId": site_id},
                                                          session=session)
 
 
@@ -306,7 +309,7 @@ async def touch_if_live(store: Store, site_id: str, recording_id: str, *, now: d
     Returns the recording, or None when it is unknown, ended, idle for too long (last activity
     before `idle_since`) or started before `started_since`.
     """
-    return await store.collection("recordings").find_one_and_update(
+    return await store.collection(COLLECTION).find_one_and_update(
         {
             "_id": recording_id,
             "siteId": site_id,
@@ -322,7 +325,7 @@ async def touch_if_live(store: Store, site_id: str, recording_id: str, *, now: d
 async def end_recording(store: Store, site_id: str, recording_id: str, *, at: datetime,
                         reason: str, session: Any = None) -> bool:
     """End the recording if it is still active; True when this call ended it."""
-    result = await store.collection("recordings").update_one(
+    result = await store.collection(COLLECTION).update_one(
         {"_id": recording_id, "siteId": site_id, "status": "active"},
         {"$set": {"status": "ended", "endedAt": at, "endReason": reason}}, session=session,
     )
@@ -335,7 +338,7 @@ async def end_idle_recordings(store: Store, *, idle_since: datetime, reason: str
     One conditional update: a recording touched by new activity in the meantime no longer
     matches, and the end time is the recording's own last activity, read in the same write.
     """
-    result = await store.collection("recordings").update_many(
+    result = await store.collection(COLLECTION).update_many(
         {"status": "active", "lastActivityAt": {"$lt": idle_since}},
         [{"$set": {"status": "ended", "endedAt": "$lastActivityAt", "endReason": reason}}],
     )
@@ -345,7 +348,7 @@ async def end_idle_recordings(store: Store, *, idle_since: datetime, reason: str
 async def end_active_recordings(store: Store, site_id: str, visitor_id: str, *, at: datetime,
                                 reason: str, session: Any = None) -> int:
     """End every active recording of the visitor; returns how many."""
-    result = await store.collection("recordings").update_many(
+    result = await store.collection(COLLECTION).update_many(
         {"siteId": site_id, "visitorId": visitor_id, "status": "active"},
         {"$set": {"status": "ended", "endedAt": at, "endReason": reason}},
         session=session,
@@ -356,7 +359,7 @@ async def end_active_recordings(store: Store, site_id: str, visitor_id: str, *, 
 async def add_footage(store: Store, site_id: str, recording_id: str, since: datetime,
                       until: datetime, *, session: Any = None) -> None:
     """Widen the recording's footage to take in a segment that runs from `since` to `until`."""
-    await store.collection("recordings").update_one(
+    await store.collection(COLLECTION).update_one(
         {"_id": recording_id, "siteId": site_id},
         {"$min": {"footage.from": since}, "$max": {"footage.until": until}}, session=session)
 
@@ -364,7 +367,7 @@ async def add_footage(store: Store, site_id: str, recording_id: str, since: date
 async def link_successor(store: Store, recording_id: str, successor: str, *,
                          session: Any = None) -> None:
     """Point a recording at the one that continues it (for reading; routing never needs it)."""
-    await store.collection("recordings").update_one(
+    await store.collection(COLLECTION).update_one(
         {"_id": recording_id}, {"$set": {"continuedBy": successor}}, session=session
     )
 
@@ -372,7 +375,7 @@ async def link_successor(store: Store, recording_id: str, successor: str, *,
 async def add_page(store: Store, site_id: str, recording_id: str, url: str,
                    at: datetime, *, session: Any = None) -> None:
     """Record that the recording moved to `url`; a repeat of the current page adds nothing."""
-    await store.collection("recordings").update_one(
+    await store.collection(COLLECTION).update_one(
         {"_id": recording_id, "siteId": site_id, "lastPageUrl": {"$ne": url}},
         {"$push": {"pages": {"$each": [{"url": url, "at": at}], "$slice": MAX_PAGES}},
          "$set": {"lastPageUrl": url}},
@@ -382,7 +385,7 @@ async def add_page(store: Store, site_id: str, recording_id: str, url: str,
 
 async def list_recordings(store: Store, site_id: str, visitor_id: str) -> list[dict[str, Any]]:
     """The visitor's recordings, oldest first."""
-    cursor = store.collection("recordings").find(
+    cursor = store.collection(COLLECTION).find(
         {"siteId": site_id, "visitorId": visitor_id}
     ).sort([("startedAt", ASCENDING), ("_id", ASCENDING)])
     return [doc async for doc in cursor]
@@ -557,11 +560,11 @@ async def backfill_facts(store: Store) -> None:
     looked up as the recordings list used to: the profile's country and device, and the
     errors, rage and dead clicks and leads in its window (migration "recording-facts-v1")."""
     changed = 0
-    for site_id in sorted(await store.collection("recordings").distinct("siteId",
+    for site_id in sorted(await store.collection(COLLECTION).distinct("siteId",
                                                                        _WITHOUT_FACTS)):
         after = ""
         while True:
-            batch = await store.collection("recordings").find(
+            batch = await store.collection(COLLECTION).find(
                 {**_WITHOUT_FACTS, "siteId": site_id, "_id": {"$gt": after}},
                 {"visitorId": 1, "sessionId": 1, "startedAt": 1, "endedAt": 1,
                  "lastActivityAt": 1},
@@ -586,7 +589,7 @@ async def backfill_footage(store: Store) -> None:
         if span["since"] is None or span["until"] is None:
             continue  # unreadable metadata (a hand edit, say): left as it is
         # As a segment adds its footage: a segment stored meanwhile widens it the same way.
-        result = await store.collection("recordings").update_one(
+        result = await store.collection(COLLECTION).update_one(
             {"_id": span["_id"]}, {"$min": {"footage.from": span["since"]},
                                    "$max": {"footage.until": max(span["since"], span["until"])}})
         changed += result.modified_count
@@ -601,7 +604,7 @@ async def _give_facts(store: Store, site_id: str, batch: list[dict[str, Any]]) -
         # conflict and run again, so the `$set` never overwrites a count it did not see.
         facts = await _facts(store, site_id, batch, session=session)
         for recording_id, fields in facts.items():
-            await store.collection("recordings").update_one(
+            await store.collection(COLLECTION).update_one(
                 {"_id": recording_id, **_WITHOUT_FACTS}, {"$set": fields}, session=session)
         return len(facts)
 
@@ -638,9 +641,8 @@ async def _facts(store: Store, site_id: str, batch: list[dict[str, Any]], *, ses
                 if event.get("kind") in MARKS:
                     happened[bucket["visitorId"]].append(
                         (event["kind"], event["at"], event.get("sessionId")))
-        async for lead in store.collection("leads").find(
-                {"siteId": site_id, "visitorId": {"$in": visitor_ids},
-                 "createdAt": {"$gte": low, "$lte": high}},
+        async for lead in leads.leads_between(
+                store, site_id, visitor_ids, low, high,
                 {"visitorId": 1, "createdAt": 1, "sessionId": 1}, session=session):
             happened[lead["visitorId"]].append(("lead", lead["createdAt"], lead.get("sessionId")))
     facts = {}
@@ -665,6 +667,40 @@ async def purge_expired(store: Store, site_id: str, before: datetime, *, limit: 
         return 0, 0
     await store.bucket(SEGMENTS_BUCKET).delete_where(
         {"metadata.siteId": site_id, "metadata.recordingId": {"$in": ids}}, session=session)
-    deleted = await store.collection("recordings").delete_many(
+    deleted = await store.collection(COLLECTION).delete_many(
         {"siteId": site_id, "_id": {"$in": ids}}, session=session)
     return len(ids), deleted.deleted_count
+
+
+async def latest_recordings_of_visitor(store: Store, site_id: str, visitor_id: str, *,
+                                       limit: int) -> list[dict[str, Any]]:
+    """The visitor's latest recordings, newest first."""
+    return await store.collection(COLLECTION).find(
+        {"siteId": site_id, "visitorId": visitor_id}).sort("startedAt", DESCENDING).limit(
+        limit).to_list(None)
+
+
+async def last_started_by(store: Store, site_id: str, visitor_id: str, at: datetime
+                          ) -> dict[str, Any] | None:
+    """The visitor's recording that started last at or before `at`, or None."""
+    return await store.collection(COLLECTION).find_one(
+        {"siteId": site_id, "visitorId": visitor_id, "startedAt": {"$lte": at}},
+        sort=[("startedAt", DESCENDING)])
+
+
+def latest_of_status(store: Store, site_id: str, status: str, *, limit: int) -> Any:
+    """A cursor over the site's `limit` recordings of this status last active most recently."""
+    return store.collection(COLLECTION).find({"siteId": site_id, "status": status}).sort(
+        "lastActivityAt", -1).limit(limit)
+
+
+async def legacy_footage_locations(store: Store, site_id: str, visitor_id: str, *,
+                                   session: Any = None) -> list[Any]:
+    """Where the visitor's recordings from before the segments kept their footage."""
+    return [
+        recording["legacyFootage"]["location"]
+        async for recording in store.collection(COLLECTION).find(
+            {"siteId": site_id, "visitorId": visitor_id,
+             "legacyFootage.location": {"$exists": True}},
+            {"legacyFootage": 1}, session=session)
+    ]

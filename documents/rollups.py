@@ -37,7 +37,15 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from documents import activity, commerce, error_records, interactions, visits
+from documents import (
+    activity,
+    commerce,
+    error_records,
+    interactions,
+    sites,
+    visitors,
+    visits,
+)
 from documents.store import ASCENDING, DESCENDING, Index, Store
 
 SITE_DAYS = "site_days"
@@ -396,9 +404,7 @@ async def rebuild_site(store: Store, site_id: str) -> None:
     Countries and devices come from the profiles, since stored pageviews do not carry them.
     Not for a site taking traffic: run it when the figures are first introduced.
     """
-    profiles = {doc["visitorId"]: doc async for doc in store.collection("visitors").find(
-        {"siteId": site_id}, {"visitorId": 1, "restricted": 1, "location.country": 1,
-                              "device.type": 1})}
+    profiles = await visitors.profiles_for_rebuild(store, site_id)
     held = {visitor for visitor, doc in profiles.items() if doc.get("restricted")}
     tally = Tally(site_id)
     active: dict[str, Counter[str]] = defaultdict(Counter)
@@ -431,7 +437,7 @@ async def rebuild_site(store: Store, site_id: str) -> None:
                           "country": country_code(country),
                           "device": device})
             previous = day
-    site = await store.collection("sites").find_one({"_id": site_id}, {"allowedOrigins": 1})
+    site = await sites.find_site(store, site_id, {"allowedOrigins": 1})
     own = visits.own_hostnames((site or {}).get("allowedOrigins") or ())
     site_visits = []
     for visitor_id, records in viewed.items():
@@ -478,7 +484,7 @@ def _nested(amounts: dict[str, int]) -> dict[str, Any]:
 
 async def rebuild_all_sites(store: Store) -> None:
     """Rebuild every site's figures: the migration that introduces them on a store with data."""
-    for site_id in await store.collection("sites").distinct("_id"):
+    for site_id in await sites.site_ids(store):
         await rebuild_site(store, site_id)
 
 

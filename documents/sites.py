@@ -29,10 +29,12 @@ from documents.store import ASCENDING, Index, Store
 from errors import Forbidden, InvalidInput, NotFound
 from instants import format_instant
 
+COLLECTION = "sites"
+
 INDEXES = [
-    Index("sites", (("organizationId", ASCENDING), ("createdAt", ASCENDING))),
-    Index("sites", (("apiKeyHash", ASCENDING),), unique=True),
-    Index("sites", (("publicKey", ASCENDING),), unique=True),
+    Index(COLLECTION, (("organizationId", ASCENDING), ("createdAt", ASCENDING))),
+    Index(COLLECTION, (("apiKeyHash", ASCENDING),), unique=True),
+    Index(COLLECTION, (("publicKey", ASCENDING),), unique=True),
 ]
 
 DEFAULT_SETTINGS: dict[str, Any] = {
@@ -216,7 +218,7 @@ class SiteKeyring:
             "revision": 1,
             **self._key_fields(site_id, api_key),
         }
-        await self._store.collection("sites").insert_one(site, session=session)
+        await self._store.collection(COLLECTION).insert_one(site, session=session)
         return site, SiteKeys(api_key, public_key)
 
     async def rotate_api_key(self, site: dict[str, Any], grace_seconds: int, *,
@@ -224,7 +226,7 @@ class SiteKeyring:
         """Replace the API key; the old one stops at once, its statements after the grace."""
         api_key = new_api_key()
         now = datetime.now(UTC)
-        updated = await self._store.collection("sites").find_one_and_update(
+        updated = await self._store.collection(COLLECTION).find_one_and_update(
             {"_id": site["_id"]},
             {"$set": {
                 **self._key_fields(site["_id"], api_key),
@@ -242,7 +244,7 @@ class SiteKeyring:
     async def site_for_api_key(self, api_key: str) -> dict[str, Any] | None:
         """The site owning this API key, or None; the digest comparison is constant-time."""
         digest = self._hasher.digest(api_key)
-        site = await self._store.collection("sites").find_one({"apiKeyHash": digest})
+        site = await self._store.collection(COLLECTION).find_one({"apiKeyHash": digest})
         if site is None or not hmac.compare_digest(site["apiKeyHash"], digest):
             return None
         return site
@@ -251,7 +253,7 @@ class SiteKeyring:
         """The site with this public browser key, or None."""
         if not public_key.startswith(PUBLIC_KEY_PREFIX):
             return None
-        return await self._store.collection("sites").find_one({"publicKey": public_key})
+        return await self._store.collection(COLLECTION).find_one({"publicKey": public_key})
 
     def statement_keys(self, site: dict[str, Any], now: datetime) -> list[bytes]:
         """The keys product statements may be signed with now: current, then previous in grace."""
@@ -274,9 +276,20 @@ def require_admin(user: AuthenticatedUser, organization_id: str) -> None:
         raise Forbidden("this action needs the owner or admin role", code="role_required")
 
 
+async def find_site(store: Store, site_id: str, projection: dict[str, Any] | None = None
+                    ) -> dict[str, Any] | None:
+    """The site by its id (only the `projection`'s fields when given), or None."""
+    return await store.collection(COLLECTION).find_one({"_id": site_id}, projection)
+
+
+async def site_ids(store: Store) -> list[str]:
+    """The id of every site."""
+    return await store.collection(COLLECTION).distinct("_id")
+
+
 async def site_for_user(store: Store, user: AuthenticatedUser, site_id: str) -> dict[str, Any]:
     """The site if the user belongs to its organization; NotFound otherwise (no existence leak)."""
-    site = await store.collection("sites").find_one({"_id": site_id})
+    site = await find_site(store, site_id)
     if site is None or user.role_in(site["organizationId"]) is None:
         raise NotFound("site not found")
     return site
@@ -284,7 +297,7 @@ async def site_for_user(store: Store, user: AuthenticatedUser, site_id: str) -> 
 
 async def sites_for_user(store: Store, user: AuthenticatedUser) -> list[dict[str, Any]]:
     """Every site of every organization the user belongs to, oldest first."""
-    cursor = store.collection("sites").find(
+    cursor = store.collection(COLLECTION).find(
         {"organizationId": {"$in": list(user.roles)}}
     ).sort([("organizationId", ASCENDING), ("createdAt", ASCENDING)])
     return await cursor.to_list(None)
@@ -316,7 +329,7 @@ async def update_site(store: Store, user: AuthenticatedUser, site: dict[str, Any
     if not update:
         return site, []
     update["updatedAt"] = datetime.now(UTC)
-    updated = await store.collection("sites").find_one_and_update(
+    updated = await store.collection(COLLECTION).find_one_and_update(
         {"_id": site["_id"]}, {"$set": update, "$inc": {"revision": 1}},
         return_document=ReturnDocument.AFTER, session=session
     )
@@ -327,6 +340,6 @@ async def update_site(store: Store, user: AuthenticatedUser, site: dict[str, Any
 
 async def all_sites(store: Store) -> list[dict[str, Any]]:
     """Every site's id, organization and settings, in id order (the retention purge's walk)."""
-    cursor = store.collection("sites").find(
+    cursor = store.collection(COLLECTION).find(
         {}, {"organizationId": 1, "settings": 1, "name": 1}).sort("_id", ASCENDING)
     return await cursor.to_list(None)

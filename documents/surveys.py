@@ -16,9 +16,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+from documents import recordings
 from documents.accounts import new_id
-from documents.queries import restricted_visitor_ids
 from documents.store import ASCENDING, DESCENDING, Index, Store
+from documents.visitors import restricted_visitor_ids
 from errors import InvalidInput, NotFound
 
 COLLECTION = "surveys"
@@ -213,9 +214,7 @@ async def _recording_around(store: Store, site_id: str, response: dict[str, Any]
     if not response.get("visitorId") or not response.get("answeredAt"):
         return None
     at = response["answeredAt"]
-    recording = await store.collection("recordings").find_one(
-        {"siteId": site_id, "visitorId": response["visitorId"], "startedAt": {"$lte": at}},
-        sort=[("startedAt", DESCENDING)])
+    recording = await recordings.last_started_by(store, site_id, response["visitorId"], at)
     if recording is None:
         return None
     last = recording.get("endedAt") or recording.get("lastActivityAt") or recording["startedAt"]

@@ -16,19 +16,26 @@ from pymongo import ReturnDocument
 from documents.retention import Expiry
 from documents.store import ASCENDING, DESCENDING, DuplicateKeyError, Index, Store
 
+COLLECTION = "visitors"
+
 INDEXES = [
     # Uniqueness comes from `_id` (profile_id); this index serves queries by visitor id.
-    Index("visitors", (("siteId", ASCENDING), ("visitorId", ASCENDING))),
-    Index("visitors", (("siteId", ASCENDING), ("lastSeen", DESCENDING))),
-    Index("visitors", (("siteId", ASCENDING), ("wpUserId", ASCENDING))),
-    Index("visitors", (("siteId", ASCENDING), ("emails", ASCENDING))),
+    Index(COLLECTION, (("siteId", ASCENDING), ("visitorId", ASCENDING))),
+    Index(COLLECTION, (("siteId", ASCENDING), ("lastSeen", DESCENDING))),
+    Index(COLLECTION, (("siteId", ASCENDING), ("wpUserId", ASCENDING))),
+    Index(COLLECTION, (("siteId", ASCENDING), ("emails", ASCENDING))),
     # The few restricted or objecting visitors of a site: every dashboard list leaves the
     # restricted out, so without these each list would read all of a site's profiles.
-    Index("visitors", (("siteId", ASCENDING), ("restricted", ASCENDING))),
-    Index("visitors", (("siteId", ASCENDING), ("objected", ASCENDING))),
+    Index(COLLECTION, (("siteId", ASCENDING), ("restricted", ASCENDING))),
+    Index(COLLECTION, (("siteId", ASCENDING), ("objected", ASCENDING))),
+    # The visitors list filtered to one country or one kind of device, by last seen.
+    Index(COLLECTION, (("siteId", ASCENDING), ("location.country", ASCENDING),
+                       ("lastSeen", DESCENDING))),
+    Index(COLLECTION, (("siteId", ASCENDING), ("device.type", ASCENDING),
+                       ("lastSeen", DESCENDING))),
 ]
 #: A profile expires when the visitor has not been seen for its site's retention.
-EXPIRY = Expiry("visitors", "lastSeen")
+EXPIRY = Expiry(COLLECTION, "lastSeen")
 
 #: How many recent activity entries a profile embeds; the rest is in the buckets.
 RECENT_ACTIVITY = 20
@@ -121,7 +128,7 @@ async def privacy_flags(store: Store, site_id: str, visitor_id: str | None, *,
     """The visitor's restriction and objection flags (none for unknown visitors)."""
     if not visitor_id:
         return PrivacyFlags()
-    doc = await store.collection("visitors").find_one(
+    doc = await store.collection(COLLECTION).find_one(
         {"_id": profile_id(site_id, visitor_id)}, {"restricted": 1, "objected": 1},
         session=session)
     if doc is None:
@@ -134,7 +141,7 @@ async def restricted_among(store: Store, site_id: str, visitor_ids: list[str], *
     """Which of these visitors are restricted, in one query."""
     if not visitor_ids:
         return set()
-    return set(await store.collection("visitors").distinct(
+    return set(await store.collection(COLLECTION).distinct(
         "visitorId", {"_id": {"$in": [profile_id(site_id, v) for v in visitor_ids]},
                       "restricted": True}, session=session))
 
@@ -153,7 +160,7 @@ async def set_privacy_flag(store: Store, site_id: str, visitor_id: str, flag: st
     update: dict[str, Any] = (
         {"$set": {flag: True}, "$min": {f"{flag}At": now}} if on
         else {"$set": {flag: False}, "$unset": {f"{flag}At": ""}})
-    before = await store.collection("visitors").find_one_and_update(
+    before = await store.collection(COLLECTION).find_one_and_update(
         {"_id": profile_id(site_id, visitor_id)}, update, projection={flag: 1},
         session=session)
     return None if before is None else bool(before.get(flag))
@@ -163,9 +170,9 @@ async def privacy_holds(store: Store, site_id: str) -> list[PrivacyHold]:
     """The site's restricted or objecting visitors, the most recently held first.
 
     Not paged: each hold is set by hand through a data-subject request, so the list stays as
-    short as the one `documents.queries.restricted_visitor_ids` reads on every dashboard list.
+    short as the one `restricted_visitor_ids` reads on every dashboard list.
     """
-    found = store.collection("visitors").find(
+    found = store.collection(COLLECTION).find(
         {"siteId": site_id, "$or": [{flag: True} for flag in PRIVACY_FLAG_FIELDS]},
         {"visitorId": 1, "restricted": 1, "restrictedAt": 1, "objected": 1, "objectedAt": 1})
     holds = [PrivacyHold(
@@ -186,7 +193,7 @@ async def display_names(store: Store, subjects: list[tuple[str, str]]
     """The display names of these (site, visitor) profiles that exist, by profile key."""
     if not subjects:
         return {}
-    found = store.collection("visitors").find(
+    found = store.collection(COLLECTION).find(
         {"_id": {"$in": sorted({profile_id(site, visitor) for site, visitor in subjects})}},
         {"siteId": 1, "visitorId": 1, "displayName": 1})
     return {(doc["siteId"], doc["visitorId"]): doc.get("displayName") or doc["visitorId"]
@@ -233,7 +240,7 @@ async def touch(store: Store, site_id: str, visitor_id: str, *, seen_at: datetim
     if email:
         update["$addToSet"] = {"emails": email}
     key = {"_id": profile_id(site_id, visitor_id)}
-    visitors = store.collection("visitors")
+    visitors = store.collection(COLLECTION)
     projection = {"counts": 1, **dict.fromkeys(PRIVACY_FLAG_FIELDS, 1)}
     # The pre-image plus this update's increments is the post-image: the update is atomic, and
     # asking for the pre-image spares the engine a second read of the whole profile.
@@ -266,7 +273,7 @@ async def countries_and_devices(store: Store, site_id: str, visitor_ids: list[st
     """The country (upper case) and device type each of these visitors' profiles holds, by
     visitor id; what is not a text counts as unknown."""
     found: dict[str, tuple[str | None, str | None]] = {}
-    async for profile in store.collection("visitors").find(
+    async for profile in store.collection(COLLECTION).find(
             {"_id": {"$in": [profile_id(site_id, visitor_id) for visitor_id in visitor_ids]}},
             {"visitorId": 1, "location.country": 1, "device.type": 1}, session=session):
         location, device = profile.get("location"), profile.get("device")
@@ -279,13 +286,13 @@ async def countries_and_devices(store: Store, site_id: str, visitor_ids: list[st
 
 async def find_profile(store: Store, site_id: str, visitor_id: str) -> dict[str, Any] | None:
     """The profile, or None."""
-    return await store.collection("visitors").find_one({"_id": profile_id(site_id, visitor_id)})
+    return await store.collection(COLLECTION).find_one({"_id": profile_id(site_id, visitor_id)})
 
 
 async def expired_visitor_ids(store: Store, site_id: str, before: datetime, *, limit: int,
                               session: Any = None) -> list[str]:
     """The visitor ids of up to `limit` of the site's profiles not seen since `before`."""
-    cursor = store.collection("visitors").find(
+    cursor = store.collection(COLLECTION).find(
         EXPIRY.query(site_id, before), {"visitorId": 1}, session=session,
     ).sort(EXPIRY.time_field, ASCENDING).limit(limit)
     return [doc["visitorId"] async for doc in cursor]
@@ -297,11 +304,78 @@ async def trim_recent(store: Store, site_id: str, before: datetime, kind: str, *
     of the site's profiles (copies of records past their retention); returns (profiles found,
     profiles changed)."""
     old = {"kind": kind, "at": {"$lt": before}}
-    ids = [doc["_id"] async for doc in store.collection("visitors").find(
+    ids = [doc["_id"] async for doc in store.collection(COLLECTION).find(
         {"siteId": site_id, "recent": {"$elemMatch": old}}, {"_id": 1},
         session=session).limit(limit)]
     if not ids:
         return 0, 0
-    changed = await store.collection("visitors").update_many(
+    changed = await store.collection(COLLECTION).update_many(
         {"_id": {"$in": ids}}, {"$pull": {"recent": old}}, session=session)
     return len(ids), changed.modified_count
+
+
+async def restricted_visitor_ids(store: Store, site_id: str) -> list[str]:
+    """Ids of the site's restricted visitors, to leave out of dashboard lists and charts.
+
+    The list is as long as the number of restrictions, which are rare and made by hand.
+    """
+    return sorted(await store.collection(COLLECTION).distinct(
+        "visitorId", {"siteId": site_id, "restricted": True}))
+
+
+async def linked_profiles(store: Store, site_id: str, wp_user_id: Any, visitor_id: str, *,
+                          limit: int) -> list[dict[str, Any]]:
+    """The site's other unrestricted profiles of the same WordPress user, last seen first."""
+    return await store.collection(COLLECTION).find({
+        "siteId": site_id, "wpUserId": wp_user_id,
+        "visitorId": {"$ne": visitor_id}, "restricted": {"$ne": True},
+    }).sort("lastSeen", DESCENDING).limit(limit).to_list(None)
+
+
+async def last_pageview_seen(store: Store, site_id: str) -> datetime | None:
+    """When the site's most recently seen visitor with a pageview was last seen; None before
+    the first pageview. The visitors-by-last-seen index finds it in one step once data flows."""
+    found = await store.collection(COLLECTION).find(
+        {"siteId": site_id, "counts.pageviews": {"$gt": 0}}, {"lastSeen": 1}).sort(
+        "lastSeen", DESCENDING).limit(1).to_list(None)
+    return found[0]["lastSeen"] if found else None
+
+
+async def profile_emails(store: Store, site_id: str, visitor_id: str, *, session: Any = None
+                         ) -> list[str]:
+    """The e-mail addresses the visitor's profile holds."""
+    profile = await store.collection(COLLECTION).find_one(
+        {"siteId": site_id, "visitorId": visitor_id}, {"emails": 1}, session=session)
+    return list((profile or {}).get("emails", []))
+
+
+async def visitors_with_email(store: Store, site_id: str, address: str) -> list[Any]:
+    """The visitor ids of the site's profiles holding this (normalised) address."""
+    return await store.collection(COLLECTION).distinct(
+        "visitorId", {"siteId": site_id, "emails": address})
+
+
+async def same_user_visitor_ids(store: Store, site_id: str, visitor_ids: list[str]) -> list[Any]:
+    """The visitor ids of every profile sharing a WordPress user with these visitors (none when
+    none of them has one)."""
+    users = await store.collection(COLLECTION).distinct(
+        "wpUserId", {"siteId": site_id, "visitorId": {"$in": visitor_ids},
+                     "wpUserId": {"$nin": [None, ""]}})
+    if not users:
+        return []
+    return await store.collection(COLLECTION).distinct(
+        "visitorId", {"siteId": site_id, "wpUserId": {"$in": users}})
+
+
+async def name_profile(store: Store, site_id: str, visitor_id: str, update: dict[str, Any], *,
+                       session: Any = None) -> None:
+    """Set fields of the profile (its e-mails and name after a lead changes)."""
+    await store.collection(COLLECTION).update_one(
+        {"_id": profile_id(site_id, visitor_id)}, {"$set": update}, session=session)
+
+
+async def profiles_for_rebuild(store: Store, site_id: str) -> dict[str, dict[str, Any]]:
+    """Every profile of the site with its restriction, country and device, by visitor id."""
+    return {doc["visitorId"]: doc async for doc in store.collection(COLLECTION).find(
+        {"siteId": site_id}, {"visitorId": 1, "restricted": 1, "location.country": 1,
+                              "device.type": 1})}

@@ -18,6 +18,7 @@ from documents import (
     insights,
     queries,
     recordings,
+    visitors,
 )
 from handlers.site_api import (
     CLIENT_ID,
@@ -272,7 +273,7 @@ class InstallHandler(SiteDataHandler):
         site = await self.readable_site(site_id)
         service_url = self.deps.settings.public_url.rstrip("/")
         archive = plugin_archive()
-        last_pageview = await queries.pageviews_arriving(self.deps.store, site["_id"])
+        last_pageview = await visitors.last_pageview_seen(self.deps.store, site["_id"])
         self.write_json({
             "serviceUrl": service_url,
             "publicKey": site["publicKey"],

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import audit, derivation, visitors
+from documents import audit, derivation, recordings, visitors
 from documents import requests as request_log
 from documents.store import Store
 from errors import NotFound
@@ -144,13 +144,8 @@ async def erase_visitor(store: Store, site: dict[str, Any], visitor_id: str, *,
 
     async def work(session: Any) -> ErasureReceipt:
         keys = await subject_keys(store, site["_id"], visitor_id, session=session)
-        legacy = [
-            recording["legacyFootage"]["location"]
-            async for recording in store.collection("recordings").find(
-                {"siteId": site["_id"], "visitorId": visitor_id,
-                 "legacyFootage.location": {"$exists": True}},
-                {"legacyFootage": 1}, session=session)
-        ]
+        legacy = await recordings.legacy_footage_locations(store, site["_id"], visitor_id,
+                                                           session=session)
         counts = await _apply(store, keys, session)
         if not any(counts.values()):
             raise NotFound("no data is held for this visitor")

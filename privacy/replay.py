@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from documents import requests as request_log
+from documents import sites
 from documents.requests import SubjectDigester
 from documents.store import Store
 from errors import NotFound
@@ -63,7 +64,7 @@ async def replay_erasures(store: Store, digester: SubjectDigester, since: dateti
         digests_by_site.setdefault(request["siteId"], {})[request["subjectDigest"]] = \
             request["_id"]
     for site_id, digests in digests_by_site.items():
-        site = await store.collection("sites").find_one({"_id": site_id})
+        site = await sites.find_site(store, site_id)
         if site is None:
             continue  # the site itself is gone (deleted after the erasure): nothing to restore
         report.sites += 1

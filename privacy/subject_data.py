@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from documents import leads as lead_documents
+from documents import visitors
 from documents.store import Store
 
 Action = Literal["delete", "anonymise", "delete_files"]
@@ -189,9 +190,7 @@ async def subject_keys(store: Store, site_id: str, visitor_id: str, *, session: 
                             ("interaction_buckets", "events.sessionId")):
         sessions |= await _distinct(store, collection, key, visitor, session)
     emails = set(await lead_documents.lead_emails(store, site_id, visitor_id, session=session))
-    profile = await store.collection("visitors").find_one(
-        {"siteId": site_id, "visitorId": visitor_id}, {"emails": 1}, session=session)
-    emails |= set((profile or {}).get("emails", []))
+    emails |= set(await visitors.profile_emails(store, site_id, visitor_id, session=session))
     recordings = await _distinct(store, "recordings", "_id", visitor, session)
     return SubjectKeys(site_id, visitor_id, tuple(sorted(sessions)), tuple(sorted(emails)),
                        tuple(sorted(recordings)))

@@ -8,6 +8,7 @@ browsers). Each of them is then exported or erased exactly as the dashboard does
 
 from __future__ import annotations
 
+from documents import leads, visitors
 from documents.store import Store
 
 
@@ -20,17 +21,11 @@ async def visitors_with_email(store: Store, site_id: str, email: str) -> list[st
     """The ids of the site's visitors held for this address, with their linked profiles."""
     address = normalised_email(email)
     found: set[str] = set()
-    for collection, key in (("leads", "email"), ("visitors", "emails")):
-        values = await store.collection(collection).distinct(
-            "visitorId", {"siteId": site_id, key: address})
+    for family in (leads, visitors):
+        values = await family.visitors_with_email(store, site_id, address)
         found |= {value for value in values if isinstance(value, str) and value}
     if not found:
         return []
-    users = await store.collection("visitors").distinct(
-        "wpUserId", {"siteId": site_id, "visitorId": {"$in": sorted(found)},
-                     "wpUserId": {"$nin": [None, ""]}})
-    if users:
-        linked = await store.collection("visitors").distinct(
-            "visitorId", {"siteId": site_id, "wpUserId": {"$in": users}})
-        found |= {value for value in linked if isinstance(value, str) and value}
+    linked = await visitors.same_user_visitor_ids(store, site_id, sorted(found))
+    found |= {value for value in linked if isinstance(value, str) and value}
     return sorted(found)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from documents import error_records, leads, queries
+from documents import error_records, leads, visitors
 from documents.store import Store
 from realtime.events import new_error_event_from_record, new_lead_event
 
@@ -38,7 +38,7 @@ async def recent_events(store: Store, site_id: str,
         # As the error pipeline sends it (tasks/errors.py), so the feed labels it alike.
         event["error"].update(type=error.get("type") or "", new=not reopened)
         events.append(event)
-    left_out = await queries.restricted_visitor_ids(store, site_id)
+    left_out = await visitors.restricted_visitor_ids(store, site_id)
     for lead in await leads.recent_leads(store, site_id, since, RECENT_LIMIT, left_out=left_out):
         name = (lead.get("name") or "").strip() or lead.get("email")
         events.append(new_lead_event(site_id, lead_id=str(lead["_id"]), display_name=name,

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from tornado.httpclient import HTTPClientError
 
 from config.background import PeriodicTask
-from documents import heatmaps, recordings, rollups
+from documents import heatmaps, recordings, rollups, sites
 from documents.sites import normalise_origin
 from documents.store import Store
 from errors import InvalidInput
@@ -203,10 +203,9 @@ async def find_snapshot(store: Store, site: dict[str, Any], page: str, width: st
     origins = allowed_origins(site)
     if not origins:
         return None
-    collection = store.collection("recordings")
     for status in ("ended", "active"):
-        cursor = collection.find({"siteId": site["_id"], "status": status}).sort(
-            "lastActivityAt", -1).limit(RECENT_RECORDINGS)
+        cursor = recordings.latest_of_status(store, site["_id"], status,
+                                             limit=RECENT_RECORDINGS)
         async for recording in cursor:
             if not any(page_of(p["url"], rules) == page for p in recording.get("pages", [])):
                 continue
@@ -414,7 +413,7 @@ class HeatmapRenderer:
             request = await heatmaps.claim_render(self.store, datetime.now(UTC), self.lease)
             if request is None:
                 break
-            site = await self.store.collection("sites").find_one({"_id": request["siteId"]})
+            site = await sites.find_site(self.store, request["siteId"])
             if site is not None:
                 try:
                     await render_heatmap(self.store, site, request["page"], request["width"],
