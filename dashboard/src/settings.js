@@ -132,7 +132,7 @@ export async function settingsPage(app, site) {
       'p',
       { class: 'hint', id: 'retention-link' },
       'How long each kind of data is kept, and proof that older data is removed: ',
-      h('a', { href: `/app/sites/${site.id}/privacy#retention` }, 'Retention under Privacy & exports'),
+      h('a', { href: `/app/sites/${site.id}/privacy#retention` }, 'Data retention'),
       '.',
     ),
     h('h3', {}, 'Excluded URLs'),

@@ -12,7 +12,7 @@ async def test_the_owner_sees_each_retention_previews_a_shorter_one_and_saves_it
         page: Page, dashboard: Dashboard, artifacts):
     await sign_in(page, dashboard)
     await page.goto(dashboard.page_url("/settings"))
-    await page.get_by_role("link", name="Retention under Privacy & exports").click()
+    await page.get_by_role("link", name="Data retention").click()
     table = page.locator("#retention-table")
     recordings = table.locator("tr[data-kind=recordings]")
     await expect(recordings).to_contain_text("Session recordings and their footage")
