@@ -20,18 +20,28 @@ ROLES = ("owner", "admin", "viewer")
 #: Roles allowed to change things (settings, keys, erasure); viewers only read.
 ADMIN_ROLES = frozenset({"owner", "admin"})
 
+ACCOUNTS = "accounts"
+USERS = "users"
+MEMBERSHIPS = "memberships"
+ORGANIZATIONS = "organizations"
+REFRESH_TOKENS = "refresh_tokens"
+REVOKED_FAMILIES = "revoked_families"
+LOGIN_THROTTLE = "login_throttle"
+#: The account's invoices: read for the account export, written by billing.
+INVOICES = "invoices"
+
 INDEXES = [
-    Index("users", (("email", ASCENDING),), unique=True),
-    Index("memberships", (("userId", ASCENDING), ("organizationId", ASCENDING)), unique=True),
-    Index("memberships", (("organizationId", ASCENDING),)),
-    Index("organizations", (("accountId", ASCENDING),)),
-    Index("refresh_tokens", (("familyId", ASCENDING),)),
-    Index("refresh_tokens", (("expiresAt", ASCENDING),), expire_after_seconds=0),
-    Index("login_throttle", (("expiresAt", ASCENDING),), expire_after_seconds=0),
+    Index(USERS, (("email", ASCENDING),), unique=True),
+    Index(MEMBERSHIPS, (("userId", ASCENDING), ("organizationId", ASCENDING)), unique=True),
+    Index(MEMBERSHIPS, (("organizationId", ASCENDING),)),
+    Index(ORGANIZATIONS, (("accountId", ASCENDING),)),
+    Index(REFRESH_TOKENS, (("familyId", ASCENDING),)),
+    Index(REFRESH_TOKENS, (("expiresAt", ASCENDING),), expire_after_seconds=0),
+    Index(LOGIN_THROTTLE, (("expiresAt", ASCENDING),), expire_after_seconds=0),
 ]
 #: Written inside a transaction and without an index of its own, so created at start-up: a
 #: transaction must not be the first write to a collection.
-COLLECTIONS = ("accounts",)
+COLLECTIONS = (ACCOUNTS,)
 
 
 def new_id() -> str:
@@ -70,11 +80,11 @@ async def create_account(store: Store, *, email: str, password_hash: str, displa
     account_id, organization_id, user_id = new_id(), new_id(), new_id()
 
     async def write(session: Any) -> None:
-        await store.collection("accounts").insert_one(
+        await store.collection(ACCOUNTS).insert_one(
             {"_id": account_id, "name": account_name, "ownerUserId": user_id, "createdAt": now},
             session=session,
         )
-        await store.collection("organizations").insert_one(
+        await store.collection(ORGANIZATIONS).insert_one(
             {"_id": organization_id, "accountId": account_id, "name": organization_name,
              "createdAt": now},
             session=session,
@@ -93,7 +103,7 @@ async def _insert_member(store: Store, session: Any, *, user_id: str, account_id
                          display_name: str, role: str, now: datetime) -> None:
     """Insert a user and their membership inside the caller's transaction."""
     try:
-        await store.collection("users").insert_one(
+        await store.collection(USERS).insert_one(
             {"_id": user_id, "accountId": account_id, "email": normalise_email(email),
              "displayName": display_name, "passwordHash": password_hash, "createdAt": now,
              "knownLoginNetworks": []},
@@ -101,7 +111,7 @@ async def _insert_member(store: Store, session: Any, *, user_id: str, account_id
         )
     except DuplicateKeyError:
         raise Conflict("a user with this e-mail already exists", code="email_taken") from None
-    await store.collection("memberships").insert_one(
+    await store.collection(MEMBERSHIPS).insert_one(
         {"_id": new_id(), "userId": user_id, "organizationId": organization_id, "role": role,
          "createdAt": now},
         session=session,
@@ -111,7 +121,7 @@ async def _insert_member(store: Store, session: Any, *, user_id: str, account_id
 async def add_member(store: Store, *, organization_id: str, email: str, password_hash: str,
                      display_name: str, role: str) -> str:
     """Create a user in the organization's account with the given role; returns the user id."""
-    organization = await store.collection("organizations").find_one({"_id": organization_id})
+    organization = await store.collection(ORGANIZATIONS).find_one({"_id": organization_id})
     if organization is None:
         raise Conflict("no such organization", code="no_such_organization")
     user_id = new_id()
@@ -130,25 +140,25 @@ async def add_member(store: Store, *, organization_id: str, email: str, password
 
 async def find_user_by_email(store: Store, email: str) -> dict[str, Any] | None:
     """The user with that e-mail, or None."""
-    return await store.collection("users").find_one({"email": normalise_email(email)})
+    return await store.collection(USERS).find_one({"email": normalise_email(email)})
 
 
 async def load_authenticated_user(store: Store, user_id: str, token_family: str
                                   ) -> AuthenticatedUser | None:
     """The user with their roles, or None when the user no longer exists."""
-    user = await store.collection("users").find_one({"_id": user_id})
+    user = await store.collection(USERS).find_one({"_id": user_id})
     if user is None:
         return None
     roles = {
         m["organizationId"]: m["role"]
-        async for m in store.collection("memberships").find({"userId": user_id})
+        async for m in store.collection(MEMBERSHIPS).find({"userId": user_id})
     }
     return AuthenticatedUser(user["_id"], user["accountId"], user["email"], roles, token_family)
 
 
 async def remember_login_network(store: Store, user_id: str, network_hash: str) -> None:
     """Note a network the user logged in from, so account-wide throttling spares it."""
-    await store.collection("users").update_one(
+    await store.collection(USERS).update_one(
         {"_id": user_id},
         {"$addToSet": {"knownLoginNetworks": network_hash}},
     )
@@ -160,7 +170,7 @@ async def remember_login_network(store: Store, user_id: str, network_hash: str) 
 async def store_refresh_token(store: Store, *, token_id: str, family_id: str, user_id: str,
                               expires_at: datetime, parent_id: str | None = None) -> None:
     """Record an issued refresh token (its id only; the token itself is never stored)."""
-    await store.collection("refresh_tokens").insert_one({
+    await store.collection(REFRESH_TOKENS).insert_one({
         "_id": token_id, "familyId": family_id, "userId": user_id, "parentId": parent_id,
         "issuedAt": datetime.now(UTC), "expiresAt": expires_at, "revokedAt": None,
         "revokedReason": None,
@@ -169,7 +179,7 @@ async def store_refresh_token(store: Store, *, token_id: str, family_id: str, us
 
 async def revoke_for_rotation(store: Store, token_id: str) -> dict[str, Any] | None:
     """Atomically mark a live token as rotated; returns its record before, or None if not live."""
-    return await store.collection("refresh_tokens").find_one_and_update(
+    return await store.collection(REFRESH_TOKENS).find_one_and_update(
         {"_id": token_id, "revokedAt": None},
         {"$set": {"revokedAt": datetime.now(UTC), "revokedReason": "rotated"}},
         return_document=ReturnDocument.BEFORE,
@@ -178,16 +188,16 @@ async def revoke_for_rotation(store: Store, token_id: str) -> dict[str, Any] | N
 
 async def find_refresh_token(store: Store, token_id: str) -> dict[str, Any] | None:
     """The refresh-token record, or None."""
-    return await store.collection("refresh_tokens").find_one({"_id": token_id})
+    return await store.collection(REFRESH_TOKENS).find_one({"_id": token_id})
 
 
 async def revoke_family(store: Store, family_id: str, reason: str) -> None:
     """Revoke every live token of a family (logout, or reuse of a revoked token)."""
-    await store.collection("refresh_tokens").update_many(
+    await store.collection(REFRESH_TOKENS).update_many(
         {"familyId": family_id, "revokedAt": None},
         {"$set": {"revokedAt": datetime.now(UTC), "revokedReason": reason}},
     )
-    await store.collection("revoked_families").update_one(
+    await store.collection(REVOKED_FAMILIES).update_one(
         {"_id": family_id},
         {"$setOnInsert": {"revokedAt": datetime.now(UTC), "reason": reason}},
         upsert=True,
@@ -196,7 +206,7 @@ async def revoke_family(store: Store, family_id: str, reason: str) -> None:
 
 async def is_family_revoked(store: Store, family_id: str) -> bool:
     """True when the family was revoked as a whole (logout or token reuse)."""
-    return await store.collection("revoked_families").find_one({"_id": family_id}) is not None
+    return await store.collection(REVOKED_FAMILIES).find_one({"_id": family_id}) is not None
 
 
 # Login throttling ---------------------------------------------------------------------------
@@ -207,7 +217,7 @@ THROTTLE_WINDOW = timedelta(minutes=15)
 async def count_failure(store: Store, key: str) -> int:
     """Add one failed login to the counter `key` for the current window; returns the count."""
     now = datetime.now(UTC)
-    doc = await store.collection("login_throttle").find_one_and_update(
+    doc = await store.collection(LOGIN_THROTTLE).find_one_and_update(
         {"_id": key},
         {"$inc": {"failures": 1}, "$setOnInsert": {"expiresAt": now + THROTTLE_WINDOW}},
         upsert=True,
@@ -215,7 +225,7 @@ async def count_failure(store: Store, key: str) -> int:
     )
     if doc["expiresAt"].replace(tzinfo=UTC) <= now:
         # An expired window that the TTL monitor has not removed yet starts afresh.
-        await store.collection("login_throttle").replace_one(
+        await store.collection(LOGIN_THROTTLE).replace_one(
             {"_id": key}, {"_id": key, "failures": 1, "expiresAt": now + THROTTLE_WINDOW}
         )
         return 1
@@ -224,7 +234,7 @@ async def count_failure(store: Store, key: str) -> int:
 
 async def failures(store: Store, key: str) -> tuple[int, datetime | None]:
     """How many failures the counter holds in its live window, and when the window ends."""
-    doc = await store.collection("login_throttle").find_one({"_id": key})
+    doc = await store.collection(LOGIN_THROTTLE).find_one({"_id": key})
     if doc is None:
         return 0, None
     expires = doc["expiresAt"].replace(tzinfo=UTC)
@@ -235,13 +245,13 @@ async def failures(store: Store, key: str) -> tuple[int, datetime | None]:
 
 async def clear_failures(store: Store, key: str) -> None:
     """Forget a counter (after a successful login)."""
-    await store.collection("login_throttle").delete_one({"_id": key})
+    await store.collection(LOGIN_THROTTLE).delete_one({"_id": key})
 
 
 async def describe_user(store: Store, user: AuthenticatedUser) -> dict[str, Any]:
     """The user, their account and organizations with roles, as /auth/me shows them."""
-    record = await store.collection("users").find_one({"_id": user.id}) or {}
-    organizations = await store.collection("organizations").find(
+    record = await store.collection(USERS).find_one({"_id": user.id}) or {}
+    organizations = await store.collection(ORGANIZATIONS).find(
         {"_id": {"$in": list(user.roles)}}
     ).sort("createdAt", ASCENDING).to_list(None)
     return {
@@ -254,3 +264,33 @@ async def describe_user(store: Store, user: AuthenticatedUser) -> dict[str, Any]
             for org in organizations
         ],
     }
+
+
+async def find_account(store: Store, account_id: str) -> dict[str, Any] | None:
+    """The account document, or None."""
+    return await store.collection(ACCOUNTS).find_one({"_id": account_id})
+
+
+async def organizations_of_account(store: Store, account_id: str) -> list[dict[str, Any]]:
+    """The account's organizations, oldest first."""
+    return await store.collection(ORGANIZATIONS).find(
+        {"accountId": account_id}).sort("createdAt", ASCENDING).to_list(None)
+
+
+async def users_of_account(store: Store, account_id: str) -> list[dict[str, Any]]:
+    """The account's users, oldest first."""
+    return await store.collection(USERS).find(
+        {"accountId": account_id}).sort("createdAt", ASCENDING).to_list(None)
+
+
+async def memberships_of_organizations(store: Store, organization_ids: list[str]
+                                       ) -> list[dict[str, Any]]:
+    """Every membership in these organizations."""
+    return await store.collection(MEMBERSHIPS).find(
+        {"organizationId": {"$in": organization_ids}}).to_list(None)
+
+
+async def invoices_of_account(store: Store, account_id: str) -> list[dict[str, Any]]:
+    """The account's invoices, oldest first."""
+    return await store.collection(INVOICES).find(
+        {"accountId": account_id}).sort("issuedAt", ASCENDING).to_list(None)

@@ -13,9 +13,11 @@ from typing import Any
 from documents.accounts import new_id
 from documents.store import ASCENDING, DESCENDING, Index, Store
 
+COLLECTION = "audit_log"
+
 INDEXES = [
-    Index("audit_log", (("organizationId", ASCENDING), ("at", DESCENDING))),
-    Index("audit_log", (("accountId", ASCENDING), ("at", DESCENDING))),
+    Index(COLLECTION, (("organizationId", ASCENDING), ("at", DESCENDING))),
+    Index(COLLECTION, (("accountId", ASCENDING), ("at", DESCENDING))),
 ]
 
 
@@ -24,7 +26,7 @@ async def record(store: Store, *, action: str, actor_user_id: str | None,
                  details: dict[str, Any] | None = None, session: Any = None) -> str:
     """Append one entry; pass `session` when it belongs to a transaction."""
     entry_id = new_id()
-    await store.collection("audit_log").insert_one(
+    await store.collection(COLLECTION).insert_one(
         {
             "_id": entry_id,
             "at": datetime.now(UTC),
@@ -42,6 +44,6 @@ async def record(store: Store, *, action: str, actor_user_id: str | None,
 
 async def entries_for_account(store: Store, account_id: str) -> AsyncIterator[dict[str, Any]]:
     """The account's entries, newest first."""
-    cursor = store.collection("audit_log").find({"accountId": account_id}).sort("at", DESCENDING)
+    cursor = store.collection(COLLECTION).find({"accountId": account_id}).sort("at", DESCENDING)
     async for entry in cursor:
         yield entry

@@ -14,21 +14,25 @@ from typing import Any
 from documents.retention import Expiry
 from documents.store import ASCENDING, DuplicateKeyError, Index, Store
 
+SURVEY_RESPONSES = "survey_responses"
+CHAT_TRANSCRIPTS = "chat_transcripts"
+CONSENT_DECISIONS = "consent_decisions"
+
 INDEXES = [
-    Index("survey_responses", (("siteId", ASCENDING), ("visitorId", ASCENDING))),
-    Index("survey_responses", (("siteId", ASCENDING), ("sessionId", ASCENDING))),
-    Index("chat_transcripts", (("siteId", ASCENDING), ("visitorId", ASCENDING))),
-    Index("chat_transcripts", (("siteId", ASCENDING), ("emails", ASCENDING))),
-    Index("consent_decisions", (("siteId", ASCENDING), ("visitorId", ASCENDING),
-                                ("decidedAt", ASCENDING))),
+    Index(SURVEY_RESPONSES, (("siteId", ASCENDING), ("visitorId", ASCENDING))),
+    Index(SURVEY_RESPONSES, (("siteId", ASCENDING), ("sessionId", ASCENDING))),
+    Index(CHAT_TRANSCRIPTS, (("siteId", ASCENDING), ("visitorId", ASCENDING))),
+    Index(CHAT_TRANSCRIPTS, (("siteId", ASCENDING), ("emails", ASCENDING))),
+    Index(CONSENT_DECISIONS, (("siteId", ASCENDING), ("visitorId", ASCENDING),
+                              ("decidedAt", ASCENDING))),
     # Each site's oldest items, for retention (documents/retention.py).
-    Index("survey_responses", (("siteId", ASCENDING), ("answeredAt", ASCENDING))),
-    Index("chat_transcripts", (("siteId", ASCENDING), ("startedAt", ASCENDING))),
-    Index("consent_decisions", (("siteId", ASCENDING), ("decidedAt", ASCENDING))),
+    Index(SURVEY_RESPONSES, (("siteId", ASCENDING), ("answeredAt", ASCENDING))),
+    Index(CHAT_TRANSCRIPTS, (("siteId", ASCENDING), ("startedAt", ASCENDING))),
+    Index(CONSENT_DECISIONS, (("siteId", ASCENDING), ("decidedAt", ASCENDING))),
 ]
-SURVEY_EXPIRY = Expiry("survey_responses", "answeredAt")
-CHAT_EXPIRY = Expiry("chat_transcripts", "startedAt")
-CONSENT_EXPIRY = Expiry("consent_decisions", "decidedAt")
+SURVEY_EXPIRY = Expiry(SURVEY_RESPONSES, "answeredAt")
+CHAT_EXPIRY = Expiry(CHAT_TRANSCRIPTS, "startedAt")
+CONSENT_EXPIRY = Expiry(CONSENT_DECISIONS, "decidedAt")
 
 
 async def insert_once(store: Store, collection: str, document: dict[str, Any]) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -345,3 +346,36 @@ async def session_hits(store: Store, site_id: str, start: datetime, end: datetim
         query, {"errorId": 1, "visitorId": 1, "sessionId": 1, "occurredAt": 1})
     return [(row["errorId"], row["visitorId"], row["sessionId"], row["occurredAt"])
             async for row in cursor]
+
+
+async def anonymise_errors(store: Store, query: dict[str, Any],
+                           strip_context: Callable[[Any], Any], *, session: Any = None) -> int:
+    """Take the visitor out of the aggregates `query` finds (their context through
+    `strip_context`); returns how many there were."""
+    errors = store.collection(ERRORS)
+    count = 0
+    async for error in errors.find(query, {"context": 1}, session=session):
+        await errors.update_one(
+            {"_id": error["_id"]},
+            {"$set": {"visitorId": None, "sessionId": None, "wpUserId": None,
+                      "ipAddress": None, "context": strip_context(error.get("context") or {}),
+                      "anonymisedAt": datetime.now(UTC)}},
+            session=session,
+        )
+        count += 1
+    return count
+
+
+async def anonymise_occurrences(store: Store, query: dict[str, Any], *, session: Any = None
+                                ) -> int:
+    """Take the visit out of the occurrences `query` finds; returns how many matched."""
+    # The fault and when it happened stay (the Errors list and the error counts read them);
+    # everything about the visit goes: who, which session, which page and device, what context.
+    result = await store.collection(OCCURRENCES).update_many(
+        query,
+        {"$set": {"visitorId": None, "sessionId": None, "wpUserId": None, "url": None,
+                  "page": None, "browser": None, "os": None, "deviceType": None,
+                  "context": {}, "anonymisedAt": datetime.now(UTC)}},
+        session=session,
+    )
+    return result.matched_count

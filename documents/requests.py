@@ -25,13 +25,15 @@ from documents.store import ASCENDING, DESCENDING, Index, Store
 
 RequestType = Literal["access", "erasure", "restriction", "objection", "rectification"]
 
+COLLECTION = "dsr_requests"
+
 INDEXES = [
-    Index("dsr_requests", (("organizationId", ASCENDING), ("receivedAt", DESCENDING))),
-    Index("dsr_requests", (("siteId", ASCENDING), ("subjectDigest", ASCENDING))),
-    Index("dsr_requests", (("siteId", ASCENDING), ("completedAt", ASCENDING))),
+    Index(COLLECTION, (("organizationId", ASCENDING), ("receivedAt", DESCENDING))),
+    Index(COLLECTION, (("siteId", ASCENDING), ("subjectDigest", ASCENDING))),
+    Index(COLLECTION, (("siteId", ASCENDING), ("completedAt", ASCENDING))),
 ]
 #: A request's entry expires by when it was completed; an open one never does.
-EXPIRY = Expiry("dsr_requests", "completedAt")
+EXPIRY = Expiry(COLLECTION, "completedAt")
 
 
 def one_month_later(moment: datetime) -> datetime:
@@ -72,7 +74,7 @@ async def open_request(store: Store, *, kind: RequestType, site: dict[str, Any],
         "status": "received",
         "details": details or {},
     }
-    log = store.collection("dsr_requests")
+    log = store.collection(COLLECTION)
     # Once a subject is erased, a later request about the same id (a second erasure, say) does
     # not bring the erased identifier back into the log.
     if visitor_id is not None and await log.find_one(
@@ -87,7 +89,7 @@ async def complete_request(store: Store, request_id: str, *, outcome: dict[str, 
                            session: Any = None) -> datetime:
     """Mark the request completed now; pass `session` when inside the erasure transaction."""
     now = datetime.now(UTC)
-    log = store.collection("dsr_requests")
+    log = store.collection(COLLECTION)
     completed = await log.find_one_and_update(
         {"_id": request_id},
         {"$set": {"completedAt": now, "status": "completed", "outcome": outcome or {}}},
@@ -103,7 +105,7 @@ async def complete_request(store: Store, request_id: str, *, outcome: dict[str, 
 
 async def fail_request(store: Store, request_id: str, reason: str) -> None:
     """Mark the request failed, with a reason that holds no personal data."""
-    await store.collection("dsr_requests").update_one(
+    await store.collection(COLLECTION).update_one(
         {"_id": request_id}, {"$set": {"status": "failed", "failureReason": reason}})
 
 
@@ -130,6 +132,14 @@ async def failed_if_the_store_fails(store: Store, request_id: str) -> AsyncItera
 async def requests_for_organizations(store: Store, organization_ids: list[str], *,
                                      limit: int = 500) -> list[dict[str, Any]]:
     """The newest requests of these organizations."""
-    cursor = store.collection("dsr_requests").find(
+    cursor = store.collection(COLLECTION).find(
         {"organizationId": {"$in": organization_ids}}).sort("receivedAt", DESCENDING)
     return await cursor.limit(limit).to_list(None)
+
+
+def erasures_completed_since(store: Store, since: datetime) -> Any:
+    """A cursor over the site and subject digest of every erasure completed at or after
+    `since`."""
+    return store.collection(COLLECTION).find(
+        {"type": "erasure", "status": "completed", "completedAt": {"$gte": since}},
+        {"siteId": 1, "subjectDigest": 1})

@@ -343,3 +343,10 @@ async def all_sites(store: Store) -> list[dict[str, Any]]:
     cursor = store.collection(COLLECTION).find(
         {}, {"organizationId": 1, "settings": 1, "name": 1}).sort("_id", ASCENDING)
     return await cursor.to_list(None)
+
+
+async def sites_of_organizations(store: Store, organization_ids: list[str]
+                                 ) -> list[dict[str, Any]]:
+    """Every site of these organizations, oldest first."""
+    return await store.collection(COLLECTION).find(
+        {"organizationId": {"$in": organization_ids}}).sort("createdAt", ASCENDING).to_list(None)

@@ -16,14 +16,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from documents import recordings
+from documents import engagement, recordings
 from documents.accounts import new_id
 from documents.store import ASCENDING, DESCENDING, Index, Store
 from documents.visitors import restricted_visitor_ids
 from errors import InvalidInput, NotFound
 
 COLLECTION = "surveys"
-RESPONSES = "survey_responses"
+RESPONSES = engagement.SURVEY_RESPONSES
 #: One document per site: how many surveys it has, raised and lowered with them (the cap).
 COUNTERS = "survey_counters"
 

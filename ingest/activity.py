@@ -179,7 +179,7 @@ async def record_survey(intake: VisitorIntake, site: dict[str, Any], payload: di
                         ) -> Outcome:
     """Store a survey response, linked by visitor or only by session."""
     return await _store_once(intake, site, payload, kind="survey",
-                             collection="survey_responses", id_field="responseId",
+                             collection=engagement.SURVEY_RESPONSES, id_field="responseId",
                              document=lambda: {
         "visitorId": payload.get("visitorId"),
         "sessionId": payload.get("sessionId"),
@@ -206,7 +206,8 @@ def _transcript(payload: dict[str, Any]) -> dict[str, Any]:
 async def record_chat(intake: VisitorIntake, site: dict[str, Any], payload: dict[str, Any]
                       ) -> Outcome:
     """Store a chat transcript with its messages, found later by visitor id or e-mail."""
-    return await _store_once(intake, site, payload, kind="chat", collection="chat_transcripts",
+    return await _store_once(intake, site, payload, kind="chat",
+                             collection=engagement.CHAT_TRANSCRIPTS,
                              id_field="transcriptId", document=lambda: _transcript(payload))
 
 
@@ -214,7 +215,7 @@ async def record_consent(intake: VisitorIntake, site: dict[str, Any], payload: d
                          ) -> Outcome:
     """Store a consent decision: what, by which signal, when."""
     return await _store_once(intake, site, payload, kind="consent",
-                             collection="consent_decisions", id_field="decisionId",
+                             collection=engagement.CONSENT_DECISIONS, id_field="decisionId",
                              document=lambda: {
         "visitorId": payload["visitorId"],
         "decision": payload["decision"],

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from documents import audit, funnels, retention
+from documents import accounts, audit, funnels, retention
 from documents import notifications as notification_documents
+from documents import sites as site_documents
 from documents import surveys as survey_documents
 from documents.accounts import AuthenticatedUser
-from documents.store import ASCENDING, Store
+from documents.store import Store
 
 REDACTED = "<redacted>"
 
@@ -41,16 +42,12 @@ def redact_configuration(value: Any) -> Any:
 
 async def account_export(store: Store, user: AuthenticatedUser) -> dict[str, Any]:
     """The account export of the user's account."""
-    account = await store.collection("accounts").find_one({"_id": user.account_id}) or {}
-    organizations = await store.collection("organizations").find(
-        {"accountId": user.account_id}).sort("createdAt", ASCENDING).to_list(None)
+    account = await accounts.find_account(store, user.account_id) or {}
+    organizations = await accounts.organizations_of_account(store, user.account_id)
     organization_ids = [org["_id"] for org in organizations]
-    users = await store.collection("users").find(
-        {"accountId": user.account_id}).sort("createdAt", ASCENDING).to_list(None)
-    memberships = await store.collection("memberships").find(
-        {"organizationId": {"$in": organization_ids}}).to_list(None)
-    sites = await store.collection("sites").find(
-        {"organizationId": {"$in": organization_ids}}).sort("createdAt", ASCENDING).to_list(None)
+    users = await accounts.users_of_account(store, user.account_id)
+    memberships = await accounts.memberships_of_organizations(store, organization_ids)
+    sites = await site_documents.sites_of_organizations(store, organization_ids)
     site_views = []
     for site in sites:
         view = {key: value for key, value in site.items() if key not in SITE_SECRET_FIELDS}
@@ -66,8 +63,7 @@ async def account_export(store: Store, user: AuthenticatedUser) -> dict[str, Any
         # Every kind's retention in force, defaults included (issue 32).
         view["retentionDays"] = retention.site_days(site)
         site_views.append(view)
-    invoices = await store.collection("invoices").find(
-        {"accountId": user.account_id}).sort("issuedAt", ASCENDING).to_list(None)
+    invoices = await accounts.invoices_of_account(store, user.account_id)
     trail = [entry async for entry in audit.entries_for_account(store, user.account_id)]
     return {
         "format": "visitor-service/account-export/v1",

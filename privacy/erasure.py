@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from documents import audit, derivation, recordings, visitors
+from documents import audit, derivation, error_records, recordings, visitors
 from documents import requests as request_log
 from documents.store import Store
 from errors import NotFound
@@ -78,35 +78,16 @@ def strip_context(value: Any) -> Any:
 
 
 async def _anonymise_errors(store: Store, query: dict[str, Any], session: Any) -> int:
-    errors = store.collection("errors")
-    count = 0
-    async for error in errors.find(query, {"context": 1}, session=session):
-        await errors.update_one(
-            {"_id": error["_id"]},
-            {"$set": {"visitorId": None, "sessionId": None, "wpUserId": None,
-                      "ipAddress": None, "context": strip_context(error.get("context") or {}),
-                      "anonymisedAt": datetime.now(UTC)}},
-            session=session,
-        )
-        count += 1
-    return count
+    return await error_records.anonymise_errors(store, query, strip_context, session=session)
 
 
 async def _anonymise_occurrences(store: Store, query: dict[str, Any], session: Any) -> int:
-    # The fault and when it happened stay (the Errors list and the error counts read them);
-    # everything about the visit goes: who, which session, which page and device, what context.
-    result = await store.collection("error_occurrences").update_many(
-        query,
-        {"$set": {"visitorId": None, "sessionId": None, "wpUserId": None, "url": None,
-                  "page": None, "browser": None, "os": None, "deviceType": None,
-                  "context": {}, "anonymisedAt": datetime.now(UTC)}},
-        session=session,
-    )
-    return result.matched_count
+    return await error_records.anonymise_occurrences(store, query, session=session)
 
 
 #: How erasure anonymises each collection whose `VISITOR_DATA` action is "anonymise".
-ANONYMISERS = {"errors": _anonymise_errors, "error_occurrences": _anonymise_occurrences}
+ANONYMISERS = {error_records.ERRORS: _anonymise_errors,
+               error_records.OCCURRENCES: _anonymise_occurrences}
 
 
 async def _apply(store: Store, keys: SubjectKeys, session: Any, *, figures: bool = True,

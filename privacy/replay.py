@@ -57,9 +57,7 @@ async def replay_erasures(store: Store, digester: SubjectDigester, since: dateti
     """Erase again every visitor whose digest matches an erasure completed at or after `since`."""
     report = ReplayReport()
     digests_by_site: dict[str, dict[str, str]] = {}
-    async for request in store.collection("dsr_requests").find(
-            {"type": "erasure", "status": "completed", "completedAt": {"$gte": since}},
-            {"siteId": 1, "subjectDigest": 1}):
+    async for request in request_log.erasures_completed_since(store, since):
         report.erasures_in_log += 1
         digests_by_site.setdefault(request["siteId"], {})[request["subjectDigest"]] = \
             request["_id"]
