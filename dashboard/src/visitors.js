@@ -387,7 +387,7 @@ function eraseDialog(app, site, visitor) {
     count(counts.pageviews, 'pageview', 'pageviews'),
     count(counts.recordings, 'recording with its segments', 'recordings with their segments'),
     count(counts.leads, 'lead', 'leads'),
-    'chat transcripts and survey answers',
+    'their orders, carts and checkouts, visits, consent decisions, chat transcripts and survey answers',
     'the visitor profile itself',
   ];
   const body = h('div', {});
