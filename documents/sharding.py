@@ -18,14 +18,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from documents import (
+    accounts,
     activity,
+    audit,
     commerce,
     derivation,
+    engagement,
+    error_outbox,
+    error_records,
     funnels,
     heatmaps,
     interactions,
+    leads,
+    migrations,
+    notifications,
     recordings,
+    requests,
+    retention,
     rollups,
+    sites,
+    statement_nonces,
+    surveys,
+    visitors,
     visits,
 )
 
@@ -43,58 +57,63 @@ _BY_SITE = "read and written per site"
 _VISITOR = ("siteId", "visitorId")
 _BY_VISITOR = "a visitor's records, read per site or per visitor"
 _SMALL = "small, read by its own keys (accounts and settings): stays on the primary shard"
+_SEGMENTS_FILES = f"{recordings.SEGMENTS_BUCKET}.files"
+_SEGMENTS_CHUNKS = f"{recordings.SEGMENTS_BUCKET}.chunks"
+_HEATMAP_FILES = f"{heatmaps.BUCKET}.files"
+_HEATMAP_CHUNKS = f"{heatmaps.BUCKET}.chunks"
 _CHUNKS = "GridFS bytes, the bulk of the data: by file, as MongoDB advises for chunks"
 
 SHARD_KEYS: dict[str, Placement] = {
     # Accounts, settings and bookkeeping: small, unsharded.
-    "accounts": Placement(None, _SMALL),
-    "users": Placement(None, _SMALL + "; unique e-mail"),
-    "memberships": Placement(None, _SMALL),
-    "organizations": Placement(None, _SMALL),
-    "sites": Placement(None, _SMALL + "; unique API key hash and public key"),
-    "refresh_tokens": Placement(None, _SMALL),
-    "login_throttle": Placement(None, _SMALL + "; expiring"),
-    "statement_nonces": Placement(None, "expiring within minutes"),
-    "migrations": Placement(None, "a few claims"),
+    accounts.ACCOUNTS: Placement(None, _SMALL),
+    accounts.USERS: Placement(None, _SMALL + "; unique e-mail"),
+    accounts.MEMBERSHIPS: Placement(None, _SMALL),
+    accounts.ORGANIZATIONS: Placement(None, _SMALL),
+    sites.COLLECTION: Placement(None, _SMALL + "; unique API key hash and public key"),
+    accounts.REFRESH_TOKENS: Placement(None, _SMALL),
+    accounts.LOGIN_THROTTLE: Placement(None, _SMALL + "; expiring"),
+    statement_nonces.COLLECTION: Placement(None, "expiring within minutes"),
+    migrations.COLLECTION: Placement(None, "a few claims"),
     # The retention purge's bookkeeping (documents/retention.py): a document per run, and ten
     # per site, written by the one runner.
-    "retention_runs": Placement(None, "a document per purge run"),
-    "retention_status": Placement(None, _SMALL),
+    retention.RUNS: Placement(None, "a document per purge run"),
+    retention.STATUS: Placement(None, _SMALL),
     derivation.LEASES: Placement(None, "one lease per site"),
-    "notification_channels": Placement(None, _SMALL),
-    "audit_log": Placement(None, "per organization, written by hand-made actions"),
-    "dsr_requests": Placement(None, "per organization, written by hand-made requests"),
+    notifications.CHANNELS: Placement(None, _SMALL),
+    audit.COLLECTION: Placement(None, "per organization, written by hand-made actions"),
+    requests.COLLECTION: Placement(None, "per organization, written by hand-made requests"),
     heatmaps.RENDERS: Placement(None, "a queue of a few requests at a time"),
-    "error_outbox": Placement(None, "a queue, near empty when the workers keep up"),
-    "failed_jobs": Placement(None, "jobs that exhausted their retries: few"),
-    "segments.files": Placement(None, "one small document per segment; its bytes are chunks"),
-    "heatmaps.files": Placement(None, "one small document per image; its bytes are chunks"),
+    error_outbox.OUTBOX: Placement(None, "a queue, near empty when the workers keep up"),
+    error_records.FAILED_JOBS: Placement(None, "jobs that exhausted their retries: few"),
+    _SEGMENTS_FILES: Placement(None, "one small document per segment; its bytes are chunks"),
+    _HEATMAP_FILES: Placement(None, "one small document per image; its bytes are chunks"),
     # GridFS bytes.
-    "segments.chunks": Placement(("files_id", "n"), _CHUNKS),
-    "heatmaps.chunks": Placement(("files_id", "n"), _CHUNKS),
+    _SEGMENTS_CHUNKS: Placement(("files_id", "n"), _CHUNKS),
+    _HEATMAP_CHUNKS: Placement(("files_id", "n"), _CHUNKS),
     # A shop's visitors' data: one shard per visitor in the common case (the profile upsert,
     # the bucket appends, the visitor page, export and erasure); a site's queries name its
     # prefix and go to the shards holding the site.
-    "visitors": Placement(_VISITOR, _BY_VISITOR),
+    visitors.COLLECTION: Placement(_VISITOR, _BY_VISITOR),
     activity.COLLECTION: Placement(_VISITOR, _BY_VISITOR),
     interactions.COLLECTION: Placement(_VISITOR, _BY_VISITOR),
-    "recordings": Placement(_VISITOR, _BY_VISITOR),
-    "leads": Placement(_VISITOR, _BY_VISITOR),
-    "chat_transcripts": Placement(_VISITOR, _BY_VISITOR),
-    "consent_decisions": Placement(_VISITOR, _BY_VISITOR),
-    "survey_responses": Placement(_VISITOR, _BY_VISITOR),
-    "error_occurrences": Placement(_VISITOR, _BY_VISITOR),
-    "error_sessions": Placement(_VISITOR, _BY_VISITOR),
+    recordings.COLLECTION: Placement(_VISITOR, _BY_VISITOR),
+    leads.COLLECTION: Placement(_VISITOR, _BY_VISITOR),
+    engagement.CHAT_TRANSCRIPTS: Placement(_VISITOR, _BY_VISITOR),
+    engagement.CONSENT_DECISIONS: Placement(_VISITOR, _BY_VISITOR),
+    engagement.SURVEY_RESPONSES: Placement(_VISITOR, _BY_VISITOR),
+    error_records.OCCURRENCES: Placement(_VISITOR, _BY_VISITOR),
+    error_records.SESSION_LINKS: Placement(_VISITOR, _BY_VISITOR),
     rollups.VISITOR_DAYS: Placement(_VISITOR, _BY_VISITOR),
     visits.COLLECTION: Placement(_VISITOR, _BY_VISITOR),
     commerce.EVENTS: Placement(_VISITOR, _BY_VISITOR),
     derivation.COLLECTION: Placement(_VISITOR, _BY_VISITOR + "; folded per site"),
     recordings.MARKS_PENDING: Placement(_VISITOR, _BY_VISITOR + "; added per site"),
     # A site's own figures and settings.
-    "errors": Placement(("siteId", "fingerprint"), "one aggregate per (site, fingerprint)"),
-    "surveys": Placement(_SITE, _BY_SITE),
-    "survey_counters": Placement(_SITE, _BY_SITE),
-    "notification_deliveries": Placement(_SITE, _BY_SITE),
+    error_records.ERRORS: Placement(("siteId", "fingerprint"),
+                                    "one aggregate per (site, fingerprint)"),
+    surveys.COLLECTION: Placement(_SITE, _BY_SITE),
+    surveys.COUNTERS: Placement(_SITE, _BY_SITE),
+    notifications.DELIVERIES: Placement(_SITE, _BY_SITE),
     rollups.SITE_DAYS: Placement(_SITE, _BY_SITE + " (read by `_id`, which starts with it)"),
     rollups.PAGE_DAYS: Placement(_SITE, _BY_SITE),
     rollups.SESSION_DAYS: Placement(_SITE, _BY_SITE),
@@ -112,7 +131,7 @@ SCATTERS: dict[tuple[str, frozenset[str]], str] = {
     (derivation.COLLECTION, frozenset()): (
         "the lag gauge's one sorted read of the oldest fact, every few seconds: one index "
         "entry per shard"),
-    ("recordings", frozenset({"status"})): (
+    (recordings.COLLECTION, frozenset({"status"})): (
         "the idle sweep across sites (recordings.end_idle_recordings), every few seconds off "
         "the request path; one index range per shard"),
 }

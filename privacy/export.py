@@ -17,7 +17,22 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import activity, commerce, recordings, retention, visitors
+from documents import (
+    activity,
+    commerce,
+    derivation,
+    engagement,
+    error_outbox,
+    error_records,
+    heatmaps,
+    interactions,
+    leads,
+    recordings,
+    retention,
+    rollups,
+    visitors,
+    visits,
+)
 from documents.store import ASCENDING, Store
 from errors import NotFound
 from instants import format_instant
@@ -175,9 +190,9 @@ class VisitorExport:
             "consentDecisions": self._consents,
             "errorOccurrences": self._faults,
             "errorSessionLinks": self._error_sessions,
-            "pendingErrorJobs": lambda query: self._error_reports("error_outbox", query,
+            "pendingErrorJobs": lambda query: self._error_reports(error_outbox.OUTBOX, query,
                                                                   "receivedAt"),
-            "failedErrorJobs": lambda query: self._error_reports("failed_jobs", query,
+            "failedErrorJobs": lambda query: self._error_reports(error_records.FAILED_JOBS, query,
                                                                  "failedAt"),
             "errorRecordsAnonymised": lambda query: self._error_records(query, keys),
             "activeDays": self._active_days,
@@ -198,13 +213,13 @@ class VisitorExport:
                                                   "source")}
 
     async def _leads(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for lead in self._find("leads", query, "createdAt"):
+        async for lead in self._find(leads.COLLECTION, query, "createdAt"):
             yield {"id": lead["_id"], **{key: lead.get(key) for key in (
                 "createdAt", "kind", "formId", "url", "email", "name", "phone", "fields", "cart",
                 "ecommerceSessionId", "orderCompleted")}}
 
     async def _commerce_events(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for event in self._find("commerce_events", query, "occurredAt"):
+        async for event in self._find(commerce.EVENTS, query, "occurredAt"):
             currency = event.get("currency")
             yield {"id": event.get("eventId"), **{key: event.get(key) for key in (
                 "type", "occurredAt", "sessionId", "orderId", "productId", "quantity",
@@ -212,7 +227,7 @@ class VisitorExport:
                                  for key in ("price", "total", "amount") if key in event}}
 
     async def _orders(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for order in self._find("orders", query, "placedAt"):
+        async for order in self._find(commerce.ORDERS, query, "placedAt"):
             view = commerce.order_view(order)
             yield {"orderId": view["orderId"], "status": view["status"],
                    "placedAt": view["placedAt"], "paidAt": view["paidAt"],
@@ -221,14 +236,14 @@ class VisitorExport:
                    if view["currency"] else None, "sessionId": view["sessionId"]}
 
     async def _recordings(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for recording in self._find("recordings", query, "startedAt"):
+        async for recording in self._find(recordings.COLLECTION, query, "startedAt"):
             yield {"id": recording["_id"], **{key: recording.get(key) for key in (
                 "sessionId", "startedAt", "endedAt", "endReason", "pages", "country", "device",
                 "marks")},
                 "legacyFootage": recording.get("legacyFootage")}
 
     async def _segments(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for segment in self._find("segments.files", query, "uploadDate",
+        async for segment in self._find(f"{recordings.SEGMENTS_BUCKET}.files", query, "uploadDate",
                                         {"filename": 1, "length": 1, "metadata": 1}):
             metadata = segment.get("metadata", {})
             yield {"name": segment.get("filename"), "recordingId": metadata.get("recordingId"),
@@ -237,43 +252,43 @@ class VisitorExport:
                    "bytes": segment.get("length")}
 
     async def _interactions(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for bucket in self._find("interaction_buckets", query, "firstAt"):
+        async for bucket in self._find(interactions.COLLECTION, query, "firstAt"):
             for event in bucket.get("events", []):
                 yield {key: value for key, value in event.items() if key != "_id"}
 
     async def _surveys(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for response in self._find("survey_responses", query, "answeredAt"):
+        async for response in self._find(engagement.SURVEY_RESPONSES, query, "answeredAt"):
             yield {"id": response["_id"], "surveyId": response.get("surveyId"),
                    "answeredAt": response.get("answeredAt"), "answers": response.get("answers"),
                    "linkedBy": "visitor" if response.get("visitorId") else "session"}
 
     async def _consents(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for decision in self._find("consent_decisions", query, "decidedAt"):
+        async for decision in self._find(engagement.CONSENT_DECISIONS, query, "decidedAt"):
             yield {key: decision.get(key) for key in ("decision", "signal", "categories",
                                                      "url", "decidedAt")}
 
     async def _faults(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for occurrence in self._find("error_occurrences", query, "occurredAt"):
+        async for occurrence in self._find(error_records.OCCURRENCES, query, "occurredAt"):
             yield {"what": f"{occurrence.get('type')}: {occurrence.get('message')}",
                    "type": occurrence.get("type"), "message": occurrence.get("message"),
                    "when": occurrence.get("occurredAt"), "sessionId": occurrence.get("sessionId")}
 
     async def _error_sessions(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for link in self._find("error_sessions", query, "sessionId"):
+        async for link in self._find(error_records.SESSION_LINKS, query, "sessionId"):
             yield {"sessionId": link.get("sessionId"), "errorId": link.get("errorId")}
 
     async def _active_days(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for day in self._find("visitor_days", query, "day"):
+        async for day in self._find(rollups.VISITOR_DAYS, query, "day"):
             yield {key: day.get(key) for key in ("day", "pageviews", "country", "device")}
 
     async def _visits(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for visit in self._find("visit_sessions", query, "startedAt"):
+        async for visit in self._find(visits.COLLECTION, query, "startedAt"):
             yield {key: visit.get(key) for key in ("sessionId", "startedAt", "endedAt",
                                                   "entry", "exit", "source", "pageviews",
                                                   "pages")}
 
     async def _pending_facts(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for fact in self._find("unfolded_facts", query, "recordedAt",
+        async for fact in self._find(derivation.COLLECTION, query, "recordedAt",
                                      {"_id": 0, "kind": 1, "recordedAt": 1, "records": 1}):
             yield {"kind": fact.get("kind"), "recordedAt": fact.get("recordedAt"),
                    "records": [{key: record.get(key) for key in ("at", "url", "kind")
@@ -285,14 +300,14 @@ class VisitorExport:
             yield {"recordingId": pending.get("recordingId"), "marks": pending.get("marks")}
 
     async def _chats(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for transcript in self._find("chat_transcripts", query, "startedAt"):
+        async for transcript in self._find(engagement.CHAT_TRANSCRIPTS, query, "startedAt"):
             yield {"id": transcript["_id"], "startedAt": transcript.get("startedAt"),
                    "messages": transcript.get("messages", [])}
 
     async def _heatmaps(self, query: dict[str, Any], keys: SubjectKeys
                         ) -> AsyncIterator[dict[str, Any]]:
         """Images rendered from the visitor's recordings: described, never embedded."""
-        async for image in self._find("heatmaps.files", query, "uploadDate",
+        async for image in self._find(f"{heatmaps.BUCKET}.files", query, "uploadDate",
                                       {"uploadDate": 1, "length": 1, "metadata": 1}):
             metadata = image.get("metadata", {})
             yield {"id": image["_id"], "pageUrl": metadata.get("pageUrl"),
@@ -315,7 +330,7 @@ class VisitorExport:
         visitor it holds (what erasure clears); never the aggregate itself."""
         projection = {"type": 1, "message": 1, "lastOccurredAt": 1, "visitorId": 1,
                       "sessionId": 1, "wpUserId": 1, "ipAddress": 1, "context": 1}
-        async for record in self._find("errors", query, "lastOccurredAt", projection):
+        async for record in self._find(error_records.ERRORS, query, "lastOccurredAt", projection):
             held = [name for name in ("visitorId", "sessionId") if record.get(name) in
                     (keys.visitor_id, *keys.session_ids)]
             held += [name for name in ("wpUserId", "ipAddress", "context") if record.get(name)]
@@ -325,7 +340,7 @@ class VisitorExport:
     async def _linked_profiles(self, profile: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         if not profile.get("wpUserId"):
             return
-        cursor = self._find("visitors", {"siteId": self._site["_id"],
+        cursor = self._find(visitors.COLLECTION, {"siteId": self._site["_id"],
                                          "wpUserId": profile["wpUserId"],
                                          "visitorId": {"$ne": self._visitor_id}}, "firstSeen")
         async for other in cursor:

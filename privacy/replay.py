@@ -18,8 +18,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from documents import (
+    activity,
+    engagement,
+    error_records,
+    interactions,
+    leads,
+    recordings,
+    sites,
+    visitors,
+)
 from documents import requests as request_log
-from documents import sites
 from documents.requests import SubjectDigester
 from documents.store import Store
 from errors import NotFound
@@ -28,8 +37,9 @@ from privacy.erasure import erase_visitor
 log = logging.getLogger(__name__)
 
 #: Collections whose documents carry (siteId, visitorId): where a restored visitor can be found.
-VISITOR_ID_SOURCES = ("visitors", "pageview_buckets", "leads", "recordings", "error_occurrences",
-                      "interaction_buckets", "survey_responses")
+VISITOR_ID_SOURCES = (visitors.COLLECTION, activity.COLLECTION, leads.COLLECTION,
+                      recordings.COLLECTION, error_records.OCCURRENCES, interactions.COLLECTION,
+                      engagement.SURVEY_RESPONSES)
 
 #: Who the replayed erasures are logged and audited as.
 REPLAY_ACTOR = "system:replay-erasures"

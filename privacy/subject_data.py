@@ -13,8 +13,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from documents import leads as lead_documents
-from documents import visitors
+from documents import (
+    activity,
+    commerce,
+    derivation,
+    engagement,
+    error_outbox,
+    error_records,
+    heatmaps,
+    interactions,
+    leads,
+    recordings,
+    rollups,
+    visitors,
+    visits,
+)
 from documents.store import Store
 
 Action = Literal["delete", "anonymise", "delete_files"]
@@ -85,77 +98,81 @@ def _profile(keys: SubjectKeys) -> dict[str, Any]:
 #: Every collection that can hold a visitor's personal data, in erasure order (the profile last,
 #: so an interrupted erasure on a store without transactions can always be found and redone).
 VISITOR_DATA: tuple[VisitorDataSource, ...] = (
-    VisitorDataSource("pageview_buckets", "pageviews", "delete", _by_visitor, "pageviews",
+    VisitorDataSource(activity.COLLECTION, "pageviews", "delete", _by_visitor, "pageviews",
                       "Pageview records"),
-    VisitorDataSource("interaction_buckets", "interactions", "delete", _by_visitor,
+    VisitorDataSource(interactions.COLLECTION, "interactions", "delete", _by_visitor,
                       "interactions",
                       "Click and scroll records"),
-    VisitorDataSource("segments.files", "recordingSegments", "delete_files", _segments,
+    VisitorDataSource(f"{recordings.SEGMENTS_BUCKET}.files",
+                      "recordingSegments", "delete_files", _segments,
                       "recordingSegments",
                       "Recording footage files"),
-    VisitorDataSource("recordings", "recordings", "delete", _by_visitor, "recordings",
+    VisitorDataSource(recordings.COLLECTION, "recordings", "delete", _by_visitor, "recordings",
                       "Session recordings"),
-    VisitorDataSource("heatmaps.files", "heatmapImages", "delete_files", _heatmaps,
+    VisitorDataSource(f"{heatmaps.BUCKET}.files", "heatmapImages", "delete_files", _heatmaps,
                       "heatmapImages",
                       "Heatmap images drawn from their recordings"),
-    VisitorDataSource("leads", "leads", "delete", _by_visitor, "leads",
+    VisitorDataSource(leads.COLLECTION, "leads", "delete", _by_visitor, "leads",
                       "Leads"),
     # Carts, checkouts and orders the shop's server reported (documents/commerce.py); an
     # order's figure comes out of the daily figures with it, as a pageview's does.
-    VisitorDataSource("commerce_events", "commerceEvents", "delete", _by_visitor,
+    VisitorDataSource(commerce.EVENTS, "commerceEvents", "delete", _by_visitor,
                       "commerceEvents", "Cart, checkout and order events from the shop"),
-    VisitorDataSource("orders", "orders", "delete", _by_visitor, "orders",
+    VisitorDataSource(commerce.ORDERS, "orders", "delete", _by_visitor, "orders",
                       "Orders: value, currency and status"),
-    VisitorDataSource("chat_transcripts", "chatTranscripts", "delete", _chats,
+    VisitorDataSource(engagement.CHAT_TRANSCRIPTS, "chatTranscripts", "delete", _chats,
                       "chatTranscripts",
                       "Chat transcripts"),
-    VisitorDataSource("survey_responses", "surveyResponses", "delete", _by_visitor_or_session,
+    VisitorDataSource(engagement.SURVEY_RESPONSES,
+                      "surveyResponses", "delete", _by_visitor_or_session,
                       "surveyResponses",
                       "Survey answers"),
-    VisitorDataSource("consent_decisions", "consentDecisions", "delete", _by_visitor,
+    VisitorDataSource(engagement.CONSENT_DECISIONS, "consentDecisions", "delete", _by_visitor,
                       "consentDecisions",
                       "Consent decisions"),
     # What the visitor hit stays as an occurrence of the fault at its time, without the
     # visitor, session, page or device: the Errors list and the error counts keep it, the
     # visitors affected do not (decision "An erased visitor's errors stay counted").
-    VisitorDataSource("error_occurrences", "errorOccurrences", "anonymise",
+    VisitorDataSource(error_records.OCCURRENCES, "errorOccurrences", "anonymise",
                       _by_visitor_or_session, "faults",
                       "Error occurrences kept without the visitor (anonymised)"),
-    VisitorDataSource("error_sessions", "errorSessionLinks", "delete", _by_visitor_or_session,
+    VisitorDataSource(error_records.SESSION_LINKS,
+                      "errorSessionLinks", "delete", _by_visitor_or_session,
                       "errorSessions",
                       "Links between errors and the visitor's sessions"),
     # A job still waiting in the outbox holds the error as sent; erasing it also makes the
     # worker skip the job (tasks/outbox.py), so it cannot write the visitor back afterwards.
-    VisitorDataSource("error_outbox", "pendingErrorJobs", "delete", _error_jobs,
+    VisitorDataSource(error_outbox.OUTBOX, "pendingErrorJobs", "delete", _error_jobs,
                       "pendingErrorReports",
                       "Error reports waiting to be processed"),
-    VisitorDataSource("failed_jobs", "failedErrorJobs", "delete", _error_jobs,
+    VisitorDataSource(error_records.FAILED_JOBS, "failedErrorJobs", "delete", _error_jobs,
                       "unprocessedErrorReports",
                       "Error reports that could not be processed"),
     # The aggregate is anonymised, not deleted; the export shows it reduced to the fault and
     # what of it points at the visitor (spec §2 rule 2).
-    VisitorDataSource("errors", "errorRecordsAnonymised", "anonymise", _by_visitor_or_session,
+    VisitorDataSource(error_records.ERRORS,
+                      "errorRecordsAnonymised", "anonymise", _by_visitor_or_session,
                       "errorRecords",
                       "Error records kept without the visitor (anonymised)"),
     # The days the visitor was active, with country and device: the chain the overview's
     # distinct-visitor figures are kept on (documents/rollups.py).
-    VisitorDataSource("visitor_days", "activeDays", "delete", _by_visitor, "activeDays",
+    VisitorDataSource(rollups.VISITOR_DAYS, "activeDays", "delete", _by_visitor, "activeDays",
                       "Days the visitor was active, as the overview counts visitors"),
     # The visitor's visits (entry and exit pages, where they came from, the pages seen), as
     # the overview's session figures and funnels read them (documents/visits.py).
-    VisitorDataSource("visit_sessions", "visits", "delete", _by_visitor, "visits",
+    VisitorDataSource(visits.COLLECTION, "visits", "delete", _by_visitor, "visits",
                       "Visits: where each session came from and the pages it saw"),
     # What the visitor's latest records add to the figures, not folded in yet
     # (documents/derivation.py); erasure deletes them and takes out only the folded share.
-    VisitorDataSource("unfolded_facts", "pendingFigureFacts", "delete", _by_visitor,
+    VisitorDataSource(derivation.COLLECTION, "pendingFigureFacts", "delete", _by_visitor,
                       "pendingFigureFacts",
                       "Activity not yet counted in the figures"),
     # Marks the fold counted on the visitor's recordings, not added to them yet
     # (documents/recordings.py `apply_marks`, usually within the second).
-    VisitorDataSource("recording_marks_pending", "pendingRecordingMarks", "delete", _by_visitor,
+    VisitorDataSource(recordings.MARKS_PENDING, "pendingRecordingMarks", "delete", _by_visitor,
                       "pendingRecordingMarks",
                       "Errors, clicks and leads not yet counted on the recordings"),
-    VisitorDataSource("visitors", "visitorProfile", "delete", _profile, "visitor",
+    VisitorDataSource(visitors.COLLECTION, "visitorProfile", "delete", _profile, "visitor",
                       "Visitor profile"),
 )
 
@@ -183,14 +200,15 @@ async def subject_keys(store: Store, site_id: str, visitor_id: str, *, session: 
     """Collect the visitor's session ids, lead e-mails and recording ids."""
     visitor = {"siteId": site_id, "visitorId": visitor_id}
     sessions: set[str] = set()
-    for collection, key in (("recordings", "sessionId"), ("leads", "sessionId"),
-                            ("error_occurrences", "sessionId"), ("error_sessions", "sessionId"),
-                            ("survey_responses", "sessionId"),
-                            ("pageview_buckets", "events.sessionId"),
-                            ("interaction_buckets", "events.sessionId")):
+    for collection, key in ((recordings.COLLECTION, "sessionId"), (leads.COLLECTION, "sessionId"),
+                            (error_records.OCCURRENCES, "sessionId"),
+                            (error_records.SESSION_LINKS, "sessionId"),
+                            (engagement.SURVEY_RESPONSES, "sessionId"),
+                            (activity.COLLECTION, "events.sessionId"),
+                            (interactions.COLLECTION, "events.sessionId")):
         sessions |= await _distinct(store, collection, key, visitor, session)
-    emails = set(await lead_documents.lead_emails(store, site_id, visitor_id, session=session))
+    emails = set(await leads.lead_emails(store, site_id, visitor_id, session=session))
     emails |= set(await visitors.profile_emails(store, site_id, visitor_id, session=session))
-    recordings = await _distinct(store, "recordings", "_id", visitor, session)
+    recording_ids = await _distinct(store, recordings.COLLECTION, "_id", visitor, session)
     return SubjectKeys(site_id, visitor_id, tuple(sorted(sessions)), tuple(sorted(emails)),
-                       tuple(sorted(recordings)))
+                       tuple(sorted(recording_ids)))
