@@ -190,8 +190,7 @@ async def _seed_recording(deps: Any, site: dict[str, Any], visitor_id: str,
 
 async def _wait_for_errors(store: Any, site_id: str, count: int) -> None:
     # The queue's workers process errors in the background; the dashboard should open on them.
-    errors = store.collection(error_records.ERRORS)
     for _ in range(100):
-        if await errors.count_documents({"siteId": site_id}) >= count:
+        if await error_records.count_errors(store, site_id) >= count:
             return
         await asyncio.sleep(0.05)

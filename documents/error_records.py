@@ -379,3 +379,8 @@ async def anonymise_occurrences(store: Store, query: dict[str, Any], *, session:
         session=session,
     )
     return result.matched_count
+
+
+async def count_errors(store: Store, site_id: str) -> int:
+    """How many error aggregates the site has."""
+    return await store.collection(ERRORS).count_documents({"siteId": site_id})
