@@ -163,6 +163,9 @@ def _shop_rows(f: dict[str, Any]) -> list[Row]:
                         many["rps"], f["bare_16_connections_rps"]))
         rows.append(row("shop", f"{when}: store commands per pageview at 16 connections",
                         many["commands_per_pageview"], one["commands_per_pageview"]))
+        rows.append(row("shop", f"{when}: transaction aborts per pageview at 16 connections "
+                        "(baseline: at 1)", many.get("aborts_per_pageview"),
+                        one.get("aborts_per_pageview"), "< 0.01"))
         for name, crowd in f[when].items():
             if not name.startswith("shop_"):
                 continue
@@ -171,6 +174,8 @@ def _shop_rows(f: dict[str, Any]) -> list[Row]:
             rows.append(row("shop", f"{label}: pageviews stored (baseline: answered 200)",
                             crowd["pageviews_stored"], crowd["pageviews_answered_200"],
                             "= answered"))
+            rows.append(row("shop", f"{label}: transaction aborts per request",
+                            crowd.get("aborts_per_request"), None, "< 0.01"))
             rows.append(row("shop", f"{label}: pageview p99 ms",
                             crowd["paths"]["/ingest/pageviews"]["p99_ms"]))
             rows.append(row("shop", f"{label}: interactions p99 ms",
@@ -183,6 +188,31 @@ def _shop_rows(f: dict[str, Any]) -> list[Row]:
 # A shop under load on the production path (issue 30).
 BENCHMARKS.append("bench.shop")
 ROWS_FOR["bench.shop"] = _shop_rows
+
+
+def _page_cost_rows(f: dict[str, Any]) -> list[Row]:
+    summary = f["summary"]
+    base = summary["none"]
+    rows = []
+    for tracker, figures in summary.items():
+        if tracker == "none":
+            continue
+        for name, label in (("load_event_start_ms", "load event start ms"),
+                            ("long_tasks_before_load_ms", "long tasks before load ms"),
+                            ("script_ms", "main-thread script ms, visit"),
+                            ("task_ms", "main-thread task ms, visit")):
+            rows.append(row("page_cost", f"{tracker}: {label} (baseline: no tracker)",
+                            figures[name]["median"], base[name]["median"]))
+        rows.append(row("page_cost", f"{tracker}: KB uploaded in the visit",
+                        round(figures["uploaded_bytes"]["median"] / 1024, 1)))
+    for tracker, why in f["not_measured"].items():
+        rows.append(row("page_cost", f"{tracker}: not measured ({why})"[:62], None))
+    return rows
+
+
+# What a tracker costs a shop's page, beside Sentry's and PostHog's replay (issue 28 point 18).
+BENCHMARKS.append("bench.page_cost")
+ROWS_FOR["bench.page_cost"] = _page_cost_rows
 
 
 def _retention_rows(f: dict[str, Any]) -> list[Row]:
