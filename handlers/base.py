@@ -16,9 +16,9 @@ import ipaddress
 import json
 import logging
 import re
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from tornado.httputil import HTTPHeaders
 from tornado.web import HTTPError, RequestHandler, stream_request_body
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from handlers.deps import Deps
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: Domain error -> HTTP status; the only place statuses for domain errors are chosen.
 STATUS_FOR_ERROR: dict[type[ServiceError], int] = {
@@ -289,6 +290,22 @@ class BaseHandler(RequestHandler):
                            account_id=self.user.account_id,
                            organization_id=site["organizationId"], site_id=site["_id"],
                            details=details, session=session)
+
+    async def audited(self, site: dict[str, Any], action: str,
+                      change: Callable[[Any], Awaitable[T]],
+                      details: Callable[[T], dict[str, Any] | None]) -> T:
+        """Run `change(session)` and its audit entry in one transaction, so both land or
+        neither; returns what `change` returned. `details(result)` is the entry's details, or
+        None when nothing changed, which writes no entry."""
+
+        async def work(session: Any) -> T:
+            result = await change(session)
+            described = details(result)
+            if described is not None:
+                await self.audit(action, site, described, session=session)
+            return result
+
+        return await self.deps.store.transaction(work)
 
     def _check_header_sizes(self) -> None:
         check_header_sizes(self.request.headers)

@@ -5,8 +5,6 @@ documents/conversion_impact.py say how each is worked out)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from documents import conversion_impact, funnels
 from handlers.site_api import SITE_ID, UUID, SiteDataHandler, page_matcher
 from privacy.exclusion import validate_pattern
@@ -27,15 +25,11 @@ class FunnelsHandler(SiteDataHandler):
         site = await self.admin_site(site_id)
         body = self.validated_body("FunnelCreate")
 
-        async def create(session: Any) -> dict[str, Any]:
-            # The definition and its audit entry land together, or neither does.
-            funnel = await funnels.create_funnel(self.deps.store, site["_id"], body,
-                                                 validate_pattern, session=session)
-            await self.audit("funnel.created", site, {"funnelId": funnel["_id"]},
-                             session=session)
-            return funnel
-
-        funnel = await self.deps.store.transaction(create)
+        funnel = await self.audited(
+            site, "funnel.created",
+            lambda session: funnels.create_funnel(self.deps.store, site["_id"], body,
+                                                  validate_pattern, session=session),
+            lambda created: {"funnelId": created["_id"]})
         self.write_json(funnels.view(funnel), status=201)
 
 
@@ -51,25 +45,21 @@ class FunnelHandler(SiteDataHandler):
         site = await self.admin_site(site_id)
         body = self.validated_body("FunnelUpdate")
 
-        async def change(session: Any) -> dict[str, Any]:
-            funnel, changed = await funnels.update_funnel(
-                self.deps.store, site["_id"], funnel_id, body, validate_pattern, session=session)
-            if changed:
-                await self.audit("funnel.changed", site,
-                                 {"funnelId": funnel_id, "fields": changed}, session=session)
-            return funnel
-
-        funnel = await self.deps.store.transaction(change)
+        funnel, _ = await self.audited(
+            site, "funnel.changed",
+            lambda session: funnels.update_funnel(self.deps.store, site["_id"], funnel_id, body,
+                                                  validate_pattern, session=session),
+            lambda updated: {"funnelId": funnel_id, "fields": updated[1]} if updated[1] else None)
         self.write_json(funnels.view(funnel))
 
     async def delete(self, site_id: str, funnel_id: str) -> None:
         site = await self.admin_site(site_id)
 
-        async def delete(session: Any) -> None:
-            await funnels.delete_funnel(self.deps.store, site["_id"], funnel_id, session=session)
-            await self.audit("funnel.deleted", site, {"funnelId": funnel_id}, session=session)
-
-        await self.deps.store.transaction(delete)
+        await self.audited(
+            site, "funnel.deleted",
+            lambda session: funnels.delete_funnel(self.deps.store, site["_id"], funnel_id,
+                                                  session=session),
+            lambda _: {"funnelId": funnel_id})
         self.set_status(204)
         self.finish()
 

@@ -5,8 +5,6 @@ Secrets are write-only: a PUT may set or clear them, no answer ever contains the
 
 from __future__ import annotations
 
-from typing import Any
-
 from documents import notifications, sites
 from errors import InvalidInput
 from handlers.base import BaseHandler
@@ -33,15 +31,12 @@ class NotificationChannelsHandler(BaseHandler):
                 body["webhook"]["url"],
                 allow_private=self.deps.settings.webhook_allow_private_addresses)
 
-        async def save(session: Any) -> dict[str, Any]:
-            # The change and its audit entry land together, or neither does.
-            saved, changed = await notifications.save_channels(
-                self.deps.store, self.deps.sealer, site, body, session=session)
-            await self.audit("site.notifications_changed", site, {"fields": changed},
-                             session=session)
-            return saved
-
-        self.write_json(notifications.public_view(await self.deps.store.transaction(save)))
+        saved, _ = await self.audited(
+            site, "site.notifications_changed",
+            lambda session: notifications.save_channels(self.deps.store, self.deps.sealer, site,
+                                                        body, session=session),
+            lambda result: {"fields": result[1]})
+        self.write_json(notifications.public_view(saved))
 
 
 class NotificationDeliveriesHandler(BaseHandler):

@@ -32,6 +32,18 @@ def _retention_moves(before: dict[str, Any], after: dict[str, Any]) -> dict[str,
     return {kind: {"from": old[kind], "to": new[kind]} for kind in new if old[kind] != new[kind]}
 
 
+def _settings_change(before: dict[str, Any], after: dict[str, Any], changed: list[str]
+                     ) -> dict[str, Any] | None:
+    """The audit entry's details of a settings change; None when nothing changed."""
+    if not changed:
+        return None
+    details: dict[str, Any] = {"fields": changed}
+    if "settings.retentionDays" in changed:
+        # A shorter retention deletes at the next purge: the trail says who chose it.
+        details["retentionDays"] = _retention_moves(before, after)
+    return details
+
+
 class SitesHandler(BaseHandler):
     """GET lists the user's sites; POST creates one and shows its keys once."""
 
@@ -70,18 +82,12 @@ class SiteHandler(BaseHandler):
             body["settings"] = _checked_settings(body["settings"])
         site = await sites.site_for_user(self.deps.store, self.user, site_id)
 
-        async def change(session: Any) -> dict[str, Any]:
-            updated, changed = await sites.update_site(self.deps.store, self.user, site, body,
-                                                       session=session)
-            if changed:
-                details: dict[str, Any] = {"fields": changed}
-                if "settings.retentionDays" in changed:
-                    # A shorter retention deletes at the next purge: the trail says who chose it.
-                    details["retentionDays"] = _retention_moves(site, updated)
-                await self.audit("site.settings_changed", site, details, session=session)
-            return updated
-
-        self.write_json(sites.public_view(await self.deps.store.transaction(change)))
+        updated, _ = await self.audited(
+            site, "site.settings_changed",
+            lambda session: sites.update_site(self.deps.store, self.user, site, body,
+                                              session=session),
+            lambda result: _settings_change(site, *result))
+        self.write_json(sites.public_view(updated))
 
 
 class RotateApiKeyHandler(BaseHandler):
@@ -91,13 +97,11 @@ class RotateApiKeyHandler(BaseHandler):
         site = await sites.site_for_user(self.deps.store, self.user, site_id)
         sites.require_admin(self.user, site["organizationId"])
 
-        async def rotate(session: Any) -> tuple[dict[str, Any], str]:
-            rotated = await self.deps.keyring.rotate_api_key(
-                site, self.deps.settings.key_rotation_grace_seconds, session=session)
-            await self.audit("site.api_key_rotated", site, session=session)
-            return rotated
-
-        updated, api_key = await self.deps.store.transaction(rotate)
+        updated, api_key = await self.audited(
+            site, "site.api_key_rotated",
+            lambda session: self.deps.keyring.rotate_api_key(
+                site, self.deps.settings.key_rotation_grace_seconds, session=session),
+            lambda _: {})
         self.write_json({"id": site_id, "apiKey": api_key, "site": sites.public_view(updated)})
 
 

@@ -4,8 +4,6 @@ the active surveys with its site settings (handlers/sdk.py)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from documents import surveys
 from handlers.site_api import SITE_ID, UUID, CsvStreamHandler, SiteDataHandler
 from privacy.exclusion import validate_pattern
@@ -22,15 +20,11 @@ class SurveysHandler(SiteDataHandler):
         site = await self.admin_site(site_id)
         body = self.validated_body("SurveyCreate")
 
-        async def create(session: Any) -> dict[str, Any]:
-            # The definition and its audit entry land together, or neither does.
-            survey = await surveys.create_survey(self.deps.store, site["_id"], body,
-                                                 validate_pattern, session=session)
-            await self.audit("survey.created", site, {"surveyId": survey["_id"]},
-                             session=session)
-            return survey
-
-        survey = await self.deps.store.transaction(create)
+        survey = await self.audited(
+            site, "survey.created",
+            lambda session: surveys.create_survey(self.deps.store, site["_id"], body,
+                                                  validate_pattern, session=session),
+            lambda created: {"surveyId": created["_id"]})
         self.write_json(surveys.view(survey), status=201)
 
 
@@ -46,25 +40,21 @@ class SurveyHandler(SiteDataHandler):
         site = await self.admin_site(site_id)
         body = self.validated_body("SurveyUpdate")
 
-        async def change(session: Any) -> dict[str, Any]:
-            survey, changed = await surveys.update_survey(
-                self.deps.store, site["_id"], survey_id, body, validate_pattern, session=session)
-            if changed:
-                await self.audit("survey.changed", site,
-                                 {"surveyId": survey_id, "fields": changed}, session=session)
-            return survey
-
-        survey = await self.deps.store.transaction(change)
+        survey, _ = await self.audited(
+            site, "survey.changed",
+            lambda session: surveys.update_survey(self.deps.store, site["_id"], survey_id, body,
+                                                  validate_pattern, session=session),
+            lambda updated: {"surveyId": survey_id, "fields": updated[1]} if updated[1] else None)
         self.write_json(surveys.view(survey))
 
     async def delete(self, site_id: str, survey_id: str) -> None:
         site = await self.admin_site(site_id)
 
-        async def delete(session: Any) -> None:
-            await surveys.delete_survey(self.deps.store, site["_id"], survey_id, session=session)
-            await self.audit("survey.deleted", site, {"surveyId": survey_id}, session=session)
-
-        await self.deps.store.transaction(delete)
+        await self.audited(
+            site, "survey.deleted",
+            lambda session: surveys.delete_survey(self.deps.store, site["_id"], survey_id,
+                                                  session=session),
+            lambda _: {"surveyId": survey_id})
         self.set_status(204)
         self.finish()
 
