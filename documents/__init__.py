@@ -1,4 +1,5 @@
-"""The data layer: the Store and one module per collection family, each with its indexes."""
+"""The data layer: the Store, one module per collection family with its indexes, and
+`views`, what the dashboard shows, read through the families."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from documents import (
     leads,
     migrations,
     notifications,
-    queries,
     recordings,
     requests,
     retention,
@@ -39,7 +39,7 @@ def declared_indexes() -> list[Index]:
         *engagement.INDEXES, *error_outbox.INDEXES, *error_records.INDEXES, *heatmaps.INDEXES,
         *funnels.INDEXES,
         *interactions.INDEXES,
-        *leads.INDEXES, *notifications.INDEXES, *queries.INDEXES, *recordings.INDEXES,
+        *leads.INDEXES, *notifications.INDEXES, *recordings.INDEXES,
         *requests.INDEXES, *retention.INDEXES, *rollups.INDEXES, *sites.INDEXES,
         *statement_nonces.INDEXES,
         *surveys.INDEXES, *visitors.INDEXES, *visits.INDEXES,

@@ -49,10 +49,17 @@ INDEXES = [
     Index(OCCURRENCES, (("siteId", ASCENDING), ("visitorId", ASCENDING),
                         ("occurredAt", DESCENDING))),
     Index(OCCURRENCES, (("siteId", ASCENDING), ("errorId", ASCENDING))),
+    # Errors per day for the charts, and the errors list over a date range.
+    Index(OCCURRENCES, (("siteId", ASCENDING), ("occurredAt", ASCENDING))),
+    # The errors list filtered by page (a path prefix) over a date range.
+    Index(OCCURRENCES, (("siteId", ASCENDING), ("page", ASCENDING), ("occurredAt", ASCENDING))),
+    # One error's breakdown over a date range, and its latest occurrences.
+    Index(OCCURRENCES, (("siteId", ASCENDING), ("errorId", ASCENDING),
+                        ("occurredAt", DESCENDING))),
     Index(FAILED_JOBS, (("failedAt", DESCENDING),)),
     Index(FAILED_JOBS, (("siteId", ASCENDING), ("failedAt", DESCENDING))),
     # The site's oldest links, for retention (documents/retention.py); its oldest occurrences
-    # are on the index documents/queries.py declares for date ranges.
+    # are on the (siteId, occurredAt) index above.
     Index(SESSION_LINKS, (("siteId", ASCENDING), ("lastSeen", ASCENDING))),
 ]
 SESSION_LINK_EXPIRY = Expiry(SESSION_LINKS, "lastSeen")

@@ -127,7 +127,7 @@ async def frustrated_clicks(store: Store, site_id: str, start: datetime, end: da
                             hidden: list[str]) -> AsyncIterator[tuple[str, str | None, Any,
                                                                        datetime]]:
     """(visitorId, sessionId, url, at) of every rage and dead click in [start, end), the
-    `hidden` visitors left out; on (siteId, lastAt), declared in documents/queries.py."""
+    `hidden` visitors left out; on (siteId, lastAt), declared above."""
     query: dict[str, Any] = {"siteId": site_id, "lastAt": {"$gte": start},
                              "firstAt": {"$lt": end}}
     if hidden:

@@ -59,7 +59,7 @@ SESSION_DAYS = "session_days"
 SLOTS = 8
 COLLECTIONS = (SITE_DAYS, PAGE_DAYS, VISITOR_DAYS, SESSION_DAYS)
 
-#: Gaps at least this long count as "new": no range is longer (queries.MAX_CHART_DAYS), so a
+#: Gaps at least this long count as "new": no range is longer (views.MAX_CHART_DAYS), so a
 #: visitor whose previous day is that far back is first seen in any range that holds the day.
 MAX_GAP_DAYS = 366
 NEW = "new"

@@ -13,7 +13,7 @@ dashboard's restriction and erasure controls.
 
 from __future__ import annotations
 
-from documents import queries
+from documents import views
 from handlers.site_api import SITE_ID, CsvStreamHandler
 
 
@@ -22,13 +22,13 @@ class CsvExportHandler(CsvStreamHandler):
 
     async def get(self, site_id: str, kind: str) -> None:
         site = await self.admin_site(site_id)
-        export = queries.CSV_EXPORTS[kind]
+        export = views.CSV_EXPORTS[kind]
         cap = self.deps.settings.csv_row_cap
-        counted = await queries.count_export_rows(self.deps.store, export, site["_id"],
+        counted = await views.count_export_rows(self.deps.store, export, site["_id"],
                                                   up_to=cap + 1)
         written, truncated = await self.stream_csv(
             f"{kind}-{site_id}.csv", export.columns, counted,
-            queries.export_rows(self.deps.store, export, site["_id"], limit=cap + 1))
+            views.export_rows(self.deps.store, export, site["_id"], limit=cap + 1))
         await self.audit("site.csv_exported", site,
                          {"kind": kind, "rows": written, "truncated": truncated})
         self.finish()

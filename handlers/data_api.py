@@ -15,9 +15,8 @@ from documents import (
     conversion_impact,
     error_records,
     funnels,
-    insights,
-    queries,
     recordings,
+    views,
     visitors,
 )
 from handlers.site_api import (
@@ -42,7 +41,7 @@ class VisitorsHandler(SiteDataHandler):
         site = await self.readable_site(site_id)
         cursor, limit = self.page_arguments()
         argument = self.get_query_argument
-        filters = insights.VisitorFilters(
+        filters = views.VisitorFilters(
             q=argument("q", None) or None, country=argument("country", None) or None,
             device=argument("device", None) or None, logged_in=self.optional_flag("loggedIn"),
             has_lead=self.optional_flag("hasLead"), has_error=self.optional_flag("hasError"),
@@ -50,7 +49,7 @@ class VisitorsHandler(SiteDataHandler):
             first_seen_to=self.optional_day("firstSeenTo"),
             last_seen_from=self.optional_day("lastSeenFrom"),
             last_seen_to=self.optional_day("lastSeenTo"))
-        page = await insights.search_visitors(self.deps.store, site["_id"], filters,
+        page = await views.search_visitors(self.deps.store, site["_id"], filters,
                                               cursor=cursor, limit=limit)
         self.write_json(page.as_dict())
 
@@ -60,7 +59,7 @@ class VisitorProfileHandler(SiteDataHandler):
 
     async def get(self, site_id: str, visitor_id: str) -> None:
         site = await self.readable_site(site_id)
-        profile = await queries.visitor_profile(self.deps.store, site["_id"], visitor_id)
+        profile = await views.visitor_profile(self.deps.store, site["_id"], visitor_id)
         self.write_json(profile)
 
 
@@ -70,7 +69,7 @@ class ErrorsHandler(SiteDataHandler):
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         cursor, limit = self.page_arguments()
-        page = await queries.list_errors(self.deps.store, site["_id"],
+        page = await views.list_errors(self.deps.store, site["_id"],
                                          status=self.get_query_argument("status", None),
                                          cursor=cursor, limit=limit)
         self.write_json(page.as_dict())
@@ -86,14 +85,14 @@ class ErrorTrendsHandler(SiteDataHandler):
         first, last = self.day_range()
         impacts = await conversion_impact.error_impacts(self.deps.store, site, first, last,
                                                         page_matcher())
-        ranked = await queries.ranked_errors(
+        ranked = await views.ranked_errors(
             self.deps.store, site["_id"], first=first, last=last,
             status=self.get_query_argument("status", None) or None,
             source=self.get_query_argument("source", None) or None,
             page=self.get_query_argument("page", None) or None,
             sort=self.get_query_argument("sort", None) or "lastSeen",
-            limit=min(queries.page_limit(self.get_query_argument("limit", None)),
-                      queries.MAX_RANKED_ERRORS), impacts=impacts)
+            limit=min(views.page_limit(self.get_query_argument("limit", None)),
+                      views.MAX_RANKED_ERRORS), impacts=impacts)
         self.write_json({**ranked, "rule": conversion_impact.RULE})
 
 
@@ -104,7 +103,7 @@ class ErrorBreakdownHandler(SiteDataHandler):
     async def get(self, site_id: str, error_id: str) -> None:
         site = await self.readable_site(site_id)
         first, last = self.day_range()
-        breakdown = await queries.error_breakdown(self.deps.store, site["_id"], error_id,
+        breakdown = await views.error_breakdown(self.deps.store, site["_id"], error_id,
                                                   first=first, last=last)
         self.write_json(breakdown)
 
@@ -116,7 +115,7 @@ class ErrorReplaysHandler(SiteDataHandler):
     async def get(self, site_id: str, error_id: str) -> None:
         site = await self.readable_site(site_id)
         first, last = self.day_range()
-        replays = await insights.error_replays(self.deps.store, site["_id"], error_id,
+        replays = await views.error_replays(self.deps.store, site["_id"], error_id,
                                                first=first, last=last)
         self.write_json(replays)
 
@@ -126,8 +125,8 @@ class ErrorHandler(SiteDataHandler):
 
     async def get(self, site_id: str, error_id: str) -> None:
         site = await self.readable_site(site_id)
-        error = await queries.find_error(self.deps.store, site["_id"], error_id)
-        self.write_json(queries.error_detail(error))
+        error = await views.find_error(self.deps.store, site["_id"], error_id)
+        self.write_json(views.error_detail(error))
 
     async def patch(self, site_id: str, error_id: str) -> None:
         site = await self.admin_site(site_id)  # before the body: strangers learn nothing
@@ -135,7 +134,7 @@ class ErrorHandler(SiteDataHandler):
         after = await error_records.change_status(self.deps.store, site, error_id, body["status"],
                                                   actor_user_id=self.user.id,
                                                   account_id=self.user.account_id)
-        self.write_json(queries.error_detail(after))
+        self.write_json(views.error_detail(after))
 
 
 class LeadsHandler(SiteDataHandler):
@@ -144,7 +143,7 @@ class LeadsHandler(SiteDataHandler):
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         cursor, limit = self.page_arguments()
-        page = await queries.list_leads(self.deps.store, site["_id"], cursor=cursor,
+        page = await views.list_leads(self.deps.store, site["_id"], cursor=cursor,
                                         limit=limit)
         self.write_json(page.as_dict())
 
@@ -161,7 +160,7 @@ class LeadHandler(SiteDataHandler):
         done = await rectify_lead(self.deps.store, site, lead_id, body,
                                   digester=self.deps.subject_digester, actor_user_id=self.user.id,
                                   account_id=self.user.account_id)
-        self.write_json({**queries.lead_view(done.lead), "changedFields": done.fields,
+        self.write_json({**views.lead_view(done.lead), "changedFields": done.fields,
                          "requestId": done.request_id})
 
 
@@ -186,7 +185,7 @@ class RecordingsHandler(SiteDataHandler):
         site = await self.readable_site(site_id)
         cursor, limit = self.page_arguments()
         argument = self.get_query_argument
-        filters = insights.RecordingFilters(
+        filters = views.RecordingFilters(
             first=self.optional_day("from"), last=self.optional_day("to"),
             min_seconds=self.optional_number("minDuration"),
             max_seconds=self.optional_number("maxDuration"),
@@ -194,7 +193,7 @@ class RecordingsHandler(SiteDataHandler):
             device=argument("device", None) or None,
             marks=tuple(mark for mark in (argument("has", None) or "").split(",") if mark),
             visitor_id=argument("visitorId", None), sessions=await self.sessions(site))
-        page = await insights.search_recordings(self.deps.store, site["_id"], filters,
+        page = await views.search_recordings(self.deps.store, site["_id"], filters,
                                                 cursor=cursor, limit=limit)
         self.write_json(page.as_dict())
 
@@ -205,7 +204,7 @@ class RecordingTimelineHandler(SiteDataHandler):
 
     async def get(self, site_id: str, recording_id: str) -> None:
         site = await self.readable_site(site_id)
-        timeline = await insights.recording_timeline(self.deps.store, site["_id"], recording_id)
+        timeline = await views.recording_timeline(self.deps.store, site["_id"], recording_id)
         self.write_json(timeline)
 
 
@@ -214,11 +213,11 @@ class RecordingSegmentsHandler(SiteDataHandler):
 
     async def get(self, site_id: str, recording_id: str) -> None:
         site = await self.readable_site(site_id)
-        recording = await queries.replayable_recording(self.deps.store, site["_id"],
+        recording = await views.replayable_recording(self.deps.store, site["_id"],
                                                        recording_id)
-        segments = await queries.recording_segments(self.deps.store, site["_id"],
+        segments = await views.recording_segments(self.deps.store, site["_id"],
                                                     recording["_id"])
-        self.write_json({"recording": queries.recording_summary(recording),
+        self.write_json({"recording": views.recording_summary(recording),
                                     "segments": segments})
 
 
@@ -235,7 +234,7 @@ class SegmentHandler(SiteDataHandler):
 
     async def get(self, site_id: str, file_id: str) -> None:
         site = await self.readable_site(site_id)
-        segment = await queries.replayable_segment(self.deps.store, site["_id"], file_id)
+        segment = await views.replayable_segment(self.deps.store, site["_id"], file_id)
         modified: datetime = segment["uploadDate"].astimezone(UTC).replace(microsecond=0)
         self.set_header("Content-Type", "application/gzip")
         # Cached, but revalidated every time: access may be revoked or the footage erased.
@@ -301,7 +300,7 @@ class DailyStatsHandler(SiteDataHandler):
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         first, last = self.day_range()
-        days = await queries.daily_counts(self.deps.store, site["_id"], first, last)
+        days = await views.daily_counts(self.deps.store, site["_id"], first, last)
         self.write_json(days)
 
 
@@ -312,7 +311,7 @@ class OverviewHandler(SiteDataHandler):
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         first, last = self.day_range()
-        self.write_json(await insights.overview(
+        self.write_json(await views.overview(
             self.deps.store, site["_id"], first, last, settings=site.get("settings")))
 
 

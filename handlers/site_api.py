@@ -17,7 +17,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from documents import funnels, queries, sites
+from documents import funnels, sites, views
 from errors import InvalidInput
 from handlers.base import BaseHandler
 from privacy.csv_safety import neutralise_row
@@ -105,11 +105,11 @@ class SiteDataHandler(BaseHandler):
     def page_arguments(self) -> tuple[str | None, int]:
         """The `cursor` and `limit` query arguments."""
         return (self.get_query_argument("cursor", None) or None,
-                queries.page_limit(self.get_query_argument("limit", None)))
+                views.page_limit(self.get_query_argument("limit", None)))
 
     def day_range(self) -> tuple[date, date]:
         """The inclusive UTC days of `from` and `to`; the last 30 days by default."""
-        return queries.chart_range(self.get_query_argument("from", None),
+        return views.chart_range(self.get_query_argument("from", None),
                                    self.get_query_argument("to", None), datetime.now(UTC).date())
 
     def optional_day(self, name: str) -> date | None:
