@@ -391,3 +391,42 @@ async def anonymise_occurrences(store: Store, query: dict[str, Any], *, session:
 async def count_errors(store: Store, site_id: str) -> int:
     """How many error aggregates the site has."""
     return await store.collection(ERRORS).count_documents({"siteId": site_id})
+
+
+async def find_error(store: Store, site_id: str, error_id: str) -> dict[str, Any] | None:
+    """One of the site's error aggregates, or None."""
+    return await store.collection(ERRORS).find_one({"_id": error_id, "siteId": site_id})
+
+
+def errors_matching(store: Store, filter_: dict[str, Any], projection: dict[str, Any]) -> Any:
+    """A cursor over the error aggregates `filter_` finds (a site's, by id)."""
+    return store.collection(ERRORS).find(filter_, projection)
+
+
+async def latest_occurrences_of_visitor(store: Store, site_id: str, visitor_id: str, *,
+                                        limit: int) -> list[dict[str, Any]]:
+    """The visitor's latest occurrences, newest first."""
+    return await store.collection(OCCURRENCES).find(
+        {"siteId": site_id, "visitorId": visitor_id}).sort("occurredAt", DESCENDING).limit(
+        limit).to_list(None)
+
+
+def occurrences_between(store: Store, site_id: str, visitor_ids: list[str], low: datetime,
+                        high: datetime, projection: dict[str, Any], *, session: Any = None
+                        ) -> Any:
+    """A cursor over these visitors' occurrences from `low` to `high` (both included)."""
+    return store.collection(OCCURRENCES).find(
+        {"siteId": site_id, "visitorId": {"$in": visitor_ids},
+         "occurredAt": {"$gte": low, "$lte": high}}, projection, session=session)
+
+
+def occurrences_matching(store: Store, match: dict[str, Any], projection: dict[str, Any]
+                         ) -> Any:
+    """A cursor over the occurrences `match` finds (one error's, over a range)."""
+    return store.collection(OCCURRENCES).find(match, projection)
+
+
+async def visitors_with_errors(store: Store, site_id: str, visitor_ids: list[str]) -> set[str]:
+    """Those of these visitors who hit an error."""
+    return set(await store.collection(OCCURRENCES).distinct(
+        "visitorId", {"siteId": site_id, "visitorId": {"$in": visitor_ids}}))

@@ -185,8 +185,7 @@ async def subtract_visitor(store: Store, site_id: str, visitor_id: str, *,
 
     `unfolded` are shares of stored events not added yet (documents/derivation.py): left out.
     """
-    cursor = store.collection(interactions.COLLECTION).find(
-        {"siteId": site_id, "visitorId": visitor_id}, {"events": 1}, session=session)
+    cursor = interactions.visitor_events(store, site_id, visitor_id, session=session)
     pending = Counter(repr(sorted(share.items())) for share in unfolded or [])
     shares = []
     async for bucket in cursor:

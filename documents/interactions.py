@@ -144,3 +144,9 @@ async def frustrated_clicks(store: Store, site_id: str, start: datetime, end: da
 
 def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def visitor_events(store: Store, site_id: str, visitor_id: str, *, session: Any = None) -> Any:
+    """A cursor over the events of each of the visitor's buckets."""
+    return store.collection(COLLECTION).find(
+        {"siteId": site_id, "visitorId": visitor_id}, {"events": 1}, session=session)

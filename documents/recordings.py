@@ -630,9 +630,8 @@ async def _facts(store: Store, site_id: str, batch: list[dict[str, Any]], *, ses
     # What happened to each visitor in the batch's span, then placed in each recording's window.
     happened: dict[str, list[tuple[str, datetime, str | None]]] = defaultdict(list)
     if visitor_ids:
-        async for o in store.collection(error_records.OCCURRENCES).find(
-                {"siteId": site_id, "visitorId": {"$in": visitor_ids},
-                 "occurredAt": {"$gte": low, "$lte": high}},
+        async for o in error_records.occurrences_between(
+                store, site_id, visitor_ids, low, high,
                 {"visitorId": 1, "occurredAt": 1, "sessionId": 1}, session=session):
             happened[o["visitorId"]].append(("error", o["occurredAt"], o.get("sessionId")))
         async for bucket in interactions.buckets_overlapping(store, site_id, visitor_ids, low,

@@ -190,9 +190,8 @@ async def visitor_profile(store: Store, site_id: str, visitor_id: str) -> dict[s
     profile = await visitors.find_profile(store, site_id, visitor_id)
     if profile is None or profile.get("restricted"):
         raise NotFound("visitor not found")
-    occurrences = await store.collection(error_records.OCCURRENCES).find(
-        {"siteId": site_id, "visitorId": visitor_id}).sort("occurredAt", DESCENDING).limit(
-        PROFILE_ITEMS).to_list(None)
+    occurrences = await error_records.latest_occurrences_of_visitor(store, site_id, visitor_id,
+                                                                    limit=PROFILE_ITEMS)
     found_leads = await leads.latest_leads_of_visitor(store, site_id, visitor_id,
                                                       limit=PROFILE_ITEMS)
     found_recordings = await recordings.latest_recordings_of_visitor(
@@ -264,8 +263,7 @@ async def list_errors(store: Store, site_id: str, *, status: str | None, cursor:
 
 async def find_error(store: Store, site_id: str, error_id: str) -> dict[str, Any]:
     """One of the site's error aggregates; NotFound otherwise."""
-    error = await store.collection(error_records.ERRORS).find_one(
-        {"_id": error_id, "siteId": site_id})
+    error = await error_records.find_error(store, site_id, error_id)
     if error is None:
         raise NotFound("error not found")
     return error
@@ -329,8 +327,8 @@ async def ranked_errors(store: Store, site_id: str, *, first: date, last: date,
         aggregate_filter.update(_error_filter(site_id, status))
     if source:
         aggregate_filter["source"] = source
-    errors = {error["_id"]: error async for error in store.collection(
-        error_records.ERRORS).find(aggregate_filter, error_records.WITHOUT_JOB_IDS)}
+    errors = {error["_id"]: error async for error in error_records.errors_matching(
+        store, aggregate_filter, error_records.WITHOUT_JOB_IDS)}
     rows = [row for row in grouped if row["_id"] in errors]
     impacts = impacts or {}
     for row in rows:
@@ -669,9 +667,8 @@ async def recording_timeline(store: Store, site_id: str, recording_id: str) -> d
          "url": page.get("url")} for page in recording.get("pages") or []
         if isinstance(page, dict) and isinstance(page.get("at"), datetime)]
     if visitor_id:
-        occurrences = store.collection(error_records.OCCURRENCES).find(
-            {"siteId": site_id, "visitorId": visitor_id,
-             "occurredAt": {"$gte": low, "$lte": high}},
+        occurrences = error_records.occurrences_between(
+            store, site_id, [visitor_id], low, high,
             {"errorId": 1, "type": 1, "message": 1, "occurredAt": 1, "url": 1, "sessionId": 1},
         ).sort("occurredAt", ASCENDING).limit(TIMELINE_ITEMS)
         events.extend([{"kind": "error", "at": o["occurredAt"], "errorId": o["errorId"],
@@ -731,8 +728,8 @@ async def error_replays(store: Store, site_id: str, error_id: str, *, first: dat
                              "occurredAt": {"$gte": start, "$lt": end}}
     if restricted:
         match["visitorId"] = {"$nin": restricted}
-    latest = store.collection(error_records.OCCURRENCES).find(
-        match, {"occurredAt": 1, "visitorId": 1, "sessionId": 1, "url": 1},
+    latest = error_records.occurrences_matching(
+        store, match, {"occurredAt": 1, "visitorId": 1, "sessionId": 1, "url": 1},
     ).sort("occurredAt", DESCENDING).limit(REPLAY_CANDIDATES)
     items = []
     async for occurrence in latest:
@@ -932,8 +929,7 @@ async def search_visitors(store: Store, site_id: str, filters: VisitorFilters, *
 async def _visitors_with_errors(store: Store, site_id: str, visitor_ids: list[str]) -> set[str]:
     if not visitor_ids:
         return set()
-    return set(await store.collection(error_records.OCCURRENCES).distinct(
-        "visitorId", {"siteId": site_id, "visitorId": {"$in": visitor_ids}}))
+    return await error_records.visitors_with_errors(store, site_id, visitor_ids)
 
 
 # The overview --------------------------------------------------------------------------------
@@ -981,8 +977,8 @@ async def overview(store: Store, site_id: str, first: date, last: date, *,
         {"$sort": {"count": DESCENDING, "last": DESCENDING, "_id": ASCENDING}},
         {"$limit": TOP_ITEMS},
     ]).to_list(None)
-    aggregates = {e["_id"]: e async for e in store.collection(error_records.ERRORS).find(
-        {"_id": {"$in": [row["_id"] for row in top_errors]}, "siteId": site_id},
+    aggregates = {e["_id"]: e async for e in error_records.errors_matching(
+        store, {"_id": {"$in": [row["_id"] for row in top_errors]}, "siteId": site_id},
         {"type": 1, "message": 1, "status": 1, "source": 1})}
     frustrated = sorted((row for row in pages if row["rageClicks"] or row["deadClicks"]),
                         key=lambda row: (-(row["rageClicks"] + row["deadClicks"]), row["_id"]))
