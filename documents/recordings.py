@@ -410,6 +410,12 @@ async def session_timeline(store: Store, site_id: str, visitor_id: str) -> list[
 # Segments ------------------------------------------------------------------------------------
 
 
+async def find_segment_file(store: Store, site_id: str, file_id: str) -> dict[str, Any] | None:
+    """The files document of one of the site's segments, by its file id, or None."""
+    return await store.bucket(SEGMENTS_BUCKET).find_file(
+        {"_id": file_id, "metadata.siteId": site_id})
+
+
 async def find_segment(store: Store, site_id: str, sent_for: str,
                        seq: int) -> dict[str, Any] | None:
     """The files document of the segment the client numbered `seq` in `sent_for`, or None."""

@@ -497,8 +497,7 @@ async def recording_segments(store: Store, site_id: str, recording_id: str
 
 async def replayable_segment(store: Store, site_id: str, file_id: str) -> dict[str, Any]:
     """A checked, unrejected segment of a visitor who is not restricted; NotFound otherwise."""
-    found = await store.bucket(recordings.SEGMENTS_BUCKET).find_file(
-        {"_id": file_id, "metadata.siteId": site_id})
+    found = await recordings.find_segment_file(store, site_id, file_id)
     if found is None or not found["metadata"].get("consoleChecked") \
             or found["metadata"].get("rejected"):
         raise NotFound("no such segment")
