@@ -420,8 +420,8 @@ def occurrences_between(store: Store, site_id: str, visitor_ids: list[str], low:
          "occurredAt": {"$gte": low, "$lte": high}}, projection, session=session)
 
 
-def occurrences_matching(store: Store, match: dict[str, Any], projection: dict[str, Any]
-                         ) -> Any:
+def occurrences_matching(store: Store, match: dict[str, Any],
+                         projection: dict[str, Any] | None) -> Any:
     """A cursor over the occurrences `match` finds (one error's, over a range)."""
     return store.collection(OCCURRENCES).find(match, projection)
 
@@ -430,3 +430,41 @@ async def visitors_with_errors(store: Store, site_id: str, visitor_ids: list[str
     """Those of these visitors who hit an error."""
     return set(await store.collection(OCCURRENCES).distinct(
         "visitorId", {"siteId": site_id, "visitorId": {"$in": visitor_ids}}))
+
+
+async def occurrences_per_error(store: Store, match: dict[str, Any]) -> list[dict[str, Any]]:
+    """For each error among the occurrences `match` finds: its occurrences, the visitors it hit,
+    and its first and last time."""
+    return await store.collection(OCCURRENCES).aggregate([
+        {"$match": match},
+        # Per (error, visitor) first, so visitors are counted without holding them in a set.
+        {"$group": {"_id": {"error": "$errorId", "visitor": "$visitorId"},
+                    "count": {"$sum": 1}, "first": {"$min": "$occurredAt"},
+                    "last": {"$max": "$occurredAt"}}},
+        {"$group": {"_id": "$_id.error", "occurrences": {"$sum": "$count"},
+                    "visitors": {"$sum": {"$cond": [{"$ifNull": ["$_id.visitor", False]},
+                                                    1, 0]}},
+                    "firstSeen": {"$min": "$first"}, "lastSeen": {"$max": "$last"}}},
+    ]).to_list(None)
+
+
+def occurrences_per_error_and_day(store: Store, match: dict[str, Any], day: Any) -> Any:
+    """A cursor over the count of the occurrences `match` finds per error and `day` (an
+    expression of the occurrence's day)."""
+    return store.collection(OCCURRENCES).aggregate([
+        {"$match": match},
+        {"$group": {"_id": {"error": "$errorId", "day": day}, "count": {"$sum": 1}}},
+    ])
+
+
+async def occurrences_counted_by(store: Store, match: dict[str, Any], key: Any,
+                                 limit: int | None) -> list[dict[str, Any]]:
+    """The occurrences `match` finds counted by `key` with the latest time of each, the most
+    first (then the latest, then by key), `limit` of them when given."""
+    pipeline: list[dict[str, Any]] = [
+        {"$match": match},
+        {"$group": {"_id": key, "count": {"$sum": 1}, "last": {"$max": "$occurredAt"}}},
+        {"$sort": {"count": DESCENDING, "last": DESCENDING, "_id": ASCENDING}}]
+    if limit:
+        pipeline.append({"$limit": limit})
+    return await store.collection(OCCURRENCES).aggregate(pipeline).to_list(None)

@@ -309,18 +309,7 @@ async def ranked_errors(store: Store, site_id: str, *, first: date, last: date,
                              **await _not_restricted(store, site_id)}
     if page:
         match["page"] = {"$regex": "^" + re.escape(page)}
-    occurrences = store.collection(error_records.OCCURRENCES)
-    grouped = await occurrences.aggregate([
-        {"$match": match},
-        # Per (error, visitor) first, so visitors are counted without holding them in a set.
-        {"$group": {"_id": {"error": "$errorId", "visitor": "$visitorId"},
-                    "count": {"$sum": 1}, "first": {"$min": "$occurredAt"},
-                    "last": {"$max": "$occurredAt"}}},
-        {"$group": {"_id": "$_id.error", "occurrences": {"$sum": "$count"},
-                    "visitors": {"$sum": {"$cond": [{"$ifNull": ["$_id.visitor", False]},
-                                                    1, 0]}},
-                    "firstSeen": {"$min": "$first"}, "lastSeen": {"$max": "$last"}}},
-    ]).to_list(None)
+    grouped = await error_records.occurrences_per_error(store, match)
     aggregate_filter: dict[str, Any] = {"_id": {"$in": [row["_id"] for row in grouped]},
                                         "siteId": site_id}
     if status:
@@ -342,11 +331,9 @@ async def ranked_errors(store: Store, site_id: str, *, first: date, last: date,
     else:
         rows.sort(key=lambda row: (row[sort], row["lastSeen"], row["_id"]), reverse=True)
     rows = rows[:limit]
-    per_day = occurrences.aggregate([
-        {"$match": {**match, "errorId": {"$in": [row["_id"] for row in rows]}}},
-        {"$group": {"_id": {"error": "$errorId", "day": _day_key("$occurredAt")},
-                    "count": {"$sum": 1}}},
-    ])
+    per_day = error_records.occurrences_per_error_and_day(
+        store, {**match, "errorId": {"$in": [row["_id"] for row in rows]}},
+        _day_key("$occurredAt"))
     trend = {(item["_id"]["error"], item["_id"]["day"]): item["count"] async for item in per_day}
     days = _days(first, last)
     return {"from": first.isoformat(), "to": last.isoformat(), "days": days, "items": [{
@@ -373,16 +360,9 @@ async def error_breakdown(store: Store, site_id: str, error_id: str, *, first: d
     start, end = _day_bounds(first, last)
     match = {"siteId": site_id, "errorId": error_id, "occurredAt": {"$gte": start, "$lt": end},
              **await _not_restricted(store, site_id)}
-    occurrences = store.collection(error_records.OCCURRENCES)
 
-    async def counted(key: str, limit: int | None = BREAKDOWN_ITEMS) -> list[dict[str, Any]]:
-        pipeline: list[dict[str, Any]] = [
-            {"$match": match},
-            {"$group": {"_id": key, "count": {"$sum": 1}, "last": {"$max": "$occurredAt"}}},
-            {"$sort": {"count": DESCENDING, "last": DESCENDING, "_id": ASCENDING}}]
-        if limit:
-            pipeline.append({"$limit": limit})
-        return await occurrences.aggregate(pipeline).to_list(None)
+    async def counted(key: Any, limit: int | None = BREAKDOWN_ITEMS) -> list[dict[str, Any]]:
+        return await error_records.occurrences_counted_by(store, match, key, limit)
 
     per_day = {row["_id"]: row["count"] for row in await counted(_day_key("$occurredAt"), None)}
     total = sum(per_day.values())
@@ -394,8 +374,8 @@ async def error_breakdown(store: Store, site_id: str, error_id: str, *, first: d
         return [{"name": row["_id"], "count": row["count"],
                  "share": round(row["count"] / total, 4) if total else 0} for row in rows]
 
-    latest = await occurrences.find(match).sort("occurredAt", DESCENDING).limit(
-        LATEST_OCCURRENCES).to_list(None)
+    latest = await error_records.occurrences_matching(store, match, None).sort(
+        "occurredAt", DESCENDING).limit(LATEST_OCCURRENCES).to_list(None)
     return {
         "from": first.isoformat(), "to": last.isoformat(), "occurrences": total,
         "days": [{"day": day, "count": per_day.get(day, 0)} for day in _days(first, last)],
@@ -970,12 +950,9 @@ async def overview(store: Store, site_id: str, first: date, last: date, *,
     pages = await rollups.page_figures(store, site_id, first, last)
     sessions = await rollups.session_figures(store, site_id, first, last)
     start, end = _day_bounds(first, last)
-    top_errors = await store.collection(error_records.OCCURRENCES).aggregate([
-        {"$match": {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end}, **hidden}},
-        {"$group": {"_id": "$errorId", "count": {"$sum": 1}, "last": {"$max": "$occurredAt"}}},
-        {"$sort": {"count": DESCENDING, "last": DESCENDING, "_id": ASCENDING}},
-        {"$limit": TOP_ITEMS},
-    ]).to_list(None)
+    top_errors = await error_records.occurrences_counted_by(
+        store, {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end}, **hidden},
+        "$errorId", TOP_ITEMS)
     aggregates = {e["_id"]: e async for e in error_records.errors_matching(
         store, {"_id": {"$in": [row["_id"] for row in top_errors]}, "siteId": site_id},
         {"type": 1, "message": 1, "status": 1, "source": 1})}
