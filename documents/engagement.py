@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from documents.retention import Expiry
-from documents.store import ASCENDING, DuplicateKeyError, Index, Store
+from documents.store import ASCENDING, DESCENDING, DuplicateKeyError, Index, Store
 
 SURVEY_RESPONSES = "survey_responses"
 CHAT_TRANSCRIPTS = "chat_transcripts"
@@ -29,6 +29,9 @@ INDEXES = [
     Index(SURVEY_RESPONSES, (("siteId", ASCENDING), ("answeredAt", ASCENDING))),
     Index(CHAT_TRANSCRIPTS, (("siteId", ASCENDING), ("startedAt", ASCENDING))),
     Index(CONSENT_DECISIONS, (("siteId", ASCENDING), ("decidedAt", ASCENDING))),
+    # A survey's results (documents/surveys.py): its answers, newest first.
+    Index(SURVEY_RESPONSES, (("siteId", ASCENDING), ("surveyId", ASCENDING),
+                             ("answeredAt", DESCENDING))),
 ]
 SURVEY_EXPIRY = Expiry(SURVEY_RESPONSES, "answeredAt")
 CHAT_EXPIRY = Expiry(CHAT_TRANSCRIPTS, "startedAt")
@@ -43,3 +46,13 @@ async def insert_once(store: Store, collection: str, document: dict[str, Any]) -
         return False
     return True
 
+
+def survey_answers(store: Store, filter_: dict[str, Any]) -> Any:
+    """A cursor over the survey answers `filter_` finds (one survey's), newest first."""
+    return store.collection(SURVEY_RESPONSES).find(filter_).sort(
+        [("answeredAt", DESCENDING), ("_id", DESCENDING)])
+
+
+async def count_survey_answers(store: Store, filter_: dict[str, Any], *, up_to: int) -> int:
+    """How many survey answers `filter_` finds, counting no further than `up_to`."""
+    return await store.collection(SURVEY_RESPONSES).count_documents(filter_, limit=up_to)

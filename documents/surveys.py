@@ -23,7 +23,6 @@ from documents.visitors import restricted_visitor_ids
 from errors import InvalidInput, NotFound
 
 COLLECTION = "surveys"
-RESPONSES = engagement.SURVEY_RESPONSES
 #: One document per site: how many surveys it has, raised and lowered with them (the cap).
 COUNTERS = "survey_counters"
 
@@ -31,8 +30,6 @@ INDEXES = [
     # The dashboard's list, newest first, and the loader's active surveys of a site.
     Index(COLLECTION, (("siteId", ASCENDING), ("createdAt", DESCENDING))),
     Index(COLLECTION, (("siteId", ASCENDING), ("active", ASCENDING), ("createdAt", DESCENDING))),
-    # Results: one survey's answers, newest first.
-    Index(RESPONSES, (("siteId", ASCENDING), ("surveyId", ASCENDING), ("answeredAt", DESCENDING))),
     # One counter per site, so two first creations cannot each start one.
     Index(COUNTERS, (("siteId", ASCENDING),), unique=True),
 ]
@@ -243,8 +240,7 @@ async def survey_results(store: Store, site_id: str, survey_id: str) -> dict[str
     counts: Counter[Any] = Counter()
     total = 0
     texts: list[dict[str, Any]] = []
-    cursor = store.collection(RESPONSES).find(filter_).sort(
-        [("answeredAt", DESCENDING), ("_id", DESCENDING)])
+    cursor = engagement.survey_answers(store, filter_)
     async for response in cursor:
         total += 1
         main = _main_answer(response)
@@ -271,17 +267,16 @@ async def survey_results(store: Store, site_id: str, survey_id: str) -> dict[str
 async def count_answer_rows(store: Store, site_id: str, survey_id: str, *, up_to: int) -> int:
     """How many rows the answers' CSV has (one per response), counting no further than up_to."""
     await find_survey(store, site_id, survey_id)
-    return await store.collection(RESPONSES).count_documents(
-        await _answers_filter(store, site_id, survey_id), limit=up_to)
+    return await engagement.count_survey_answers(
+        store, await _answers_filter(store, site_id, survey_id), up_to=up_to)
 
 
 async def answer_rows(store: Store, site_id: str, survey_id: str, *, limit: int
                       ) -> AsyncIterator[list[Any]]:
     """The answers' CSV rows (CSV_COLUMNS), newest first, one per response."""
     survey = await find_survey(store, site_id, survey_id)
-    cursor = store.collection(RESPONSES).find(
-        await _answers_filter(store, site_id, survey_id)).sort(
-        [("answeredAt", DESCENDING), ("_id", DESCENDING)]).limit(limit)
+    cursor = engagement.survey_answers(
+        store, await _answers_filter(store, site_id, survey_id)).limit(limit)
     async for response in cursor:
         main = _main_answer(response)
         answered = response.get("answeredAt")
