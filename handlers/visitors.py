@@ -9,16 +9,16 @@ user of another organization gets 404.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from typing import Any
 
-from documents import derivation, recordings, visitors
+from documents import recordings, visitors
 from documents import requests as request_log
 from errors import NotFound
 from handlers.base import BaseHandler
 from handlers.site_api import CLIENT_ID, SITE_ID, SiteDataHandler, write_export
 from privacy.erasure import erase_visitor
 from privacy.export import VisitorExport
+from privacy.holds import FLAG, Hold, switch_hold
 from privacy.subject_data import receipt_labels
 
 VISITOR_ID = CLIENT_ID
@@ -55,17 +55,7 @@ class VisitorExportHandler(SubjectHandler):
         self.set_header("Content-Disposition",
                         f'attachment; filename="visitor-export-{request["_id"]}.json"')
         await write_export(self, export, profile, keys)
-
-        async def complete(session: Any) -> None:
-            await request_log.complete_request(self.deps.store, request["_id"],
-                                               outcome={"manifest": export.manifest},
-                                               session=session)
-            await self.audit("visitor.exported", site, {"requestId": request["_id"],
-                                                        "manifest": export.manifest},
-                             session=session)
-
-        async with request_log.failed_if_the_store_fails(self.deps.store, request["_id"]):
-            await self.deps.store.transaction(complete)
+        await export.complete(actor_user_id=self.user.id, account_id=self.user.account_id)
         self.finish()
 
 
@@ -116,32 +106,12 @@ class PrivacySwitchHandler(SubjectHandler):
         # The site check comes first, so a stranger learns nothing from validation errors.
         site = await self.admin_site(site_id)
         body = self.validated_body("PrivacySwitch")
-        kind: request_log.RequestType = "restriction" if switch == "restriction" else "objection"
+        kind: Hold = "restriction" if switch == "restriction" else "objection"
         request = await self.open_request(kind, site, visitor_id, {"on": body["on"]})
-        field = "restricted" if kind == "restriction" else "objected"
-
-        async def switch(session: Any) -> bool:
-            # The flag, the request's completion and the audit entry land together.
-            before = await visitors.set_privacy_flag(self.deps.store, site["_id"], visitor_id,
-                                                     field, body["on"], now=datetime.now(UTC),
-                                                     session=session)
-            if before is None:
-                return False
-            if field == "restricted" and before != body["on"]:
-                await derivation.restriction_switched(self.deps.store, site["_id"], visitor_id,
-                                                      restricted=body["on"], session=session)
-            await request_log.complete_request(self.deps.store, request["_id"],
-                                               outcome={field: body["on"]}, session=session)
-            await self.audit(f"visitor.{kind}_{'set' if body['on'] else 'lifted'}", site,
-                             {"requestId": request["_id"]}, session=session)
-            return True
-
-        async with request_log.failed_if_the_store_fails(self.deps.store, request["_id"]):
-            switched = await self.deps.store.transaction(switch)
-        if not switched:
-            await request_log.fail_request(self.deps.store, request["_id"], "no data held")
-            raise NotFound("visitor not found")
-        self.write_json({"visitorId": visitor_id, field: body["on"],
+        await switch_hold(self.deps.store, site, visitor_id, kind, body["on"],
+                          request_id=request["_id"], actor_user_id=self.user.id,
+                          account_id=self.user.account_id)
+        self.write_json({"visitorId": visitor_id, FLAG[kind]: body["on"],
                          "requestId": request["_id"]})
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from documents import (
     activity,
+    audit,
     commerce,
     derivation,
     engagement,
@@ -33,6 +34,7 @@ from documents import (
     visitors,
     visits,
 )
+from documents import requests as request_log
 from documents.store import ASCENDING, Store
 from errors import NotFound
 from instants import format_instant
@@ -126,6 +128,23 @@ class VisitorExport:
         if profile is None and not await self._holds_anything(keys):
             raise NotFound("no data is held for this visitor")
         return profile, keys
+
+    async def complete(self, *, actor_user_id: str, account_id: str | None) -> None:
+        """After the last byte: the request completed with the manifest, and audited, together."""
+
+        async def complete(session: Any) -> None:
+            await request_log.complete_request(self._store, self._request_id,
+                                               outcome={"manifest": self.manifest},
+                                               session=session)
+            await audit.record(self._store, action="visitor.exported",
+                               actor_user_id=actor_user_id, account_id=account_id,
+                               organization_id=self._site["organizationId"],
+                               site_id=self._site["_id"],
+                               details={"requestId": self._request_id,
+                                        "manifest": self.manifest}, session=session)
+
+        async with request_log.failed_if_the_store_fails(self._store, self._request_id):
+            await self._store.transaction(complete)
 
     async def _holds_anything(self, keys: SubjectKeys) -> bool:
         for source in VISITOR_DATA:
