@@ -89,7 +89,10 @@ async def test_a_real_celery_worker_processes_an_ingested_error(
     assert answer.code == 200 and answer.json() == {"ok": True}
 
     async def processed() -> bool:
-        return await _count(deps, "error_sessions") == 1
+        # The session link is written before the error's count (tasks/errors.py): wait for
+        # the count, which comes last.
+        return (await _count(deps, "error_sessions") == 1
+                and await _count(deps, "errors") == 1)
 
     await eventually(processed)
     record = await deps.store.collection("errors").find_one({})
