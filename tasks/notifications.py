@@ -238,30 +238,18 @@ class Notifier:
 
     async def _send_email(self, site_id: str, site_name: str, config: dict[str, Any],
                           event: dict[str, Any]) -> None:
-        password = ""
-        if config.get("smtpPasswordSealed"):
-            password = self._sealer.open(config["smtpPasswordSealed"],
-                                         notifications.secret_purpose(site_id, "email"))
         summary = event["error"]
         what = "Re-opened error" if summary["reopened"] else "New error"
-        message = EmailMessage()
-        # Header values must be single lines; error messages are attacker-influenced text.
-        message["Subject"] = _one_line(f"[{site_name}] {what}: {summary['message']}")[:200]
-        try:
-            message["From"] = config["from"]
-            message["To"] = ", ".join(config["recipients"])
-        except ValueError:  # saved before addresses were checked for control characters
-            raise DeliveryFailed("an address of the channel cannot be written in a mail "
-                                 "header; save the channel again") from None
-        message.set_content(
+        # Header values must be single lines (`_send_text_email`); error messages are
+        # attacker-influenced text.
+        await self._send_text_email(
+            site_id, config, f"[{site_name}] {what}: {summary['message']}",
             f"{what} on {site_name}\n\n"
             f"Message: {summary['message']}\n"
             f"Occurrences: {summary['occurrenceCount']}\n"
             f"Status: {summary['status']}\n"
             f"Fingerprint: {summary['fingerprint']}\n\n"
-            f"{self._dashboard_link(site_id, event['id'])}\n"
-        )
-        await asyncio.to_thread(_send_smtp, config, password, message)
+            f"{self._dashboard_link(site_id, event['id'])}\n")
 
     async def _send_text_email(self, site_id: str, config: dict[str, Any], subject: str,
                                text: str) -> None:
