@@ -291,18 +291,20 @@ class BaseHandler(RequestHandler):
                            organization_id=site["organizationId"], site_id=site["_id"],
                            details=details, session=session)
 
-    async def audited(self, site: dict[str, Any], action: str,
+    async def audited(self, site: dict[str, Any] | Callable[[T], dict[str, Any]], action: str,
                       change: Callable[[Any], Awaitable[T]],
                       details: Callable[[T], dict[str, Any] | None]) -> T:
         """Run `change(session)` and its audit entry in one transaction, so both land or
         neither; returns what `change` returned. `details(result)` is the entry's details, or
-        None when nothing changed, which writes no entry."""
+        None when nothing changed, which writes no entry. `site` is the site the entry is
+        about, or how to find it in the result (a site being created)."""
 
         async def work(session: Any) -> T:
             result = await change(session)
             described = details(result)
             if described is not None:
-                await self.audit(action, site, described, session=session)
+                about = site(result) if callable(site) else site
+                await self.audit(action, about, described, session=session)
             return result
 
         return await self.deps.store.transaction(work)

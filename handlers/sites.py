@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from documents import retention, sites
-from documents.sites import SiteKeys
 from errors import InvalidInput
 from handlers.base import BaseHandler
 from privacy.exclusion import checked_settings
@@ -56,15 +55,12 @@ class SitesHandler(BaseHandler):
         organization_id = body.get("organizationId") or _only_admin_organization(self.user)
         settings = _checked_settings(body.get("settings", {}))
 
-        async def create(session: Any) -> tuple[dict[str, Any], SiteKeys]:
-            # The site and its audit entry land together, or neither does.
-            site, keys = await self.deps.keyring.create_site(
+        site, keys = await self.audited(
+            lambda created: created[0], "site.created",
+            lambda session: self.deps.keyring.create_site(
                 self.user, organization_id, body["name"], body.get("allowedOrigins", []),
-                settings, session=session)
-            await self.audit("site.created", site, session=session)
-            return site, keys
-
-        site, keys = await self.deps.store.transaction(create)
+                settings, session=session),
+            lambda _: {})
         self.write_json({"id": site["_id"], "apiKey": keys.api_key, "publicKey": keys.public_key,
                          "site": sites.public_view(site)}, status=201)
 
