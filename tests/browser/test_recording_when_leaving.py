@@ -75,8 +75,10 @@ async def test_a_recording_keeps_its_last_moments_when_the_visitor_leaves_after_
     assert {doc["metadata"]["recordingId"] for doc, _ in segments} == {recording["_id"]}
     recorded = b"".join(data for _, data in segments).decode()
     assert [review for review in REVIEWS if review not in recorded] == []
-    # The burst was far more than one keepalive request may carry, and nothing was refused.
-    assert len(recorded) > 3 * 64 * 1024
+    # The burst was far more than the 64 KiB keepalive may carry, and nothing was refused. It
+    # lands as mutations, or (on a busy machine, whose main thread is idle only later) inside
+    # the first full snapshot, which writes the same nodes more compactly: over twice either way.
+    assert len(recorded) > 2 * 64 * 1024
     refused = [call for call in service.collection_calls()
                if call[1].endswith("/recordings/segment") and call[2] >= 300]
     assert refused == []
