@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from documents import derivation, heatmaps, rollups
+from documents import derivation, heatmaps, recordings, rollups, visits
 from tests.dashboard_api.conftest import Ingest
 from tests.dashboard_api.test_daily_figures import (
     DE_IP,
@@ -28,8 +28,9 @@ from tests.dashboard_api.test_daily_figures import (
 from tests.support.app import Fetch, Tenant
 from tests.support.faulty_store import FaultPlan, InjectedFault
 
-#: Every collection a figure lives in; a recording's marks are its `marks` field.
-FIGURES = {rollups.SITE_DAYS, rollups.PAGE_DAYS, rollups.VISITOR_DAYS, heatmaps.COUNTS}
+#: Every collection a figure lives in (a recording's marks are its `marks` field), and what
+#: only the fold writes: visits and marks waiting for their recording.
+FIGURES = {*rollups.COLLECTIONS, heatmaps.COUNTS, visits.COLLECTION, recordings.MARKS_PENDING}
 WRITES = {"insert_one", "insert_many", "update_one", "update_many", "replace_one", "delete_one",
           "delete_many", "find_one_and_update", "find_one_and_delete"}
 
@@ -70,6 +71,10 @@ async def test_no_ingest_transaction_writes_a_figure_only_its_own_fact(
     context = {"visitorId": "ada", "sessionId": "ada-s", "ip": GB_IP, "url": f"{SHOP}/cart"}
     await ingest("pageviews", {"visitorId": "warm", "url": f"{SHOP}/"})
     await ingest("recordings/start", {**context, "recordingId": str(uuid.uuid4())})
+    # Placed, an order counts in no figure yet (revenue is paid orders); its payment does.
+    await ingest("commerce", {"eventId": "o-1-placed", "type": "order_placed",
+                              "visitorId": "ada", "orderId": "o-1", "total": "20.00",
+                              "currency": "EUR"})
     sends = {
         "pageview": lambda: ingest("pageviews", context),
         "interactions": lambda: ingest("recordings/interactions", {**context, "interactions": [
@@ -78,6 +83,8 @@ async def test_no_ingest_transaction_writes_a_figure_only_its_own_fact(
         "lead": lambda: ingest("leads", {**context, "email": "ada@example.com"}),
         "error": lambda: ingest("errors", {**context, "source": "javascript",
                                            "type": "TypeError", "message": "m"}),
+        "order paid": lambda: ingest("commerce", {"eventId": "o-1-paid", "type": "order_paid",
+                                                  "orderId": "o-1"}),
     }
     for name, send in sends.items():
         written = await _ingest_writes(deps, faults, send)
@@ -86,7 +93,7 @@ async def test_no_ingest_transaction_writes_a_figure_only_its_own_fact(
         assert (derivation.COLLECTION, "insert_one") in written, name
     assert await _figures(deps.store, tenant.site_id) == {}
     assert await deps.store.collection(heatmaps.COUNTS).count_documents({}) == 0
-    assert await _pending(deps.store, tenant.site_id) == 5
+    assert await _pending(deps.store, tenant.site_id) == 6
 
 
 async def test_each_fact_is_folded_once_when_folders_race_and_one_dies_mid_batch(
