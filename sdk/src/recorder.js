@@ -4,7 +4,7 @@
  * the console plugin only when the site captures console output.
  *
  * Segments are gzip-compressed JSON arrays of events, uploaded as raw bytes with their metadata
- * in headers. While the page is open, events are batched (about 5 s or 64 KB), compressed with
+ * in headers. While the page is open, events are batched (about 10 s or 64 KB), compressed with
  * CompressionStream and uploaded one at a time, in order. When the page is hidden or left, the
  * loader calls flush(true): a page being left runs no more tasks after its handlers, so what is
  * still unsent is compressed at once (fflate's synchronous gzip) and sent in parts small enough
@@ -15,7 +15,10 @@ import { record } from 'rrweb';
 import { getRecordConsolePlugin } from '@rrweb/rrweb-plugin-console-record';
 import { gzipSync as gzipBytes } from 'fflate';
 
-const SEGMENT_MS = 5000;
+// A segment is cut 10 s after the previous one: half the requests of 5 s, and a longer segment
+// compresses better. A hidden or left page sends what it holds at once, so only a crash loses
+// up to this much.
+const SEGMENT_MS = 10000;
 // The first snapshot waits for an idle main thread, but no longer than this.
 const IDLE_TIMEOUT_MS = 2000;
 // Without requestIdleCallback (Safari): a task of its own, after what is queued now.
@@ -260,7 +263,9 @@ function createRecorder(ctx) {
       slimDOMOptions: 'all',
       plugins: ctx.consoleCapture ? [getRecordConsolePlugin()] : [],
     });
-    restartTimer();
+    // The first snapshot was emitted within record(): it goes at once, so a replay exists from
+    // the first seconds on; the segments after it are cut every SEGMENT_MS.
+    flush(false);
   }
   // rrweb takes its first full snapshot as recording begins: a long task on a large page, so it
   // waits until the main thread is idle (at most IDLE_TIMEOUT_MS).
