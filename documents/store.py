@@ -140,9 +140,13 @@ class EmbeddedSession:
         self._undo.clear()
 
 
-_active_transaction: contextvars.ContextVar[tuple[Store, Any] | None] = contextvars.ContextVar(
-    "visitor_service_active_transaction", default=None
-)
+#: What runs once a transaction has ended (`Store.after_transaction`).
+AfterTransaction = Callable[[], Awaitable[None]]
+
+#: The running transaction of this context: its store, its session, and what runs once it ends.
+_active_transaction: contextvars.ContextVar[
+    tuple[Store, Any, list[AfterTransaction]] | None
+] = contextvars.ContextVar("visitor_service_active_transaction", default=None)
 
 _WRITE_MANY = {"update_many", "delete_many"}
 
@@ -437,12 +441,36 @@ class Store:
         """
         if _active_transaction.get() is not None:
             raise RuntimeError("transactions do not nest")
+        after: list[AfterTransaction] = []
         self._running_transactions += 1
         try:
-            return await self._transaction(work)
+            return await self._transaction(work, after)
         finally:
             self._running_transactions -= 1
             self.transactions_run += 1
+            for action in after:
+                await action()
+
+    async def after_transaction(self, session: Any, action: AfterTransaction) -> None:
+        """Run `action` once the transaction `session` belongs to has ended, or now when
+        `session` is None (the write it follows is already final).
+
+        For what must come after a write is visible to every reader, such as telling other
+        processes about it: until the commit, readers outside the transaction see the old data.
+        It runs after a roll-back too (and once for each attempt the driver made), so it must
+        be harmless when nothing changed, and it must not raise.
+        """
+        active = _active_transaction.get()
+        if session is None:
+            if active is not None and active[0] is self:
+                raise TransactionSessionMissing(
+                    "after_transaction ran inside a transaction without its session")
+            await action()
+            return
+        if active is None or active[0] is not self or active[1] is not session:
+            raise TransactionSessionMissing(
+                "after_transaction was given a session that is not the running transaction's")
+        active[2].append(action)
 
     async def settle(self) -> None:
         """Wait, up to ten seconds, until no transaction of this store is running.
@@ -455,10 +483,11 @@ class Store:
                 return
             await asyncio.sleep(0.01)
 
-    async def _transaction(self, work: Callable[[Any], Awaitable[T]]) -> T:
+    async def _transaction(self, work: Callable[[Any], Awaitable[T]],
+                           after: list[AfterTransaction]) -> T:
         if self.embedded:
             session = EmbeddedSession()
-            token = _active_transaction.set((self, session))
+            token = _active_transaction.set((self, session, after))
             try:
                 result = await work(session)
             except BaseException:
@@ -478,7 +507,7 @@ class Store:
             return await work(session)
 
         async with await self.client.start_session() as session:
-            token = _active_transaction.set((self, session))
+            token = _active_transaction.set((self, session, after))
             try:
                 return await session.with_transaction(attempt)
             finally:

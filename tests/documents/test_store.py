@@ -76,6 +76,47 @@ async def test_an_operation_inside_a_transaction_without_its_session_raises(
     assert await things.find_one({"_id": 1}) == {"_id": 1, "n": 1}
 
 
+async def test_what_follows_a_transaction_runs_once_it_has_ended_committed_or_not(store: Store):
+    things = store.collection("things")
+    seen: list[Any] = []
+
+    async def look() -> None:
+        seen.append(await things.find_one({"_id": "a"}))
+
+    async def work(session: Any) -> None:
+        await things.insert_one({"_id": "a"}, session=session)
+        await store.after_transaction(session, look)
+        assert seen == []
+
+    await store.transaction(work)
+    assert seen == [{"_id": "a"}]  # it reads what the transaction committed
+
+    async def failing(session: Any) -> None:
+        await things.delete_one({"_id": "a"}, session=session)
+        await store.after_transaction(session, look)
+        raise RuntimeError("abort on purpose")
+
+    with pytest.raises(RuntimeError, match="abort on purpose"):
+        await store.transaction(failing)
+    assert seen == [{"_id": "a"}, {"_id": "a"}]  # after the roll-back too
+
+    await store.after_transaction(None, look)  # outside a transaction: at once
+    assert len(seen) == 3
+
+
+async def test_what_follows_a_transaction_needs_the_transactions_session(store: Store):
+    async def nothing() -> None:
+        pass
+
+    async def forgetful(session: Any) -> None:
+        await store.after_transaction(None, nothing)
+
+    with pytest.raises(TransactionSessionMissing):
+        await store.transaction(forgetful)
+    with pytest.raises(TransactionSessionMissing):
+        await store.after_transaction(object(), nothing)
+
+
 async def test_a_planned_fault_fails_the_chosen_operation_then_lets_it_through(
         store: Store, faults: FaultPlan):
     things = store.collection("things")
