@@ -73,6 +73,7 @@ from privacy.statements import derive_statement_key
 from privacy.useragent import UserAgentParser
 from realtime.bus import EventBus, InProcessBus, RedisBus
 from realtime.hub import LiveHub
+from realtime.site_changes import InProcessSiteChanges, RedisSiteChanges
 from tasks.derivation import FigureDeriver
 from tasks.heatmaps import HEATMAP_CHROMIUM, HeatmapRenderer
 from tasks.notifications import Notifier
@@ -120,7 +121,10 @@ async def build_deps(settings: Settings, *, store: Store | None = None,
     intake = VisitorIntake(store, settings, metrics, countries,
                            user_agents or UserAgentParser())
     recordings = RecordingLifecycle(store, settings, intake)
-    keyring = SiteKeyring(store, KeyHasher(settings.secret_key), sealer, derive_statement_key)
+    site_changes = open_site_changes(settings)
+    keyring = SiteKeyring(store, KeyHasher(settings.secret_key), sealer, derive_statement_key,
+                          changes=site_changes, cache_size=settings.site_cache_size,
+                          max_age_seconds=settings.site_cache_max_age_seconds)
     bus: EventBus = RedisBus(settings.redis_url) if settings.redis_url else InProcessBus()
     notifier = Notifier(store, sealer, public_url=settings.public_url,
                         max_attempts=settings.notify_max_attempts,
@@ -165,6 +169,7 @@ async def build_deps(settings: Settings, *, store: Store | None = None,
                                        max_age_seconds=settings.statement_max_age_seconds),
         subject_digester=SubjectDigester(settings.secret_key),
         queue=queue,
+        site_changes=site_changes,
     )
     deps.queue.start()
     deps.readiness_checks["mongodb"] = store.ping
@@ -176,6 +181,17 @@ async def build_deps(settings: Settings, *, store: Store | None = None,
     deps.closers.append(store.settle)
     deps.closers.append(countries.close)
     deps.closers.append(deps.bus.close)
+    if site_changes is not None:
+        deps.closers.append(site_changes.close)
+    if isinstance(site_changes, RedisSiteChanges):
+        metrics.gauge("site_changes_subscribed",
+                      "1 while this process hears of every change to a site, so key lookups "
+                      "may use the sites it keeps; 0: every lookup reads the store.",
+                      lambda: float(site_changes.live()))
+        metrics.counter("site_changes_unannounced_total",
+                        "Changes to a site this process could not announce to the others "
+                        "(they keep the old site up to SITE_CACHE_MAX_AGE_SECONDS).",
+                        lambda: site_changes.announce_failures)
     deps.closers.append(deps.rate_limiter.close)
     deps.closers.append(deps.segment_sweeper.close)
     deps.closers.append(deps.derivation.close)
@@ -187,9 +203,24 @@ async def build_deps(settings: Settings, *, store: Store | None = None,
     return deps
 
 
+def open_site_changes(settings: Settings) -> RedisSiteChanges | InProcessSiteChanges | None:
+    """How this process hears of changes to sites made by others, which the keyring needs
+    before it may keep sites: Redis pub/sub with REDIS_URL; on the embedded store, nothing to
+    hear (no other process can open it); on MongoDB without Redis, no way to hear of another
+    server's or `rotate-key`'s change, so None, and every key lookup reads the store."""
+    if settings.redis_url:
+        return RedisSiteChanges(settings.redis_url)
+    if settings.embedded:
+        return InProcessSiteChanges()
+    return None
+
+
 async def start_live(deps: Deps) -> None:
-    """Subscribe this server process to the live bus and start the hub (servers only)."""
+    """Subscribe this server process to the live bus and to site changes, and start the hub
+    (servers only)."""
     await deps.bus.start()
+    if deps.site_changes is not None:
+        await deps.site_changes.start()
     deps.hub.start()
 
 

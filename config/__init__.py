@@ -44,6 +44,13 @@ def _positive_int(raw: str) -> int:
     return value
 
 
+def _non_negative_int(raw: str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise ValueError("must be 0 or a positive whole number")
+    return value
+
+
 def _positive_float(raw: str) -> float:
     value = float(raw)
     if value <= 0:
@@ -320,6 +327,24 @@ class Settings:
         600,
         "How long product statements signed under a rotated-away API key still verify.",
         _positive_int,
+    )
+    site_cache_size: int = _setting(
+        "SITE_CACHE_SIZE",
+        4096,
+        "Sites each server process keeps for key lookups, one entry per key (a site found by "
+        "its API key and its public key takes two), least recently used dropped first; used "
+        "only while every change to a site reaches the process (the embedded store; with "
+        "REDIS_URL, while its subscription is up). On MongoDB without REDIS_URL, or 0: every "
+        "lookup reads the store.",
+        _non_negative_int,
+    )
+    site_cache_max_age_seconds: float = _setting(
+        "SITE_CACHE_MAX_AGE_SECONDS",
+        30.0,
+        "Longest a kept site is used before it is read again: the bound on a change whose "
+        "announcement to the other processes was lost (a writer stopped between the write and "
+        "the announcement, a change made outside the service).",
+        _positive_float,
     )
     metrics_token: str = _setting(
         "METRICS_TOKEN",

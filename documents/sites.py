@@ -5,8 +5,10 @@ pepper; lookups go by that digest and compare in constant time. The public key i
 design. The product-statement signing key is derived from the API key and must stay
 recoverable after the key itself is gone, so it is sealed with AES-256-GCM.
 
-A key lookup is one indexed read, so a rotated key or a changed setting applies at once in
-every process. The crypto (the sealer, the statement-key derivation) is passed in.
+Each process keeps the sites it found by key (`SiteKeyring`), so a returning visitor's request
+does not read its site again; every change to a site is announced to every process, which
+forgets it (docs/decisions.md, "API keys, public keys and sealed secrets"). The crypto (the
+sealer, the statement-key derivation) and the announcements are passed in.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import hmac
 import ipaddress
 import re
 import secrets
+import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -57,6 +61,20 @@ class Sealer(Protocol):
     def seal(self, plaintext: str, purpose: str) -> str: ...
 
     def open(self, sealed: str, purpose: str) -> str: ...
+
+
+class SiteChanges(Protocol):
+    """How a change to a site reaches every process's keyring (realtime/site_changes.py)."""
+
+    def live(self) -> bool:
+        """True while every change announced by any process reaches this one."""
+
+    def listen(self, forget: Callable[[str | None], None]) -> None:
+        """Call `forget(site_id)` for each site announced as changed, and `forget(None)` when
+        announcements may have been missed (the subscription began, or began again)."""
+
+    async def announce(self, site_id: str) -> None:
+        """Tell every process the site changed; a transport failure is logged, never raised."""
 
 
 @dataclass(frozen=True)
@@ -174,19 +192,52 @@ def _statement_purpose(site_id: str) -> str:
     return f"statement-key:{site_id}"
 
 
-class SiteKeyring:
-    """Creates, rotates and resolves site keys.
+@dataclass(frozen=True)
+class _Kept:
+    """A site found by key, and when the read that found it began (monotonic seconds)."""
 
-    Keys are resolved by one indexed read per request and nothing is cached, so a rotated key,
-    a deleted site or a changed setting applies to the next request in every process.
+    site: dict[str, Any]
+    read_at: float
+
+
+class SiteKeyring:
+    """Creates, changes, rotates and resolves site keys, and keeps the sites it found by key.
+
+    A site found by API key digest or public key is kept for the next lookups in this process
+    (at most `cache_size` entries, one per key, least recently used dropped first, none older than
+    `max_age_seconds`), but only while `changes.live()`: while every change made by any process
+    reaches this one. Otherwise (no `changes`, the subscription not up yet or lost) every lookup
+    reads the store, and whatever was kept is forgotten when the subscription comes back. A key
+    that finds no site is not kept.
+
+    Every write here forgets the site in this process once its transaction has ended, before
+    the caller can answer, and announces it to the others. A lookup whose read began before a
+    change was forgotten does not keep what it read, since that may be the old site. So a
+    rotated key, a changed setting or origin applies to this process's next request, and to
+    another process's as soon as the announcement arrives there; an announcement lost between
+    the write and Redis is bounded by `max_age_seconds`.
+
+    A kept site is shared by the requests that find it: read it, never change it.
     """
 
     def __init__(self, store: Store, hasher: KeyHasher, sealer: Sealer,
-                 derive_statement_key: Callable[[str], bytes]) -> None:
+                 derive_statement_key: Callable[[str], bytes], *,
+                 changes: SiteChanges | None = None, cache_size: int = 0,
+                 max_age_seconds: float = 0.0) -> None:
         self._store = store
         self._hasher = hasher
         self._sealer = sealer
         self._derive_statement_key = derive_statement_key
+        self._changes = changes
+        self._cache_size = cache_size
+        self._max_age = max_age_seconds
+        # "api:<digest>" or "public:<key>" -> the site that lookup found.
+        self._kept: OrderedDict[str, _Kept] = OrderedDict()
+        # Moves with every forgetting: a lookup keeps its site only if it has not moved since
+        # the lookup's read began.
+        self._forgotten = 0
+        if changes is not None:
+            changes.listen(self._forget)
 
     def _key_fields(self, site_id: str, api_key: str) -> dict[str, Any]:
         statement_key = self._derive_statement_key(api_key)
@@ -200,7 +251,9 @@ class SiteKeyring:
     async def create_site(self, user: AuthenticatedUser, organization_id: str, name: str,
                           allowed_origins: list[str], settings: dict[str, Any], *,
                           session: Any = None) -> tuple[dict[str, Any], SiteKeys]:
-        """A new site in the organization; the keys are returned once, here."""
+        """A new site in the organization; the keys are returned once, here.
+
+        Nothing to forget: no lookup can have kept keys that did not exist."""
         require_admin(user, organization_id)
         site_id = new_id()
         api_key, public_key = new_api_key(), new_public_key()
@@ -221,6 +274,42 @@ class SiteKeyring:
         await self._store.collection(COLLECTION).insert_one(site, session=session)
         return site, SiteKeys(api_key, public_key)
 
+    async def update_site(self, user: AuthenticatedUser, site: dict[str, Any],
+                          changes: dict[str, Any], *, session: Any = None
+                          ) -> tuple[dict[str, Any], list[str]]:
+        """Apply name/origin/settings changes; returns the site and the names of the fields
+        whose value differs from what was stored (a form sends every field; only changes are
+        audited)."""
+        require_admin(user, site["organizationId"])
+        update: dict[str, Any] = {}
+        changed: list[str] = []
+        if "name" in changes and changes["name"] != site.get("name"):
+            update["name"] = changes["name"]
+            changed.append("name")
+        if "allowedOrigins" in changes:
+            origins = sorted({normalise_origin(o) for o in changes["allowedOrigins"]})
+            if origins != sorted(site.get("allowedOrigins", [])):
+                update["allowedOrigins"] = origins
+                changed.append("allowedOrigins")
+        if "settings" in changes:
+            before = normalise_settings(site.get("settings", {}), {})
+            after = normalise_settings(site.get("settings", {}), changes["settings"])
+            moved = [key for key in changes["settings"] if after[key] != before.get(key)]
+            if moved:
+                update["settings"] = after
+                changed.extend(f"settings.{key}" for key in moved)
+        if not update:
+            return site, []
+        update["updatedAt"] = datetime.now(UTC)
+        updated = await self._store.collection(COLLECTION).find_one_and_update(
+            {"_id": site["_id"]}, {"$set": update, "$inc": {"revision": 1}},
+            return_document=ReturnDocument.AFTER, session=session
+        )
+        await self._store.after_transaction(session, lambda: self.site_changed(site["_id"]))
+        if updated is None:
+            raise NotFound("site not found")
+        return updated, changed
+
     async def rotate_api_key(self, site: dict[str, Any], grace_seconds: int, *,
                              session: Any = None) -> tuple[dict[str, Any], str]:
         """Replace the API key; the old one stops at once, its statements after the grace."""
@@ -237,14 +326,33 @@ class SiteKeyring:
             }, "$inc": {"revision": 1}},
             return_document=ReturnDocument.AFTER, session=session,
         )
+        await self._store.after_transaction(session, lambda: self.site_changed(site["_id"]))
         if updated is None:
             raise NotFound("site not found")
         return updated, api_key
 
+    async def site_changed(self, site_id: str) -> None:
+        """Forget the site here and announce it to every other process. The keyring's own
+        writes call it once they are final; a change made to `sites` in any other way must
+        call it too, or processes keep the old site up to `max_age_seconds`."""
+        self._forget(site_id)
+        if self._changes is not None:
+            await self._changes.announce(site_id)
+
+    def _forget(self, site_id: str | None) -> None:
+        """Drop what is kept of this site (of every site for None)."""
+        self._forgotten += 1
+        if site_id is None:
+            self._kept.clear()
+            return
+        for lookup in [lookup for lookup, kept in self._kept.items()
+                       if kept.site["_id"] == site_id]:
+            del self._kept[lookup]
+
     async def site_for_api_key(self, api_key: str) -> dict[str, Any] | None:
         """The site owning this API key, or None; the digest comparison is constant-time."""
         digest = self._hasher.digest(api_key)
-        site = await self._store.collection(COLLECTION).find_one({"apiKeyHash": digest})
+        site = await self._site_where(f"api:{digest}", "apiKeyHash", digest)
         if site is None or not hmac.compare_digest(site["apiKeyHash"], digest):
             return None
         return site
@@ -253,7 +361,29 @@ class SiteKeyring:
         """The site with this public browser key, or None."""
         if not public_key.startswith(PUBLIC_KEY_PREFIX):
             return None
-        return await self._store.collection(COLLECTION).find_one({"publicKey": public_key})
+        return await self._site_where(f"public:{public_key}", "publicKey", public_key)
+
+    async def _site_where(self, lookup: str, field: str, value: str) -> dict[str, Any] | None:
+        """The site whose `field` is `value`: the kept one while it may be used, else read."""
+        keeps = self._cache_size > 0 and self._changes is not None and self._changes.live()
+        began = time.monotonic()
+        kept = self._kept.get(lookup) if keeps else None
+        if kept is not None and began - kept.read_at < self._max_age:
+            self._kept.move_to_end(lookup)
+            return kept.site
+        forgotten = self._forgotten
+        site = await self._store.collection(COLLECTION).find_one({field: value})
+        # Kept only if nothing was forgotten while the read ran (it may have read the site as
+        # it was before that change) and changes still reach this process.
+        if site is not None and keeps and forgotten == self._forgotten \
+                and self._changes is not None and self._changes.live():
+            self._kept[lookup] = _Kept(site, began)
+            self._kept.move_to_end(lookup)
+            while len(self._kept) > self._cache_size:
+                self._kept.popitem(last=False)
+        else:
+            self._kept.pop(lookup, None)
+        return site
 
     def statement_keys(self, site: dict[str, Any], now: datetime) -> list[bytes]:
         """The keys product statements may be signed with now: current, then previous in grace."""
@@ -301,41 +431,6 @@ async def sites_for_user(store: Store, user: AuthenticatedUser) -> list[dict[str
         {"organizationId": {"$in": list(user.roles)}}
     ).sort([("organizationId", ASCENDING), ("createdAt", ASCENDING)])
     return await cursor.to_list(None)
-
-
-async def update_site(store: Store, user: AuthenticatedUser, site: dict[str, Any],
-                      changes: dict[str, Any], *, session: Any = None
-                      ) -> tuple[dict[str, Any], list[str]]:
-    """Apply name/origin/settings changes; returns the site and the names of the fields whose
-    value differs from what was stored (a form sends every field; only changes are audited)."""
-    require_admin(user, site["organizationId"])
-    update: dict[str, Any] = {}
-    changed: list[str] = []
-    if "name" in changes and changes["name"] != site.get("name"):
-        update["name"] = changes["name"]
-        changed.append("name")
-    if "allowedOrigins" in changes:
-        origins = sorted({normalise_origin(o) for o in changes["allowedOrigins"]})
-        if origins != sorted(site.get("allowedOrigins", [])):
-            update["allowedOrigins"] = origins
-            changed.append("allowedOrigins")
-    if "settings" in changes:
-        before = normalise_settings(site.get("settings", {}), {})
-        after = normalise_settings(site.get("settings", {}), changes["settings"])
-        moved = [key for key in changes["settings"] if after[key] != before.get(key)]
-        if moved:
-            update["settings"] = after
-            changed.extend(f"settings.{key}" for key in moved)
-    if not update:
-        return site, []
-    update["updatedAt"] = datetime.now(UTC)
-    updated = await store.collection(COLLECTION).find_one_and_update(
-        {"_id": site["_id"]}, {"$set": update, "$inc": {"revision": 1}},
-        return_document=ReturnDocument.AFTER, session=session
-    )
-    if updated is None:
-        raise NotFound("site not found")
-    return updated, changed
 
 
 async def all_sites(store: Store) -> list[dict[str, Any]]:

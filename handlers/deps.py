@@ -23,6 +23,7 @@ from ingest.statements import StatementAttributor
 from privacy.sealing import SecretSealer
 from realtime.bus import EventBus
 from realtime.hub import LiveHub
+from realtime.site_changes import InProcessSiteChanges, RedisSiteChanges
 from tasks.derivation import FigureDeriver
 from tasks.notifications import Notifier
 from tasks.purge import RetentionPurger
@@ -56,6 +57,8 @@ class Deps:
     notifier: Notifier
     statements: StatementAttributor
     subject_digester: SubjectDigester
+    #: How changes to sites reach this process's keyring; None on MongoDB without Redis.
+    site_changes: RedisSiteChanges | InProcessSiteChanges | None = None
     readiness_checks: dict[str, Callable[[], Awaitable[Any]]] = field(default_factory=dict)
     closers: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
 

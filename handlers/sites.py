@@ -80,8 +80,8 @@ class SiteHandler(BaseHandler):
 
         updated, _ = await self.audited(
             site, "site.settings_changed",
-            lambda session: sites.update_site(self.deps.store, self.user, site, body,
-                                              session=session),
+            lambda session: self.deps.keyring.update_site(self.user, site, body,
+                                                          session=session),
             lambda result: _settings_change(site, *result))
         self.write_json(sites.public_view(updated))
 
