@@ -137,6 +137,6 @@ async def test_no_sliver_of_a_segment_follows_one_cut_for_its_size(
             continue
         followers += 1
         covered = batches[index + 1][-1]["timestamp"] - batches[index][-1]["timestamp"]
-        # The segment after a cut covers about the full segment time (leaving the page sends the rest).
+        # The segment after a cut covers a whole segment time (leaving sends the rest).
         assert covered >= 4000, (index, covered, [len(data) for _, data in segments])
     assert followers >= 1
