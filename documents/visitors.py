@@ -341,14 +341,6 @@ async def last_pageview_seen(store: Store, site_id: str) -> datetime | None:
     return found[0]["lastSeen"] if found else None
 
 
-async def profile_emails(store: Store, site_id: str, visitor_id: str, *, session: Any = None
-                         ) -> list[str]:
-    """The e-mail addresses the visitor's profile holds."""
-    profile = await store.collection(COLLECTION).find_one(
-        {"siteId": site_id, "visitorId": visitor_id}, {"emails": 1}, session=session)
-    return list((profile or {}).get("emails", []))
-
-
 async def visitors_with_email(store: Store, site_id: str, address: str) -> list[Any]:
     """The visitor ids of the site's profiles holding this (normalised) address."""
     return await store.collection(COLLECTION).distinct(

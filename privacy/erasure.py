@@ -19,7 +19,7 @@ from documents import requests as request_log
 from documents.store import Store
 from errors import NotFound
 from instants import format_instant
-from privacy.subject_data import VISITOR_DATA, SubjectKeys, subject_keys
+from privacy.subject_data import VISITOR_DATA, SubjectKeys, keys_of_visitors, subject_keys
 
 #: Diagnostic-context keys that identify a person (compared without case, "-" or "_").
 IDENTITY_KEYS = frozenset({
@@ -144,11 +144,12 @@ async def erase_visitor(store: Store, site: dict[str, Any], visitor_id: str, *,
     return await store.transaction(work)
 
 
-async def purge_visitor(store: Store, site_id: str, visitor_id: str, *,
-                        consent_before: datetime, session: Any) -> dict[str, int]:
-    """Remove a visitor whose profile expired (issue 32) as erasure does, in the caller's
-    transaction, except that the figures keep what the visitor added, as anonymous aggregates,
-    and consent decisions made since `consent_before` stay as the proof the law asks for."""
-    keys = await subject_keys(store, site_id, visitor_id, session=session)
+async def purge_visitors(store: Store, site_id: str, visitor_ids: tuple[str, ...], *,
+                         consent_before: datetime, session: Any) -> dict[str, int]:
+    """Remove visitors whose profiles expired (issue 32) as erasure does, in the caller's
+    transaction and in one walk for all of them, except that the figures keep what the
+    visitors added, as anonymous aggregates, and consent decisions made since `consent_before`
+    stay as the proof the law asks for."""
+    keys = await keys_of_visitors(store, site_id, visitor_ids, session=session)
     return await _apply(store, keys, session, figures=False, narrowed={
         "consentDecisions": {"decidedAt": {"$lt": consent_before}}})

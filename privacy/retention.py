@@ -100,9 +100,9 @@ async def _visitors(store: Store, site_id: str, before: datetime, limit: int, se
                     cutoffs: dict[str, datetime]) -> tuple[int, int]:
     ids = await visitors.expired_visitor_ids(store, site_id, before, limit=limit,
                                              session=session)
-    for visitor_id in ids:
-        await erasure.purge_visitor(store, site_id, visitor_id,
-                                    consent_before=cutoffs["consent"], session=session)
+    if ids:
+        await erasure.purge_visitors(store, site_id, tuple(ids),
+                                     consent_before=cutoffs["consent"], session=session)
     return len(ids), len(ids)
 
 
@@ -116,9 +116,10 @@ class KindPurge:
     #: Counts events inside buckets rather than documents.
     buckets: bool = False
     #: Documents per transaction when fewer than the batch setting: a bucket holds up to 200
-    #: events, and an expired profile goes with everything of the visitor, walked as erasure
-    #: walks it (some thirty operations); either would make a transaction of the setting's
-    #: size long enough to hold ingest up (bench/retention).
+    #: events, and an expired profile goes with everything of the visitor (the batch's
+    #: visitors in one walk, as erasure walks one: some thirty operations whatever their
+    #: number); either would make a transaction of the setting's size long enough to hold
+    #: ingest up (bench/retention).
     most_per_batch: int | None = None
     #: Steps whose removals are copies of items counted elsewhere, so not counted again.
     uncounted: tuple[Batch, ...] = ()
@@ -154,7 +155,7 @@ PURGES: dict[str, KindPurge] = {
     "chats": KindPurge((_delete(engagement.CHAT_EXPIRY),), ((engagement.CHAT_EXPIRY, None),)),
     "consent": KindPurge((_delete(engagement.CONSENT_EXPIRY),),
                          ((engagement.CONSENT_EXPIRY, None),)),
-    "visitors": KindPurge((_visitors,), ((visitors.EXPIRY, None),), most_per_batch=5),
+    "visitors": KindPurge((_visitors,), ((visitors.EXPIRY, None),), most_per_batch=20),
     "requestLog": KindPurge((_delete(requests.EXPIRY),), ((requests.EXPIRY, None),)),
 }
 

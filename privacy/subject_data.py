@@ -35,13 +35,28 @@ Action = Literal["delete", "anonymise", "delete_files"]
 
 @dataclass(frozen=True)
 class SubjectKeys:
-    """Everything that identifies one visitor's data within a site."""
+    """Everything that identifies one visitor's data within a site, or that of several visitors
+    whose expired profiles the retention purge removes together (privacy/retention.py)."""
 
     site_id: str
-    visitor_id: str
+    visitor_ids: tuple[str, ...]
     session_ids: tuple[str, ...]
     emails: tuple[str, ...]
     recording_ids: tuple[str, ...]
+
+    @property
+    def visitor_id(self) -> str:
+        """The visitor, when the keys are one visitor's (an export, an erasure)."""
+        (only,) = self.visitor_ids
+        return only
+
+    def visitor_match(self) -> Any:
+        """The `visitorId` condition that finds the keys' visitors."""
+        return _match(self.visitor_ids)
+
+
+def _match(visitor_ids: tuple[str, ...]) -> Any:
+    return visitor_ids[0] if len(visitor_ids) == 1 else {"$in": list(visitor_ids)}
 
 
 @dataclass(frozen=True)
@@ -59,22 +74,22 @@ class VisitorDataSource:
 
 
 def _by_visitor(keys: SubjectKeys) -> dict[str, Any]:
-    return {"siteId": keys.site_id, "visitorId": keys.visitor_id}
+    return {"siteId": keys.site_id, "visitorId": keys.visitor_match()}
 
 
 def _by_visitor_or_session(keys: SubjectKeys) -> dict[str, Any]:
     return {"siteId": keys.site_id, "$or": [
-        {"visitorId": keys.visitor_id}, {"sessionId": {"$in": list(keys.session_ids)}}]}
+        {"visitorId": keys.visitor_match()}, {"sessionId": {"$in": list(keys.session_ids)}}]}
 
 
 def _chats(keys: SubjectKeys) -> dict[str, Any]:
     return {"siteId": keys.site_id, "$or": [
-        {"visitorId": keys.visitor_id}, {"emails": {"$in": list(keys.emails)}}]}
+        {"visitorId": keys.visitor_match()}, {"emails": {"$in": list(keys.emails)}}]}
 
 
 def _segments(keys: SubjectKeys) -> dict[str, Any]:
     return {"metadata.siteId": keys.site_id, "$or": [
-        {"metadata.visitorId": keys.visitor_id},
+        {"metadata.visitorId": keys.visitor_match()},
         {"metadata.recordingId": {"$in": list(keys.recording_ids)}}]}
 
 
@@ -86,13 +101,13 @@ def _heatmaps(keys: SubjectKeys) -> dict[str, Any]:
 def _error_jobs(keys: SubjectKeys) -> dict[str, Any]:
     """Error jobs (waiting in the outbox or failed) by the visitor or its sessions."""
     return {"siteId": keys.site_id, "$or": [
-        {"job.error.visitorId": keys.visitor_id},
-        {"job.visitorId": keys.visitor_id},
+        {"job.error.visitorId": keys.visitor_match()},
+        {"job.visitorId": keys.visitor_match()},
         {"job.error.sessionId": {"$in": list(keys.session_ids)}}]}
 
 
 def _profile(keys: SubjectKeys) -> dict[str, Any]:
-    return {"siteId": keys.site_id, "visitorId": keys.visitor_id}
+    return {"siteId": keys.site_id, "visitorId": keys.visitor_match()}
 
 
 #: Every collection that can hold a visitor's personal data, in erasure order (the profile last,
@@ -197,8 +212,15 @@ async def _distinct(store: Store, collection: str, key: str, query: dict[str, An
 
 async def subject_keys(store: Store, site_id: str, visitor_id: str, *, session: Any = None
                        ) -> SubjectKeys:
-    """Collect the visitor's session ids, lead e-mails and recording ids."""
-    visitor = {"siteId": site_id, "visitorId": visitor_id}
+    """Collect the visitor's session ids, e-mail addresses (leads and profile) and recording
+    ids."""
+    return await keys_of_visitors(store, site_id, (visitor_id,), session=session)
+
+
+async def keys_of_visitors(store: Store, site_id: str, visitor_ids: tuple[str, ...], *,
+                           session: Any = None) -> SubjectKeys:
+    """The keys of several visitors at once: one query per collection, whatever their number."""
+    visitor = {"siteId": site_id, "visitorId": _match(visitor_ids)}
     sessions: set[str] = set()
     for collection, key in ((recordings.COLLECTION, "sessionId"), (leads.COLLECTION, "sessionId"),
                             (error_records.OCCURRENCES, "sessionId"),
@@ -207,8 +229,8 @@ async def subject_keys(store: Store, site_id: str, visitor_id: str, *, session: 
                             (activity.COLLECTION, "events.sessionId"),
                             (interactions.COLLECTION, "events.sessionId")):
         sessions |= await _distinct(store, collection, key, visitor, session)
-    emails = set(await leads.lead_emails(store, site_id, visitor_id, session=session))
-    emails |= set(await visitors.profile_emails(store, site_id, visitor_id, session=session))
+    emails = await _distinct(store, leads.COLLECTION, "email", visitor, session)
+    emails |= await _distinct(store, visitors.COLLECTION, "emails", visitor, session)
     recording_ids = await _distinct(store, recordings.COLLECTION, "_id", visitor, session)
-    return SubjectKeys(site_id, visitor_id, tuple(sorted(sessions)), tuple(sorted(emails)),
+    return SubjectKeys(site_id, visitor_ids, tuple(sorted(sessions)), tuple(sorted(emails)),
                        tuple(sorted(recording_ids)))

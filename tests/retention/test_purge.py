@@ -367,3 +367,39 @@ async def test_the_request_log_keeps_completed_requests_five_years(deps, tenant)
     assert report is not None and report.removed["requestLog"] == 1
     left = sorted([doc["_id"] async for doc in store.collection("dsr_requests").find({})])
     assert left == ["done-recently", "never-done"]
+
+
+async def test_a_batch_of_expired_profiles_costs_the_same_store_calls_whatever_it_holds(
+        deps, tenant):
+    """One walk per batch, not per visitor: with a walk per expired profile, the purge's time
+    grew with the square of the data on the embedded store, where every call reads the whole
+    collection, and by some thirty round trips per visitor on a replica set."""
+    now = datetime.now(UTC)
+    plan = FaultPlan()
+    purger = make_purger(FaultyStore(deps.store, plan))
+
+    async def calls_to_purge(visitors: int, prefix: str) -> list[tuple[str, str]]:
+        old = now - timedelta(days=800)
+        for n in range(visitors):
+            visitor_id = f"{prefix}-{n}"
+            await deps.store.collection("visitors").insert_one({
+                "_id": f"{tenant.site_id}:{visitor_id}", "siteId": tenant.site_id,
+                "visitorId": visitor_id, "firstSeen": old, "lastSeen": old,
+                "emails": [f"{visitor_id}@example.com"]})
+            await deps.store.collection("leads").insert_one({
+                "_id": f"lead-{visitor_id}", "siteId": tenant.site_id, "visitorId": visitor_id,
+                "sessionId": f"s-{visitor_id}", "email": f"{visitor_id}@example.com",
+                "createdAt": now})
+        plan.record_calls = True
+        report = await purger.purge(now)
+        plan.record_calls = False
+        assert report is not None and report.removed["visitors"] == visitors
+        calls = sorted(plan.calls)
+        plan.calls.clear()
+        return calls
+
+    one = await calls_to_purge(1, "alone")
+    assert await calls_to_purge(12, "crowd") == one
+    assert await deps.store.collection("visitors").count_documents({}) == 0
+    # The visitors' leads went with them, although leads are kept three years.
+    assert await deps.store.collection("leads").count_documents({}) == 0
