@@ -17,7 +17,9 @@ The purge's own records:
   are by age, so what was removed is not found again.
 * `retention_status`: one document per (site, kind): the retention applied, the oldest item
   left, when it was last purged and how many items that run and all runs removed. It is
-  incremented in the transaction of each batch, so the counts are exact across crashes.
+  incremented in the transaction of each batch, so the counts are exact across crashes. Two
+  more, site-less, say since when a process watches for runs (`WATCH`) and which overdue
+  episode was notified (`OVERDUE_NOTICE`): see `purge_clock`.
 """
 
 from __future__ import annotations
@@ -259,9 +261,12 @@ async def finish_pair(store: Store, run_id: str, site_id: str, kind: str, *, day
     await store.collection(RUNS).update_one({"_id": run_id}, {"$addToSet": {"done": key}})
 
 
-async def complete_run(store: Store, run_id: str, at: datetime) -> None:
-    """Mark the run finished."""
-    await store.collection(RUNS).update_one({"_id": run_id}, {"$set": {"completedAt": at}})
+async def complete_run(store: Store, run_id: str, at: datetime, *, finished_at: datetime
+                       ) -> None:
+    """Mark the run finished: `completedAt` is the instant its cutoffs were measured from (a
+    resumed run keeps its first), `finishedAt` the pass that finished it."""
+    await store.collection(RUNS).update_one(
+        {"_id": run_id}, {"$set": {"completedAt": at, "finishedAt": finished_at}})
 
 
 async def fail_run(store: Store, run_id: str, reason: str, at: datetime) -> None:
@@ -277,6 +282,63 @@ async def last_completed_run(store: Store) -> dict[str, Any] | None:
         "completedAt", DESCENDING).limit(1)
     found = [doc async for doc in cursor]
     return found[0] if found else None
+
+
+#: Since when a process has watched for purge runs: what an overdue purge is measured from
+#: before any run has finished (a purge that never ran at all is overdue too).
+WATCH = "purge:watch"
+#: The overdue episode whose notice went out (an episode is named by the instant it is
+#: measured from, so a new one begins only after a run finishes).
+OVERDUE_NOTICE = "purge:overdue"
+#: Added to two purge intervals: how long one pass may take before its lateness counts.
+OVERDUE_GRACE = timedelta(hours=1)
+
+
+def overdue_after(interval_seconds: float) -> timedelta:
+    """How long the purge may go without finishing a run before it is overdue: a pass missed
+    (two intervals) and an hour for a long one (decision "Issue 32: retention")."""
+    return 2 * timedelta(seconds=interval_seconds) + OVERDUE_GRACE
+
+
+@dataclass(frozen=True)
+class PurgeClock:
+    """When the purge last finished a run, and since when it is overdue (None: it is not)."""
+
+    last_completed_at: datetime | None
+    overdue_since: datetime | None
+
+
+async def watch(store: Store, now: datetime) -> None:
+    """Note, the first time only, that a process watches for purge runs from `now`."""
+    try:
+        await store.collection(STATUS).update_one(
+            {"_id": WATCH}, {"$setOnInsert": {"since": now}}, upsert=True)
+    except DuplicateKeyError:
+        pass  # another process noted it at the same moment
+
+
+async def purge_clock(store: Store, *, now: datetime, after: timedelta) -> PurgeClock:
+    """The last finished run, and whether more than `after` has passed since it (or, before
+    any run finished, since the purge was first watched for)."""
+    last = await last_completed_run(store)
+    since: datetime | None = (last.get("finishedAt") or last["completedAt"]) if last else None
+    if since is None:
+        watched = await store.collection(STATUS).find_one({"_id": WATCH})
+        since = watched["since"] if watched else None
+    overdue = since is not None and now - since > after
+    return PurgeClock(last["completedAt"] if last else None, since if overdue else None)
+
+
+async def claim_overdue_notice(store: Store, since: datetime) -> bool:
+    """True for the one process, of all, that first claims the overdue episode measured from
+    `since`: the one that notifies it."""
+    try:
+        await store.collection(STATUS).update_one(
+            {"_id": OVERDUE_NOTICE, "since": {"$ne": since}}, {"$set": {"since": since}},
+            upsert=True)
+    except DuplicateKeyError:
+        return False
+    return True
 
 
 async def open_runs(store: Store) -> list[dict[str, Any]]:

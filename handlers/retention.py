@@ -15,14 +15,17 @@ from privacy.retention import oldest_held, preview
 
 
 class RetentionHandler(BaseHandler):
-    """GET: per kind, the retention, the oldest item held, the last purge and what it removed."""
+    """GET: per kind, the retention, the oldest item held, the last purge and what it removed;
+    and whether the purge is overdue (no run finished for too long)."""
 
     async def get(self, site_id: str) -> None:
         store = self.deps.store
         site = await sites.site_for_user(store, self.user, site_id)
         days = retention.site_days(site)
         status = await retention.site_status(store, site_id)
-        last = await retention.last_completed_run(store)
+        overdue_after = retention.overdue_after(
+            self.deps.settings.retention_purge_interval_seconds)
+        clock = await retention.purge_clock(store, now=datetime.now(UTC), after=overdue_after)
         running = await retention.open_runs(store)
         kinds = []
         for kind in retention.KINDS:
@@ -39,7 +42,9 @@ class RetentionHandler(BaseHandler):
         self.write_json({
             "siteId": site_id, "kinds": kinds,
             "intervalSeconds": self.deps.settings.retention_purge_interval_seconds,
-            "lastRunCompletedAt": format_instant(last["completedAt"]) if last else None,
+            "lastRunCompletedAt": format_instant(clock.last_completed_at),
+            "overdueSince": format_instant(clock.overdue_since),
+            "overdueAfterSeconds": overdue_after.total_seconds(),
             "runInProgress": bool(running),
             "lastError": running[0].get("lastError") if running else None,
         })

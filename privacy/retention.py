@@ -257,7 +257,7 @@ async def purge_all(store: Store, owner: str, *, now: datetime, batch: int,
                                         purged_at=measured_from)
             if held is not None and held < cutoffs[kind.key]:
                 report.behind.setdefault(site_id, []).append(kind.key)
-    await retention.complete_run(store, run["_id"], measured_from)
+    await retention.complete_run(store, run["_id"], measured_from, finished_at=now)
     return report
 
 

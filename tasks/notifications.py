@@ -56,6 +56,10 @@ SIGNATURE_TOLERANCE_SECONDS = 300
 ATTEMPT_TIMEOUT_SECONDS = 10.0
 #: Deliveries in flight at once per process; a burst of errors queues behind these.
 MAX_CONCURRENT_DELIVERIES = 16
+#: A retention notice's subject, by problem (tasks/purge.py).
+RETENTION_PROBLEMS = {"failed": "The retention purge failed",
+                      "behind": "The retention purge is behind",
+                      "overdue": "The retention purge has not run"}
 
 
 class DeliveryFailed(Exception):
@@ -120,10 +124,12 @@ class Notifier:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def retention_alert(self, site_id: str, *, problem: str, kinds: list[str]) -> None:
-        """Schedule a notice that the retention purge failed or fell behind for the site
-        (tasks/purge.py) and return at once; `problem` is "failed" or "behind"."""
-        task = asyncio.create_task(self._notify_retention(site_id, problem, kinds),
+    async def retention_alert(self, site_id: str, *, problem: str, kinds: list[str],
+                              since: datetime | None = None) -> None:
+        """Schedule a notice that the retention purge failed, fell behind or is overdue (no run
+        finished since `since`) for the site (tasks/purge.py) and return at once; `problem` is
+        "failed", "behind" or "overdue"."""
+        task = asyncio.create_task(self._notify_retention(site_id, problem, kinds, since),
                                    name=f"notify-retention-{site_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -175,7 +181,8 @@ class Notifier:
         except Exception:  # noqa: BLE001 - background boundary: log, never reach the worker
             log.exception("notification failed", extra={"siteId": site_id})
 
-    async def _notify_retention(self, site_id: str, problem: str, kinds: list[str]) -> None:
+    async def _notify_retention(self, site_id: str, problem: str, kinds: list[str],
+                                since: datetime | None) -> None:
         try:
             channels = await notifications.channels_for_site(self._store, site_id)
             if not channels:
@@ -183,15 +190,21 @@ class Notifier:
             event = {"type": f"retention_purge_{problem}", "id": new_id(), "siteId": site_id,
                      "at": format_instant(datetime.now(UTC)),
                      "kinds": sorted(kinds)}
+            if since is not None:
+                event["since"] = format_instant(since)
             link = f"{self._public_url}/app/sites/{site_id}/privacy"
             senders: dict[str, Callable[[str], Awaitable[None]]] = {}
             email = channels.get("email")
             if email and email.get("enabled"):
                 name = await notifications.site_name(self._store, site_id)
-                what = ("The retention purge failed" if problem == "failed"
-                        else "The retention purge is behind")
-                text = (f"{what} on {name}.\n\nKinds of data concerned: "
-                        f"{', '.join(sorted(kinds))}\n\nSee Privacy & exports: {link}\n")
+                what = RETENTION_PROBLEMS[problem]
+                text = (f"{what} on {name}.\n\n"
+                        + (f"No run has finished since {event['since']}: data past its "
+                           "retention is not being removed. Check that the process that "
+                           "purges is running (the worker, where REDIS_URL is set).\n\n"
+                           if since is not None else "")
+                        + f"Kinds of data concerned: {', '.join(sorted(kinds))}\n\n"
+                        f"See Privacy & exports: {link}\n")
                 senders["email"] = lambda _id: self._send_text_email(
                     site_id, email, f"[{name}] {what}", text)
             webhook = channels.get("webhook")

@@ -11,6 +11,12 @@ A pass that fails is counted (`retention_purge_failures_total`), recorded on the
 next pass resumes) and notified to the owner of the site it failed on, at most once a day per
 site; a site whose oldest item is still past its retention after a pass ("behind") is notified
 the same way. `retention_purge_last_success_timestamp` is when the last run finished.
+
+A purge that does not run at all (the worker down or misconfigured) raises nothing, so every
+process, purging or not, also checks on each pass that a run finished recently enough
+(`documents.retention.overdue_after`: two intervals and an hour). When none did, the purge is
+overdue: `retention_purge_overdue` says so in /metrics, the Privacy page says so, and the
+first process to notice tells every site's owner, once per overdue episode.
 """
 
 from __future__ import annotations
@@ -21,9 +27,10 @@ from typing import Protocol
 
 from config.background import PeriodicTask
 from config.metrics import Metrics
-from documents import derivation, retention
+from documents import derivation, retention, sites
 from documents.accounts import new_id
 from documents.store import Store
+from instants import format_instant
 from privacy.retention import PurgeFailed, PurgeReport, purge_all
 
 log = logging.getLogger(__name__)
@@ -38,12 +45,16 @@ FAILURES_HELP = "Retention purge passes that failed in this process."
 LEASE = timedelta(minutes=5)
 #: An owner hears of a failing or lagging purge at most this often per site.
 ALERT_EVERY = timedelta(days=1)
+OVERDUE_METRIC = "retention_purge_overdue"
+OVERDUE_HELP = ("1 when no retention purge run has finished for two purge intervals and an hour "
+                "(no process is purging), else 0.")
 
 
 class RetentionAlerts(Protocol):
     """Where purge problems go (tasks.notifications.Notifier)."""
 
-    async def retention_alert(self, site_id: str, *, problem: str, kinds: list[str]) -> None: ...
+    async def retention_alert(self, site_id: str, *, problem: str, kinds: list[str],
+                              since: datetime | None = None) -> None: ...
 
 
 class RetentionPurger:
@@ -60,6 +71,7 @@ class RetentionPurger:
         #: One owner name per runner, so its lease is its own.
         self.owner = new_id()
         self.last_success = 0.0
+        self.overdue = False
         # A failed pass is logged by the exception's type only: a driver's message can quote a
         # document's values.
         steps = [("retention purge", self.purge)] if purges else []
@@ -67,6 +79,7 @@ class RetentionPurger:
                                   [*steps, ("retention purge state", self.measure)],
                                   pause=lambda: self.interval, logger=log, traceback=False)
         metrics.gauge(LAST_SUCCESS_METRIC, LAST_SUCCESS_HELP, lambda: self.last_success)
+        metrics.gauge(OVERDUE_METRIC, OVERDUE_HELP, lambda: float(self.overdue))
 
     async def purge(self, now: datetime | None = None) -> PurgeReport | None:
         """One pass measured from `now` (a pass resumed keeps its run's instant); None when
@@ -86,13 +99,27 @@ class RetentionPurger:
                 self.metrics.count(REMOVED_METRIC, REMOVED_HELP, amount=removed, kind=kind)
         for site_id, kinds in report.behind.items():
             await self._alert(site_id, "behind", kinds, now or datetime.now(UTC))
-        await self.measure()
+        await self.measure(now)
         return report
 
-    async def measure(self) -> float:
-        """Read when the last run finished from the store; returns it as Unix time."""
-        last = await retention.last_completed_run(self.store)
-        self.last_success = last["completedAt"].timestamp() if last else 0.0
+    async def measure(self, now: datetime | None = None) -> float:
+        """Read when the last run finished from the store, and whether the purge is overdue at
+        `now` (notified once per overdue episode); returns the last finish as Unix time."""
+        now = now or datetime.now(UTC)
+        await retention.watch(self.store, now)
+        clock = await retention.purge_clock(self.store, now=now,
+                                            after=retention.overdue_after(self.interval))
+        self.last_success = clock.last_completed_at.timestamp() if clock.last_completed_at \
+            else 0.0
+        self.overdue = clock.overdue_since is not None
+        if clock.overdue_since is not None \
+                and await retention.claim_overdue_notice(self.store, clock.overdue_since):
+            log.error("retention purge overdue: no run has finished since",
+                      extra={"since": format_instant(clock.overdue_since)})
+            kinds = [kind.key for kind in retention.KINDS]
+            for site in await sites.all_sites(self.store):
+                await self.alerts.retention_alert(site["_id"], problem="overdue", kinds=kinds,
+                                                  since=clock.overdue_since)
         return self.last_success
 
     async def _renew(self) -> bool:

@@ -240,6 +240,15 @@ function retentionPanel(app, site, status, admin) {
   const lag = status.lastError
     ? h('p', { class: 'warning' }, `The last purge failed (${status.lastError}); it is retried.`)
     : null;
+  // No run finished for two intervals and an hour: most likely no process is purging at all.
+  const overdue = status.overdueSince
+    ? h(
+        'p',
+        { class: 'warning', id: 'retention-overdue' },
+        `No purge has finished since ${when(status.overdueSince)}: what is past its retention is not ` +
+          'being removed. Check that the process that purges is running (the worker, where REDIS_URL is set).',
+      )
+    : null;
   return h(
     'section',
     { class: 'panel', 'aria-labelledby': 'retention-title', id: 'retention' },
@@ -249,6 +258,7 @@ function retentionPanel(app, site, status, admin) {
       { class: 'hint' },
       `What is older is removed automatically. Last purge finished: ${when(status.lastRunCompletedAt)}.`,
     ),
+    overdue,
     lag,
     table({
       id: 'retention-table',

@@ -1,5 +1,5 @@
-"""A failing purge reaches the owner through the site's own channels: a signed webhook and an
-e-mail, logged with the other deliveries."""
+"""A failing or overdue purge reaches the owner through the site's own channels: a signed webhook
+and an e-mail, logged with the other deliveries."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from tests.notifications.test_notifications import (  # noqa: F401 - fixtures
     settings_env,
     smtp_server,
 )
+from tests.retention.conftest import ALL_KINDS, OVERDUE_AFTER, as_stored, make_purger
 from tests.support.app import Fetch, Tenant
 from tests.support.faulty_store import FaultPlan, FaultyStore
 
@@ -53,3 +54,28 @@ async def test_a_failing_purge_posts_a_signed_webhook_and_an_email(
     assert log.code == 200, log
     assert sorted((d["channel"], d["status"]) for d in log.json()["deliveries"]) == [
         ("email", "delivered"), ("webhook", "delivered")]
+
+
+async def test_an_overdue_purge_posts_a_signed_webhook_and_an_email_saying_since_when(
+        fetch: Fetch, deps, tenant: Tenant, receiver, smtp_server):  # noqa: F811
+    url, received, _ = receiver
+    mailbox, port = smtp_server
+    await configure(fetch, tenant, {
+        "webhook": {"enabled": True, "url": url, "secret": WEBHOOK_SECRET},
+        "email": email_channel(port)})
+    server = make_purger(deps.store, deps.notifier, purges=False)
+    started = datetime.now(UTC)
+    await server.measure(started)
+    await server.measure(started + OVERDUE_AFTER + timedelta(seconds=1))
+    assert await deps.notifier.drain(within=10)
+    (hook,) = received
+    assert hook["valid"] is True
+    body = hook["body"]
+    assert (body["type"], body["siteId"], body["kinds"]) == (
+        "retention_purge_overdue", tenant.site_id, sorted(ALL_KINDS))
+    assert body["since"] == as_stored(started).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z")
+    assert body["dashboardUrl"].endswith(f"/app/sites/{tenant.site_id}/privacy")
+    (mail,) = mailbox.messages
+    assert "The retention purge has not run" in " ".join(mail["Subject"].split())
+    assert f"No run has finished since {body['since']}" in mail.get_payload()

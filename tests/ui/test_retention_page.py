@@ -1,7 +1,9 @@
 """The Privacy page's retention panel in Chromium (issue 32): each kind's retention and what the
-purge did, a shorter retention previewed before it is saved."""
+purge did, a shorter retention previewed before it is saved, and a purge that stopped running."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
 
 from playwright.async_api import Page, expect
 
@@ -28,3 +30,19 @@ async def test_the_owner_sees_each_retention_previews_a_shorter_one_and_saves_it
     await page.reload()
     await expect(page.get_by_label("Days to keep: Session recordings and their footage")
                  ).to_have_value("7")
+
+
+async def test_the_owner_sees_that_no_purge_has_finished_for_too_long(
+        page: Page, dashboard: Dashboard, deps, artifacts):
+    # The last run finished five hours ago; runs are due hourly, so the purge is overdue.
+    finished = datetime.now(UTC) - timedelta(hours=5)
+    await deps.store.collection("retention_runs").insert_one({
+        "_id": "last", "owner": "worker", "startedAt": finished, "now": finished,
+        "completedAt": finished, "finishedAt": finished, "done": [], "removed": {},
+        "failures": 0, "lastError": None})
+    await sign_in(page, dashboard)
+    await page.goto(dashboard.page_url("/privacy"))
+    warning = page.locator("#retention-overdue")
+    await expect(warning).to_contain_text("No purge has finished since")
+    await expect(warning).to_contain_text("Check that the process that purges is running")
+    await page.screenshot(path=artifacts("privacy-retention-overdue.png"), full_page=True)
