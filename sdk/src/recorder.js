@@ -1,7 +1,8 @@
 /**
  * The session recorder, loaded by the loader only when recordings are on, the page is not
  * excluded from replay and (where required) consent was given. rrweb with every input masked;
- * the console plugin only when the site captures console output.
+ * the console plugin only when the site captures console output. rrweb is PostHog's maintained
+ * fork: upstream 2.2.2 builds two hidden iframes on every page (docs/decisions.md).
  *
  * Segments are gzip-compressed JSON arrays of events, uploaded as raw bytes with their metadata
  * in headers. While the page is open, events are batched (about 10 s or 64 KB), compressed with
@@ -11,8 +12,8 @@
  * for keepalive requests, each part a segment with its own number. See docs/sdk.md, "Recording
  * segments".
  */
-import { record } from 'rrweb';
-import { getRecordConsolePlugin } from '@rrweb/rrweb-plugin-console-record';
+import { record } from '@posthog/rrweb';
+import { getRecordConsolePlugin } from '@posthog/rrweb-plugin-console-record';
 import { gzipSync as gzipBytes } from 'fflate';
 
 // A segment is cut 10 s after the previous one: half the requests of 5 s, and a longer segment
