@@ -136,8 +136,10 @@ export async function errorsPage(app, site, item, query) {
                   ),
                 ),
               ),
-              h('p', { class: 'hint', id: 'revenue-rule' }, ranked.rule),
             ),
+            // After the table, not inside it: a paragraph in a table is drawn as a cell of the
+            // first column's width.
+            h('p', { class: 'hint', id: 'revenue-rule' }, ranked.rule),
           )
         : empty(
             'No errors match',

@@ -114,6 +114,11 @@ async def test_the_errors_list_sorted_by_revenue_at_risk_says_its_rule(
     await expect(first.locator(".at-risk")).to_contain_text("EUR")
     await expect(first.locator(".at-risk")).to_contain_text("30 sessions hit")
     await expect(page.locator("#revenue-rule")).to_contain_text("99 % confidence")
+    # The rule reads as a paragraph under the whole table, not squeezed into its first column.
+    rule = await page.locator("#revenue-rule").bounding_box()
+    errors = await page.locator("#errors").bounding_box()
+    assert rule["y"] >= errors["y"] + errors["height"] and rule["width"] >= errors["width"] * 0.9, \
+        (rule, errors)
     await expect(page.locator("#pages-at-risk-title")).to_be_visible()
     await assert_accessible(page, "the errors list by revenue at risk")
 
