@@ -93,10 +93,11 @@ async def test_the_recorder_waits_for_the_page_to_load_and_the_snapshot_for_an_i
     await context.close()
 
 
-#: Appends a text of about 70 KB every 1.2 s, six times: each is recorded as one event larger
+#: Appends a text of about 70 KB every 1.2 s, ten times: each is recorded as one event larger
 #: than the 64 KB at which a segment is cut for its size. A small change every 200 ms keeps the
-#: recording busy in between. Six cuts over 6 s: a fixed 5 s tick lands between two of them.
-BUSY_PAGE = """() => {
+#: recording busy in between. Ten cuts over 12 s: a fixed 10 s tick lands between two of them.
+CUTS = 10
+BUSY_PAGE = """(cuts) => {
   const ticker = document.createElement('p');
   document.body.append(ticker);
   let ticks = 0;
@@ -106,7 +107,7 @@ BUSY_PAGE = """() => {
     const review = document.createElement('p');
     review.textContent = 'A fine mug. '.repeat(6000) + chunks;
     document.body.append(review);
-    if (++chunks === 6) clearInterval(grow);
+    if (++chunks === cuts) clearInterval(grow);
   }, 1200);
 }"""
 SEGMENT_BYTES = 64 * 1024
@@ -119,16 +120,18 @@ async def test_no_sliver_of_a_segment_follows_one_cut_for_its_size(
     await page.goto(shop.page("/"))
     await eventually(lambda: stored_segments(deps.store, shop.tenant.site_id),
                      message="the first segment")
-    await page.evaluate(BUSY_PAGE)
-    await page.wait_for_timeout(6 * 1200 + 8000)  # the cuts, then a whole segment's time
+    await page.evaluate(BUSY_PAGE, CUTS)
+    # The cuts, then a whole segment time and some, so the segment after the last cut is cut by
+    # its timer while the page is open, not by leaving (which a busy machine may lose).
+    await page.wait_for_timeout(CUTS * 1200 + 13000)
     await page.goto("about:blank")
 
     async def all_cuts() -> list[tuple[dict[str, Any], bytes]]:
         segments = await stored_segments(deps.store, shop.tenant.site_id)
         cut = [data for _, data in segments if len(data) >= SEGMENT_BYTES]
-        return segments if len(cut) >= 6 else []
+        return segments if len(cut) >= CUTS else []
 
-    segments = await eventually(all_cuts, message="six segments cut for their size")
+    segments = await eventually(all_cuts, message=f"{CUTS} segments cut for their size")
     batches = _events(segments)
     followers = 0
     for index in range(len(segments) - 1):
