@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -23,8 +22,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
-from config.background import stop_task
 from realtime.events import EVENT_TYPES, validate_event
+from realtime.pubsub import back_off, close_quietly, close_subscription
 
 log = logging.getLogger(__name__)
 
@@ -157,10 +156,8 @@ class RedisBus:
                 log.warning("live bus subscription lost; reconnecting", extra={
                     "error": repr(exc), "retryInSeconds": round(delay, 3)})
             finally:
-                await _close_quietly(pubsub)
-            # Full jitter keeps many server processes from reconnecting in lockstep.
-            await asyncio.sleep(random.uniform(delay / 2, delay))
-            delay = min(delay * 2, self._max_backoff)
+                await close_quietly(pubsub)
+            delay = await back_off(delay, self._max_backoff)
 
     async def _deliver(self, message: dict[str, Any]) -> None:
         if message.get("type") != "pmessage":
@@ -178,15 +175,7 @@ class RedisBus:
 
     async def close(self) -> None:
         """Stop the subscription and close both connections."""
-        await stop_task(self._task)
-        self._task = None
+        task, self._task = self._task, None
         self._listeners.clear()
-        await self._subscriber.aclose()
-        await self._publisher.aclose()
+        await close_subscription(task, self._subscriber, self._publisher)
 
-
-async def _close_quietly(pubsub: Any) -> None:
-    try:
-        await pubsub.aclose()
-    except (RedisError, OSError) as exc:
-        log.debug("closing a dead pubsub connection failed", extra={"error": repr(exc)})

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections.abc import Callable
 
@@ -29,7 +28,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
-from config.background import stop_task
+from realtime.pubsub import back_off, close_quietly, close_subscription
 
 log = logging.getLogger(__name__)
 
@@ -154,10 +153,8 @@ class RedisSiteChanges:
             finally:
                 self._heard_at = None
                 self.subscribed.clear()
-                await _close_quietly(pubsub)
-            # Full jitter keeps many server processes from reconnecting in lockstep.
-            await asyncio.sleep(random.uniform(delay / 2, delay))
-            delay = min(delay * 2, self._max_backoff)
+                await close_quietly(pubsub)
+            delay = await back_off(delay, self._max_backoff)
 
     async def _receive(self, pubsub: PubSub) -> None:
         """Take messages until the connection fails; a ping left unanswered for a heartbeat
@@ -203,15 +200,7 @@ class RedisSiteChanges:
 
     async def close(self) -> None:
         """Stop the subscription and close both connections."""
-        await stop_task(self._task)
-        self._task = None
+        task, self._task = self._task, None
         self._listeners.clear()
-        await self._subscriber.aclose()
-        await self._publisher.aclose()
+        await close_subscription(task, self._subscriber, self._publisher)
 
-
-async def _close_quietly(pubsub: PubSub) -> None:
-    try:
-        await pubsub.aclose()
-    except (RedisError, OSError) as exc:
-        log.debug("closing a dead pubsub connection failed", extra={"error": repr(exc)})
