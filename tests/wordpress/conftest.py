@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import BrowserContext
+from playwright.async_api import BrowserContext, Page
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest, HTTPResponse
 
 import server
@@ -115,6 +115,15 @@ async def log_in(context: BrowserContext, shop: Shop, user: tuple[str, str]) -> 
     await page.goto(shop.url + "/wp-login.php")
     await page.fill("#user_login", user[0])
     await page.fill("#user_pass", user[1])
-    await page.click("#wp-submit")
-    await page.wait_for_load_state()
+    await submit(page, "#wp-submit", lambda url: "/wp-login.php" not in url)
     await page.close()
+
+
+async def submit(page: Page, button: str, lands_on: str | Callable[[str], bool]) -> None:
+    """Click a form's `button` and wait until the page it leads to (a URL glob or test) is
+    parsed. Waiting on the URL alone returns at once when the page already has it (a second save)
+    and waits for every image and stylesheet otherwise; a loaded machine needs longer than
+    Playwright's usual 30 s for a wp-admin POST, its redirect and the next screen."""
+    async with page.expect_navigation(url=lands_on, wait_until="domcontentloaded",
+                                      timeout=90_000):
+        await page.click(button)

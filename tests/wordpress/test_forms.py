@@ -12,7 +12,7 @@ from playwright.async_api import Browser
 
 from tests.support.browser import eventually
 from tests.support.wordpress import ADMIN
-from tests.wordpress.conftest import Shop, ShopFactory, documents, log_in
+from tests.wordpress.conftest import Shop, ShopFactory, documents, log_in, submit
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 PLUGINS = {"cf7": "contact-form-7:7", "wpforms": "wpforms:5", "gravity": "gravity-forms:4",
@@ -88,8 +88,7 @@ async def test_the_owner_chooses_which_forms_count_comments_only_when_chosen(
     assert not await page.is_checked("#vs-forms-comments")
     await page.check("#vs-forms-comments")
     await page.uncheck("#vs-forms-contact-form-7")
-    await page.click("#submit")
-    await page.wait_for_url("**settings-updated=true")
+    await submit(page, "#submit", "**settings-updated=true")
     await admin.close()
 
     await _comment(shop, post, "after@example.com")

@@ -11,7 +11,7 @@ from typing import Any
 from playwright.async_api import Browser, BrowserContext, Page
 
 from tests.support.wordpress import ADMIN
-from tests.wordpress.conftest import Shop, ShopFactory, log_in
+from tests.wordpress.conftest import Shop, ShopFactory, log_in, submit
 
 SCREEN = "/wp-admin/options-general.php?page=visitor-service"
 
@@ -37,13 +37,11 @@ async def test_the_api_key_saved_through_the_settings_form_is_not_autoloaded(
     await shop.wp.php("delete_option('visitor_service_api_key'); return true;")
     admin, page = await _settings_screen(browser, shop)
     await page.fill("#vs-api", shop.tenant.api_key)
-    await page.click("#submit")
-    await page.wait_for_url("**settings-updated=true")
+    await submit(page, "#submit", "**settings-updated=true")
     assert await _key_row(shop) == {"option_value": shop.tenant.api_key, "autoload": "no"}
     # A second save with another key: still not autoloaded.
     await page.fill("#vs-api", "sk_second_key")
-    await page.click("#submit")
-    await page.wait_for_url("**settings-updated=true")
+    await submit(page, "#submit", "**settings-updated=true")
     assert await _key_row(shop) == {"option_value": "sk_second_key", "autoload": "no"}
     assert await shop.wp.php("""return array_key_exists('visitor_service_api_key',
         wp_load_alloptions(true));""") is False
@@ -78,8 +76,7 @@ async def test_moving_the_key_to_wp_config_deletes_the_database_copy_and_says_so
         assert "Set in wp-config.php" in await page.content()
         # Saving the form now stores no copy, and the notice was shown once.
         await page.fill("#vs-public", shop.tenant.public_key)
-        await page.click("#submit")
-        await page.wait_for_url("**settings-updated=true")
+        await submit(page, "#submit", "**settings-updated=true")
         assert await _key_row(shop) is None
         assert await page.locator("#visitor-service-key-removed").count() == 0
     finally:

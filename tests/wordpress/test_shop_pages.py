@@ -13,7 +13,7 @@ from playwright.async_api import Browser
 from tests.browser.conftest import stored_segments
 from tests.support.browser import eventually
 from tests.support.wordpress import ADMIN
-from tests.wordpress.conftest import ShopFactory, documents, log_in
+from tests.wordpress.conftest import ShopFactory, documents, log_in, submit
 
 PERSONAL = "Carla Customer, 1 Mug Street, Berlin, carla@example.com, +49 30 1234567"
 
@@ -107,21 +107,18 @@ async def test_save_and_check_connection_checks_what_was_typed_and_says_it_once(
     await page.goto(screen)
     assert "Install on your shop" in await page.text_content("#visitor-service-keys-from")
     await page.fill("#vs-api", "sk_typed_but_wrong")
-    await page.click("#check")
-    await page.wait_for_url("**checked=1**")
+    await submit(page, "#check", "**checked=1**")
     assert "API key refused by the service." in await page.text_content(
         "#visitor-service-check.notice-error")
     await page.fill("#vs-api", shop.tenant.api_key)
-    await page.click("#check")
-    await page.wait_for_url("**checked=1**")
+    await submit(page, "#check", "**checked=1**")
     assert "API key: accepted." in await page.text_content("#visitor-service-check.notice-success")
     await page.goto(screen)  # a later visit: no stale result
     assert await page.locator("#visitor-service-check").count() == 0
     # Nothing saved: the check says what is missing.
     await page.fill("#vs-url", "")
     await page.fill("#vs-public", "")
-    await page.click("#check")
-    await page.wait_for_url("**checked=1**")
+    await submit(page, "#check", "**checked=1**")
     notice = await page.text_content("#visitor-service-check.notice-error")
     assert "The service URL is missing." in notice and "The public key is missing." in notice
     await admin.close()
