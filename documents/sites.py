@@ -268,7 +268,6 @@ class SiteKeyring:
             "createdAt": now,
             "updatedAt": now,
             "apiKeyRotatedAt": None,
-            "revision": 1,
             **self._key_fields(site_id, api_key),
         }
         await self._store.collection(COLLECTION).insert_one(site, session=session)
@@ -302,7 +301,7 @@ class SiteKeyring:
             return site, []
         update["updatedAt"] = datetime.now(UTC)
         updated = await self._store.collection(COLLECTION).find_one_and_update(
-            {"_id": site["_id"]}, {"$set": update, "$inc": {"revision": 1}},
+            {"_id": site["_id"]}, {"$set": update},
             return_document=ReturnDocument.AFTER, session=session
         )
         await self._store.after_transaction(session, lambda: self.site_changed(site["_id"]))
@@ -323,7 +322,7 @@ class SiteKeyring:
                 "previousStatementKeyUntil": now + timedelta(seconds=grace_seconds),
                 "apiKeyRotatedAt": now,
                 "updatedAt": now,
-            }, "$inc": {"revision": 1}},
+            }},
             return_document=ReturnDocument.AFTER, session=session,
         )
         await self._store.after_transaction(session, lambda: self.site_changed(site["_id"]))
