@@ -4,6 +4,7 @@ and an e-mail, logged with the other deliveries."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -21,13 +22,21 @@ from tests.support.app import Fetch, Tenant
 from tests.support.faulty_store import FaultPlan, FaultyStore
 
 
-async def test_a_failing_purge_posts_a_signed_webhook_and_an_email(
-        fetch: Fetch, deps, tenant: Tenant, receiver, smtp_server):  # noqa: F811
+@pytest.fixture
+async def owner_channels(fetch: Fetch, tenant: Tenant, receiver, smtp_server  # noqa: F811
+                         ) -> tuple[list[dict[str, Any]], Any]:
+    """The site's webhook and e-mail channels, both on: what the webhook received, the mailbox."""
     url, received, _ = receiver
     mailbox, port = smtp_server
     await configure(fetch, tenant, {
         "webhook": {"enabled": True, "url": url, "secret": WEBHOOK_SECRET},
         "email": email_channel(port)})
+    return received, mailbox
+
+
+async def test_a_failing_purge_posts_a_signed_webhook_and_an_email(
+        fetch: Fetch, deps, tenant: Tenant, owner_channels):
+    received, mailbox = owner_channels
     plan = FaultPlan()
     plan.fail("survey_responses", "delete_many")
     purger = RetentionPurger(FaultyStore(deps.store, plan), deps.metrics, deps.notifier,
@@ -57,12 +66,8 @@ async def test_a_failing_purge_posts_a_signed_webhook_and_an_email(
 
 
 async def test_an_overdue_purge_posts_a_signed_webhook_and_an_email_saying_since_when(
-        fetch: Fetch, deps, tenant: Tenant, receiver, smtp_server):  # noqa: F811
-    url, received, _ = receiver
-    mailbox, port = smtp_server
-    await configure(fetch, tenant, {
-        "webhook": {"enabled": True, "url": url, "secret": WEBHOOK_SECRET},
-        "email": email_channel(port)})
+        deps, tenant: Tenant, owner_channels):
+    received, mailbox = owner_channels
     server = make_purger(deps.store, deps.notifier, purges=False)
     started = datetime.now(UTC)
     await server.measure(started)
