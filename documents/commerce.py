@@ -8,7 +8,9 @@
 
 Money is kept in integer minor units of its currency (cents; yen; fils), never as a float:
 `minor_units` turns the decimal text a shop sends into them and refuses what the currency
-cannot hold. Sums of one currency are exact integers; currencies are never summed together.
+cannot hold, a currency that is not an ISO 4217 code, and an amount above `MAX_ORDER_MINOR`.
+Which codes exist and how many decimals each has is Babel's (CLDR) data, not a table of ours.
+Sums of one currency are exact integers; currencies are never summed together.
 
 What an order adds to the figures is its `figure`: nothing until it is paid; once paid, one
 order and its total less its refunds, on the UTC day it was paid; nothing again when it is
@@ -30,6 +32,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
+
+from babel.numbers import get_currency_precision, list_currencies
 
 from documents import visitors
 from documents.retention import Expiry
@@ -53,15 +57,14 @@ _LIFE_ORDER = {PLACED: 0, FAILED: 1, PAID: 2, REFUNDED: 3, CANCELLED: 4}
 #: Events one order may have; far more than any real order's life, a bound on the summary's read.
 MAX_ORDER_EVENTS = 200
 
-#: ISO 4217 minor-unit exponents that are not 2 (the others are).
-_EXPONENTS = {
-    **dict.fromkeys(("BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF",
-                     "UGX", "UYI", "VND", "VUV", "XAF", "XOF", "XPF"), 0),
-    **dict.fromkeys(("BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND"), 3),
-    "CLF": 4, "UYW": 4,
-}
-#: The largest amount accepted, in minor units: far above any order, far below 2**63.
-MAX_MINOR = 10**15
+#: The ISO 4217 codes an amount may be in: every code Babel's CLDR data knows, current or
+#: historic (a shop's old orders may be in one); anything else is refused.
+CURRENCIES = frozenset(list_currencies())
+#: The most one amount (an order's total, a refund, a price) may be, in minor units of its
+#: currency: 10,000,000,000.00 EUR, 1,000,000,000,000 JPY, beyond any real order. A day's
+#: figures sum amounts in 64-bit integers; at this bound they would need over nine million
+#: such orders on one day to overflow (2**63 / 10**12).
+MAX_ORDER_MINOR = 10**12
 
 INDEXES = [
     # An order's events, read whenever one of them arrives.
@@ -91,15 +94,24 @@ class TooManyOrderEvents(ValueError):
 
 
 def exponent(currency: str) -> int:
-    """How many decimal places the currency's minor unit has."""
-    return _EXPONENTS.get(currency, 2)
+    """How many decimal places the currency's minor unit has (CLDR's digits, by Babel)."""
+    return get_currency_precision(currency)
+
+
+def known_currency(currency: Any) -> str:
+    """The currency if it is an ISO 4217 code, else InvalidMoney."""
+    if not isinstance(currency, str) or currency not in CURRENCIES:
+        raise InvalidMoney(f"{str(currency)[:12]!r} is not an ISO 4217 currency code")
+    return currency
 
 
 def minor_units(value: Any, currency: str) -> int:
     """A decimal amount ("19.99", 19.99, 20) as an integer of the currency's minor unit.
 
-    Refuses negatives, non-numbers and more decimals than the currency has: rounding money
-    silently would make sums disagree with the shop's."""
+    Refuses an unknown currency, negatives, non-numbers, more decimals than the currency has
+    (rounding money silently would make sums disagree with the shop's) and more than
+    MAX_ORDER_MINOR."""
+    known_currency(currency)
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise InvalidMoney("an amount is a decimal number or a decimal string")
     try:
@@ -112,8 +124,9 @@ def minor_units(value: Any, currency: str) -> int:
     scaled = amount.scaleb(exponent(currency))
     if scaled != scaled.to_integral_value():
         raise InvalidMoney(f"{currency} has {exponent(currency)} decimal places")
-    if scaled > MAX_MINOR:
-        raise InvalidMoney("the amount is too large")
+    if scaled > MAX_ORDER_MINOR:
+        raise InvalidMoney(f"an amount is at most {decimal_text(MAX_ORDER_MINOR, currency)} "
+                           f"{currency}")
     return int(scaled)
 
 

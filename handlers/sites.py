@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from documents import retention, sites
+from documents import commerce, retention, sites
 from errors import InvalidInput
 from handlers.base import BaseHandler
 from privacy.exclusion import checked_settings
@@ -13,8 +13,8 @@ from privacy.personal_pages import checked_personal_pages
 
 
 def _checked_settings(changes: dict[str, Any]) -> dict[str, Any]:
-    """Setting changes with every pattern list normalised and every retention within its
-    range; InvalidInput names a bad one."""
+    """Setting changes with every pattern list normalised, every retention within its range
+    and the reporting currency an ISO 4217 code; InvalidInput names a bad one."""
     if "retentionDays" in changes:
         try:
             changes = {**changes,
@@ -22,6 +22,11 @@ def _checked_settings(changes: dict[str, Any]) -> dict[str, Any]:
         except retention.RetentionOutOfRange as refused:
             raise InvalidInput(str(refused),
                                field=f"settings.retentionDays.{refused.kind}") from None
+    if changes.get("reportingCurrency") is not None:
+        try:
+            commerce.known_currency(changes["reportingCurrency"])
+        except commerce.InvalidMoney as refused:
+            raise InvalidInput(str(refused), field="settings.reportingCurrency") from None
     return checked_personal_pages(checked_page_groups(checked_settings(changes)))
 
 

@@ -40,6 +40,11 @@ def commerce_event(site_id: str, payload: dict[str, Any], *, now: datetime) -> d
             and kind != commerce.CHECKOUT_STARTED:
         raise InvalidInput(f"{kind} takes no orderId", field="orderId")
     currency = payload.get("currency")
+    if currency:
+        try:
+            commerce.known_currency(currency)
+        except commerce.InvalidMoney as exc:
+            raise InvalidInput(str(exc), field="currency") from exc
     event: dict[str, Any] = {
         "_id": commerce.event_id(site_id, payload["eventId"]),
         "siteId": site_id, "eventId": payload["eventId"], "type": kind,

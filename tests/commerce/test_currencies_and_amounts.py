@@ -1,0 +1,92 @@
+"""Which money the service accepts (issue 38 points 1 and 5): ISO 4217 codes only, each with
+the decimals Babel's CLDR data gives it, and no amount above the documented per-order maximum
+(`commerce.MAX_ORDER_MINOR`); anything else is a 422 naming the field, and nothing is stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.support.app import Fetch, Tenant
+from tests.support.commerce import orders_csv, send
+
+
+@pytest.mark.parametrize("body", [
+    {"type": "order_placed", "orderId": "1", "total": "59.90", "currency": "QQQ"},
+    {"type": "order_placed", "orderId": "1", "total": "59.90", "currency": "XYZ"},
+    {"type": "order_refunded", "orderId": "1", "amount": "5", "currency": "QQQ"},
+    {"type": "order_paid", "orderId": "1", "currency": "QQQ"},
+    {"type": "add_to_cart", "visitorId": "ada", "productId": "7", "price": "1",
+     "currency": "QQQ"},
+], ids=["placed", "placed-xyz", "refund", "paid-without-amount", "cart"])
+async def test_a_code_that_is_no_iso_4217_currency_is_refused_naming_the_currency(
+        fetch: Fetch, tenant: Tenant, body: dict[str, Any]):
+    answer = await send(fetch, tenant, {"eventId": "e1", **body})
+    assert answer.code == 422, answer
+    assert answer.json()["error"]["field"] == "currency"
+    assert body["currency"] in answer.json()["error"]["message"]
+    assert await orders_csv(fetch, tenant) == {}
+
+
+async def test_each_currency_keeps_the_decimals_its_cldr_data_gives_it(
+        fetch: Fetch, tenant: Tenant):
+    for order, total, currency in (("b1", "12.345", "BHD"), ("j1", "5990", "JPY"),
+                                   ("e1", "59.90", "EUR")):
+        answer = await send(fetch, tenant, {"eventId": order, "type": "order_placed",
+                                            "visitorId": "ada", "orderId": order,
+                                            "total": total, "currency": currency})
+        assert answer.code == 200, answer
+    shown = {order: (row["currency"], row["total"])
+             for order, row in (await orders_csv(fetch, tenant)).items()}
+    assert shown == {"b1": ("BHD", "12.345"), "j1": ("JPY", "5990"), "e1": ("EUR", "59.90")}
+    # One decimal more than the currency has is refused, not rounded.
+    for total, currency in (("12.3456", "BHD"), ("5990.5", "JPY"), ("59.901", "EUR")):
+        answer = await send(fetch, tenant, {"eventId": "x", "type": "order_placed",
+                                            "orderId": "x", "total": total,
+                                            "currency": currency})
+        assert answer.code == 422, answer
+        assert answer.json()["error"]["field"] == "total"
+    assert set(await orders_csv(fetch, tenant)) == {"b1", "j1", "e1"}
+
+
+async def test_an_order_holds_at_most_ten_billion_euros_or_a_trillion_yen(
+        fetch: Fetch, tenant: Tenant):
+    # 10**12 minor units: 10,000,000,000.00 EUR and 1,000,000,000,000 JPY are the most.
+    for order, total, currency in (("big-eur", "10000000000.00", "EUR"),
+                                   ("big-jpy", 1000000000000, "JPY")):
+        answer = await send(fetch, tenant, {"eventId": order, "type": "order_placed",
+                                            "visitorId": "ada", "orderId": order,
+                                            "total": total, "currency": currency})
+        assert answer.code == 200, answer
+    for body, field, most in (
+            ({"type": "order_placed", "orderId": "o1", "total": "10000000000.01",
+              "currency": "EUR"}, "total", "10000000000.00 EUR"),
+            ({"type": "order_placed", "orderId": "o2", "total": 1000000000001,
+              "currency": "JPY"}, "total", "1000000000000 JPY"),
+            ({"type": "order_placed", "orderId": "o3", "total": 1e300,
+              "currency": "EUR"}, "total", "10000000000.00 EUR"),
+            ({"type": "order_refunded", "orderId": "big-eur", "amount": "99999999999",
+              "currency": "EUR"}, "amount", "10000000000.00 EUR"),
+            ({"type": "add_to_cart", "visitorId": "ada", "productId": "7",
+              "price": "10000000000.5", "currency": "EUR"}, "price", "10000000000.00 EUR")):
+        answer = await send(fetch, tenant, {"eventId": "too-much", **body})
+        assert answer.code == 422, (body, answer)
+        assert answer.json()["error"]["field"] == field
+        assert most in answer.json()["error"]["message"]
+    rows = await orders_csv(fetch, tenant)
+    assert {order: (row["total"], row["refunded"]) for order, row in rows.items()} == {
+        "big-eur": ("10000000000.00", "0.00"), "big-jpy": ("1000000000000", "0")}
+
+
+async def test_the_reporting_currency_is_an_iso_4217_code_too(fetch: Fetch, tenant: Tenant):
+    answer = await fetch(f"/api/v1/sites/{tenant.site_id}", "PATCH",
+                         json_body={"settings": {"reportingCurrency": "QQQ"}},
+                         token=tenant.token)
+    assert answer.code == 422, answer
+    assert answer.json()["error"]["field"] == "settings.reportingCurrency"
+    answer = await fetch(f"/api/v1/sites/{tenant.site_id}", "PATCH",
+                         json_body={"settings": {"reportingCurrency": "JPY"}},
+                         token=tenant.token)
+    assert answer.code == 200, answer
+    assert answer.json()["settings"]["reportingCurrency"] == "JPY"
