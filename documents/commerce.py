@@ -90,6 +90,15 @@ class TooManyOrderEvents(ValueError):
     """An order already holds MAX_ORDER_EVENTS events."""
 
 
+class NotTheOrders(ValueError):
+    """An event that does not fit its order: it names another visitor, or refunds in another
+    currency. `field` names the event's field that is wrong."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 # Money ----------------------------------------------------------------------------------------
 
 
@@ -150,28 +159,39 @@ def order_id(site_id: str, shop_order_id: str) -> str:
 def order_summary(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """What an order's events, in any order of arrival, say about it.
 
-    The first event that names them gives the visitor, session, total and currency; `placedAt`
-    and `paidAt` are the earliest placing and payment; refunds add up; the status is that of
-    the latest life event, or "refunded" once refunds reach a paid order's total.
+    The first event that names them gives the visitor, session and total, and the total's
+    currency is the order's (else the first currency named); `placedAt` and `paidAt` are the
+    earliest placing and payment; refunds in the order's currency add up; the status is that
+    of the latest life event, or "refunded" once refunds reach a paid order's total.
     """
     summary: dict[str, Any] = {"visitorId": None, "sessionId": None, "total": None,
                                "currency": None, "placedAt": None, "paidAt": None,
                                "refunded": 0, "status": None}
     latest: datetime | None = None
+    named: str | None = None
+    refunds: list[tuple[int, str | None]] = []
     for event in sorted(events, key=lambda e: (e["occurredAt"], _LIFE_ORDER[e["type"]],
                                                e["recordedAt"], e["_id"])):
-        for name in ("visitorId", "sessionId", "total", "currency"):
+        for name in ("visitorId", "sessionId"):
             if summary[name] is None and event.get(name) is not None:
                 summary[name] = event[name]
+        if summary["total"] is None and event.get("total") is not None:
+            summary["total"], summary["currency"] = event["total"], event.get("currency")
+        named = named or event.get("currency")
         kind, at = event["type"], event["occurredAt"]
         if kind == PLACED and summary["placedAt"] is None:
             summary["placedAt"] = at
         if kind == PAID and summary["paidAt"] is None:
             summary["paidAt"] = at
         if kind == REFUNDED:
-            summary["refunded"] += int(event.get("amount") or 0)
+            refunds.append((int(event.get("amount") or 0), event.get("currency")))
         if kind in STATUS_OF and (latest is None or at >= latest):
             summary["status"], latest = STATUS_OF[kind], at
+    summary["currency"] = summary["currency"] or named
+    # Ingest refuses a refund in another currency than its order's; one that came before the
+    # order's total said which currency that is stays stored but is never taken off unconverted.
+    summary["refunded"] = sum(amount for amount, currency in refunds
+                              if currency in (None, summary["currency"]))
     if summary["paidAt"] is not None and summary["status"] in (None, "placed"):
         # A payment recorded before the placing (events from a shop's clock) still stands.
         summary["status"] = "paid"
@@ -228,6 +248,8 @@ async def record_event(store: Store, site_id: str, event: dict[str, Any], *, ses
             upsert=True, session=session)
         if before is not None and int(before.get("events") or 0) >= MAX_ORDER_EVENTS:
             raise TooManyOrderEvents(event["orderId"])
+        if before is not None:
+            _check_fits(before, event)
     try:
         await store.collection(EVENTS).insert_one(event, session=session)
     except DuplicateKeyError as exc:
@@ -249,6 +271,17 @@ async def record_event(store: Store, site_id: str, event: dict[str, Any], *, ses
             {"$set": {"visitorId": summary["visitorId"]}}, session=session)
     return Recorded(True, figure_change((before or {}).get("figure") or [], figure),
                     {**order, "orderId": event["orderId"]})
+
+
+def _check_fits(order: dict[str, Any], event: dict[str, Any]) -> None:
+    """NotTheOrders when the event names another visitor than its order's, or refunds in
+    another currency: it would move a held visitor's order, or take yen off euros."""
+    visitor = order.get("visitorId")
+    if visitor is not None and event.get("visitorId") not in (None, visitor):
+        raise NotTheOrders("visitorId", "the order was placed by another visitor")
+    currency = order.get("currency")
+    if event["type"] == REFUNDED and currency is not None and event.get("currency") != currency:
+        raise NotTheOrders("currency", f"the order is in {currency}; refund it in {currency}")
 
 
 async def order_visitor(store: Store, site_id: str, shop_order_id: str) -> str | None:

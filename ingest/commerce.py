@@ -76,12 +76,15 @@ async def record_commerce(intake: VisitorIntake, site: dict[str, Any], payload: 
     now = datetime.now(UTC)
     event = commerce_event(site["_id"], payload, now=now)
     admitted = payload
-    if event["type"] in commerce.ORDER_EVENT_TYPES and not payload.get("visitorId"):
+    if event["type"] in commerce.ORDER_EVENT_TYPES:
         # A later step of an order (a payment confirmed by the payment provider, a refund made
-        # in the shop's back office) has no visitor at hand: it is the order's visitor's, and
-        # was consented to when the order was placed.
+        # in the shop's back office) often has no visitor at hand: it is the order's visitor's,
+        # was consented to when the order was placed, and is held when that visitor is. It
+        # may not name another visitor, who would carry a held visitor's order past the gate.
         known = await commerce.order_visitor(intake.store, site["_id"], event["orderId"])
         if known is not None:
+            if payload.get("visitorId") not in (None, "", known):
+                raise InvalidInput("the order was placed by another visitor", field="visitorId")
             admitted = {**payload, "visitorId": known, "consent": "granted"}
     decision = await intake.admit(site, "commerce", admitted)
     if not decision.allowed:
@@ -98,5 +101,7 @@ async def record_commerce(intake: VisitorIntake, site: dict[str, Any], payload: 
         stored = await intake.store.write_once(write)
     except commerce.TooManyOrderEvents as exc:
         raise InvalidInput("the order has too many events", field="orderId") from exc
+    except commerce.NotTheOrders as exc:
+        raise InvalidInput(str(exc), field=exc.field) from exc
     intake.count("commerce", "stored" if stored else "duplicate")
     return Outcome(True, None, payload["eventId"])
