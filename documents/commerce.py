@@ -4,7 +4,11 @@
   (the sender's idempotency key): carts, checkouts and each step of an order's life.
 * `orders`: one per (site, order id), `_id` = "<site>:<orderId>", a summary worked out again
   from all of the order's events whenever one arrives (`order_summary`), so events may come in
-  any order and a retried one changes nothing.
+  any order and a retried one changes nothing. An order whose steps are dropped holds only
+  its id and `dropped`, the reason: its placing was dropped by the privacy gate (GPC, no
+  consent, a held visitor), or its visitor was erased. Each later step finds that on the
+  order's own document, in the write that would have counted it, and is dropped for the same
+  reason; reads of orders leave these out (`KEPT`).
 
 Money is kept in integer minor units of its currency (cents; yen; fils), never as a float:
 `minor_units` turns the decimal text a shop sends into them and refuses what the currency
@@ -56,6 +60,10 @@ STATUS_OF = {PLACED: "placed", PAID: "paid", CANCELLED: "cancelled", FAILED: "fa
 _LIFE_ORDER = {PLACED: 0, FAILED: 1, PAID: 2, REFUNDED: 3, CANCELLED: 4}
 #: Events one order may have; far more than any real order's life, a bound on the summary's read.
 MAX_ORDER_EVENTS = 200
+#: The drop reason of the steps of an erased visitor's orders.
+ERASED = "erased"
+#: The orders the service holds, without the marks of orders whose steps are dropped.
+KEPT: dict[str, Any] = {"dropped": None}
 
 #: The ISO 4217 codes an amount may be in: every code Babel's CLDR data knows, current or
 #: historic (a shop's old orders may be in one); anything else is refused.
@@ -88,6 +96,14 @@ class InvalidMoney(ValueError):
 
 class TooManyOrderEvents(ValueError):
     """An order already holds MAX_ORDER_EVENTS events."""
+
+
+class OrderDropped(Exception):
+    """The order's steps are dropped, for `reason` (a privacy gate reason, or "erased")."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class NotTheOrders(ValueError):
@@ -246,6 +262,8 @@ async def record_event(store: Store, site_id: str, event: dict[str, Any], *, ses
             {"_id": key}, {"$inc": {"events": 1},
                            "$setOnInsert": {"siteId": site_id, "orderId": event["orderId"]}},
             upsert=True, session=session)
+        if before is not None and before.get("dropped"):
+            raise OrderDropped(before["dropped"])
         if before is not None and int(before.get("events") or 0) >= MAX_ORDER_EVENTS:
             raise TooManyOrderEvents(event["orderId"])
         if before is not None:
@@ -284,11 +302,56 @@ def _check_fits(order: dict[str, Any], event: dict[str, Any]) -> None:
         raise NotTheOrders("currency", f"the order is in {currency}; refund it in {currency}")
 
 
-async def order_visitor(store: Store, site_id: str, shop_order_id: str) -> str | None:
-    """The visitor an order was placed by, if the service knows the order."""
+@dataclass(frozen=True)
+class KnownOrder:
+    """What the service knows of an order before one of its steps is admitted."""
+
+    visitor_id: str | None = None
+    #: Why the order's steps are dropped, if they are.
+    dropped: str | None = None
+
+
+async def known_order(store: Store, site_id: str, shop_order_id: str) -> KnownOrder:
+    """The visitor an order was placed by and why its steps are dropped, if the service knows
+    either."""
     order = await store.collection(ORDERS).find_one(
-        {"_id": order_id(site_id, shop_order_id)}, {"visitorId": 1})
-    return (order or {}).get("visitorId")
+        {"_id": order_id(site_id, shop_order_id)}, {"visitorId": 1, "dropped": 1})
+    return KnownOrder((order or {}).get("visitorId"), (order or {}).get("dropped"))
+
+
+def _dropped_mark(site_id: str, shop_order_id: str, reason: str, at: datetime
+                  ) -> dict[str, Any]:
+    """An order whose steps are dropped: its id and the reason, nothing of visitor or money;
+    `updatedAt` lets it expire with the orders."""
+    return {"siteId": site_id, "orderId": shop_order_id, "dropped": reason, "updatedAt": at}
+
+
+async def drop_unplaced_order(store: Store, site_id: str, shop_order_id: str, reason: str, *,
+                              at: datetime, session: Any) -> Recorded | None:
+    """After the privacy gate dropped an order's placing: unless a placing of it is stored,
+    mark the order's steps dropped for `reason` and remove the steps that came before the
+    placing, in the caller's transaction. Returns what was removed (`figure_change` takes out
+    what it had added), or None when the order stands or was marked already."""
+    key = order_id(site_id, shop_order_id)
+    before = await store.collection(ORDERS).find_one({"_id": key}, session=session)
+    if before is not None and (before.get("placedAt") is not None or before.get("dropped")):
+        return None
+    await store.collection(ORDERS).replace_one(
+        {"_id": key}, _dropped_mark(site_id, shop_order_id, reason, at), upsert=True,
+        session=session)
+    await store.collection(EVENTS).delete_many(
+        {"siteId": site_id, "orderId": shop_order_id}, session=session)
+    return Recorded(False, figure_change((before or {}).get("figure") or [], []), before)
+
+
+async def mark_erased(store: Store, site_id: str, shop_order_ids: Iterable[str], *,
+                      at: datetime, session: Any) -> None:
+    """Mark an erased visitor's orders, deleted already, so that their late steps are dropped
+    rather than bring the orders back; in the caller's transaction."""
+    for shop_order_id in shop_order_ids:
+        await store.collection(ORDERS).replace_one(
+            {"_id": order_id(site_id, shop_order_id)},
+            _dropped_mark(site_id, shop_order_id, ERASED, at), upsert=True, session=session)
 
 
 async def first_currency(store: Store, site_id: str) -> str | None:

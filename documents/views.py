@@ -597,7 +597,8 @@ CSV_EXPORTS = {
 async def _export_filter(store: Store, export: CsvExport, site_id: str) -> dict[str, Any]:
     if export.kind == "errors":
         return {"siteId": site_id}
-    return {"siteId": site_id, **await _not_restricted(store, site_id)}
+    kept = commerce.KEPT if export.collection == commerce.ORDERS else {}
+    return {"siteId": site_id, **kept, **await _not_restricted(store, site_id)}
 
 
 async def count_export_rows(store: Store, export: CsvExport, site_id: str, *, up_to: int) -> int:

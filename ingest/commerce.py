@@ -81,14 +81,20 @@ async def record_commerce(intake: VisitorIntake, site: dict[str, Any], payload: 
         # in the shop's back office) often has no visitor at hand: it is the order's visitor's,
         # was consented to when the order was placed, and is held when that visitor is. It
         # may not name another visitor, who would carry a held visitor's order past the gate.
-        known = await commerce.order_visitor(intake.store, site["_id"], event["orderId"])
-        if known is not None:
-            if payload.get("visitorId") not in (None, "", known):
+        known = await commerce.known_order(intake.store, site["_id"], event["orderId"])
+        if known.dropped is not None:
+            # Its placing was dropped, or its visitor erased: the rest of it goes the same way.
+            return _dropped(intake, known.dropped)
+        if known.visitor_id is not None:
+            if payload.get("visitorId") not in (None, "", known.visitor_id):
                 raise InvalidInput("the order was placed by another visitor", field="visitorId")
-            admitted = {**payload, "visitorId": known, "consent": "granted"}
+            admitted = {**payload, "visitorId": known.visitor_id, "consent": "granted"}
     decision = await intake.admit(site, "commerce", admitted)
     if not decision.allowed:
-        return Outcome.dropped(decision.reason or "unknown")
+        reason = decision.reason or "unknown"
+        if event["type"] == commerce.PLACED:
+            await _drop_order(intake, site["_id"], event, reason)
+        return Outcome.dropped(reason)
 
     async def write(session: Any) -> None:
         recorded = await commerce.record_event(intake.store, site["_id"], event, session=session)
@@ -103,5 +109,31 @@ async def record_commerce(intake: VisitorIntake, site: dict[str, Any], payload: 
         raise InvalidInput("the order has too many events", field="orderId") from exc
     except commerce.NotTheOrders as exc:
         raise InvalidInput(str(exc), field=exc.field) from exc
+    except commerce.OrderDropped as dropped:
+        # Marked between the look above and this write.
+        return _dropped(intake, dropped.reason)
     intake.count("commerce", "stored" if stored else "duplicate")
     return Outcome(True, None, payload["eventId"])
+
+
+def _dropped(intake: VisitorIntake, reason: str) -> Outcome:
+    """Count and answer a step of an order whose steps are dropped, under the order's reason."""
+    intake.count("commerce", "dropped", reason)
+    return Outcome.dropped(reason)
+
+
+async def _drop_order(intake: VisitorIntake, site_id: str, event: dict[str, Any],
+                      reason: str) -> None:
+    """Mark an order whose placing was dropped, so that its later steps are dropped too, and
+    take out any steps of it stored before the placing came, with what they counted."""
+
+    async def work(session: Any) -> None:
+        removed = await commerce.drop_unplaced_order(intake.store, site_id, event["orderId"],
+                                                     reason, at=event["recordedAt"],
+                                                     session=session)
+        if removed is not None and removed.figure_change:
+            await derivation.add_fact(intake.store, site_id,
+                                      (removed.order or {}).get("visitorId"), rollups.ORDER,
+                                      removed.figure_change, session=session)
+
+    await intake.store.transaction(work)

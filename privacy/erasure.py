@@ -4,7 +4,9 @@ Every collection in `privacy.subject_data.VISITOR_DATA` is visited inside `Store
 personal records are deleted, GridFS segments and heatmap images go with their chunks (deleted
 as documents, because the driver's GridFS API refuses transactions), and error aggregates and
 the visitor's error occurrences are anonymised rather than deleted, so the Errors list and the
-error counts keep them. The receipt carries counts, never personal data.
+error counts keep them. The visitor's orders go with every event of theirs, and each leaves a
+mark of its id alone, so that a late payment or refund is dropped rather than bring it back
+(documents/commerce.py). The receipt carries counts, never personal data.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from documents import audit, derivation, error_records, recordings, visitors
+from documents import audit, commerce, derivation, error_records, recordings, visitors
 from documents import requests as request_log
 from documents.store import Store
 from errors import NotFound
@@ -133,6 +135,9 @@ async def erase_visitor(store: Store, site: dict[str, Any], visitor_id: str, *,
         outcome = {"counts": counts, "legacyFootageFiles": len(legacy)}
         completed_at = await request_log.complete_request(store, request["_id"], outcome=outcome,
                                                           session=session)
+        # A payment or refund the shop sends later must not bring an erased order back.
+        await commerce.mark_erased(store, site["_id"], keys.order_ids, at=completed_at,
+                                   session=session)
         await audit.record(
             store, action="visitor.erased", actor_user_id=actor_user_id, account_id=account_id,
             organization_id=site["organizationId"], site_id=site["_id"],

@@ -43,6 +43,9 @@ class SubjectKeys:
     session_ids: tuple[str, ...]
     emails: tuple[str, ...]
     recording_ids: tuple[str, ...]
+    #: The shop's ids of the visitors' orders: every event of those orders is theirs, whatever
+    #: visitor an event names.
+    order_ids: tuple[str, ...] = ()
 
     @property
     def visitor_id(self) -> str:
@@ -80,6 +83,11 @@ def _by_visitor(keys: SubjectKeys) -> dict[str, Any]:
 def _by_visitor_or_session(keys: SubjectKeys) -> dict[str, Any]:
     return {"siteId": keys.site_id, "$or": [
         {"visitorId": keys.visitor_match()}, {"sessionId": {"$in": list(keys.session_ids)}}]}
+
+
+def _commerce_events(keys: SubjectKeys) -> dict[str, Any]:
+    return {"siteId": keys.site_id, "$or": [
+        {"visitorId": keys.visitor_match()}, {"orderId": {"$in": list(keys.order_ids)}}]}
 
 
 def _chats(keys: SubjectKeys) -> dict[str, Any]:
@@ -131,7 +139,7 @@ VISITOR_DATA: tuple[VisitorDataSource, ...] = (
                       "Leads"),
     # Carts, checkouts and orders the shop's server reported (documents/commerce.py); an
     # order's figure comes out of the daily figures with it, as a pageview's does.
-    VisitorDataSource(commerce.EVENTS, "commerceEvents", "delete", _by_visitor,
+    VisitorDataSource(commerce.EVENTS, "commerceEvents", "delete", _commerce_events,
                       "commerceEvents", "Cart, checkout and order events from the shop"),
     VisitorDataSource(commerce.ORDERS, "orders", "delete", _by_visitor, "orders",
                       "Orders: value, currency and status"),
@@ -212,8 +220,8 @@ async def _distinct(store: Store, collection: str, key: str, query: dict[str, An
 
 async def subject_keys(store: Store, site_id: str, visitor_id: str, *, session: Any = None
                        ) -> SubjectKeys:
-    """Collect the visitor's session ids, e-mail addresses (leads and profile) and recording
-    ids."""
+    """Collect the visitor's session ids, e-mail addresses (leads and profile), recording ids
+    and order ids."""
     return await keys_of_visitors(store, site_id, (visitor_id,), session=session)
 
 
@@ -232,5 +240,6 @@ async def keys_of_visitors(store: Store, site_id: str, visitor_ids: tuple[str, .
     emails = await _distinct(store, leads.COLLECTION, "email", visitor, session)
     emails |= await _distinct(store, visitors.COLLECTION, "emails", visitor, session)
     recording_ids = await _distinct(store, recordings.COLLECTION, "_id", visitor, session)
+    order_ids = await _distinct(store, commerce.ORDERS, "orderId", visitor, session)
     return SubjectKeys(site_id, visitor_ids, tuple(sorted(sessions)), tuple(sorted(emails)),
-                       tuple(sorted(recording_ids)))
+                       tuple(sorted(recording_ids)), tuple(sorted(order_ids)))
