@@ -9,7 +9,7 @@ Two store back-ends:
   afterwards.
 
 Every test that uses the `store` fixture (directly or through the app) is marked `store`; those
-whose module is not in RUN_ONCE (and that are not `embedded_only`) are marked `wire`, and
+not in RUN_ONCE (and not `embedded_only`) are marked `wire`, and
 `pytest --store=wire -m wire` runs them on the wire. Tests about the embedded store itself are
 marked `embedded_only(reason)` and skipped if run on the wire.
 """
@@ -52,24 +52,100 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "SecantusDB and run through the real MongoDB driver")
 
 
-#: Tests that reach the store but run once, on the embedded store: what they check does not depend
-#: on how the store behaves, and the store paths they pass through are tested on the wire by the
-#: modules named in the reason. Paths are relative to tests/; tests/README.md gives the rule.
+#: Tests that reach the store but run once, on the embedded store. The rule (tests/README.md): what
+#: they assert is a page's look, an HTTP shape, the plugin's own side inside WordPress, what the
+#: loader or the live socket does in the page, or the server's own machinery, never data the store
+#: produced, and the store paths they pass through are tested on the wire by the modules named in
+#: the reason. A key is a folder, a module or `module::test_name` (every parameter set of that
+#: test), relative to tests/.
 RUN_ONCE: dict[str, str] = {
-    "ui": "the dashboard's pages in Chromium; their data is dashboard_api's, on the wire",
-    "browser": "the loader in Chromium; what it sends is stored by ingest and recordings code "
-               "that ingest/, recordings/ and sdk/ test on the wire",
-    "wordpress": "the plugin inside WordPress; the service side is ingest/'s, on the wire",
-    "realtime": "the live bus, hub and sockets; the errors they carry are tasks/', on the wire",
-    "handlers/test_route_sweep.py": "authentication and status of every route (HTTP shapes)",
-    "handlers/test_error_shape.py": "the one error shape (HTTP shapes)",
-    "handlers/test_api_docs.py": "the API documentation page",
-    "handlers/test_slow_body.py": "slow request bodies (the HTTP server)",
-    "heatmaps/test_render_ssrf.py": "what the renderer's Chromium may fetch",
-    "hardening/test_live_memory.py": "memory of live sockets that never read",
-    "hardening/test_queue_depth.py": "the queue-depth gauge",
-    "config/test_logging.py": "what reaches the logs",
+    # HTTP shapes and the server's own machinery
+    "handlers/test_error_shape.py": "the one error shape, the health and metrics answers (HTTP "
+                                    "shapes; readiness is given a failing check, not a store)",
+    "handlers/test_api_docs.py": "the API reference page and the served OpenAPI file",
+    "handlers/test_slow_body.py": "a request body trickling in (the HTTP server's timeout)",
     "test_openapi.py": "routes against docs/openapi.yaml",
+    "hardening/test_live_memory.py": "Python's memory while live sockets stall (the hub's "
+                                     "queues); what the sockets carry is realtime/'s, on the wire",
+    "hardening/test_queue_depth.py": "the embedded queue's depth gauge; the jobs' data is "
+                                     "tasks/test_error_pipeline.py's, on the wire",
+    "heatmaps/test_render_ssrf.py": "what the renderer's Chromium may fetch; rendering and "
+                                    "storing an image is heatmaps/test_render.py's, on the wire",
+    # The loader in Chromium: when and where it works in the page
+    "browser/test_recording_stays_off_the_shops_loading_path.py":
+        "the order of the recorder's work in the page and where it cuts segments; storing "
+        "segments is recordings/test_recording_ingest.py's, on the wire",
+    "browser/test_clicks_as_the_owner_sees_them.py":
+        "which element the loader names for a click and which clicks it calls rage or dead; "
+        "storing its batches is recordings/test_interactions.py's, on the wire",
+    "browser/test_recording_when_leaving.py::test_a_live_segment_upload_that_fails_is_sent_again":
+        "the loader sending a failed upload again (the failure never reaches the service); one "
+        "copy per (recording, seq) is recordings/test_recording_ingest.py's, on the wire",
+    "browser/test_replay_as_the_owner_sees_it.py":
+        "the replay's marks in the player; placing marks is recordings/test_marks.py's, on the "
+        "wire",
+    "browser/test_heatmaps_in_chromium.py":
+        "real clicks drawn on the clicked button; counting, rendering, storing and erasing are "
+        "heatmaps/test_aggregates.py's and test_render.py's, on the wire",
+    # The dashboard in Chromium: a page's look, or a flow whose data one wire module checks
+    "ui/test_phone_and_desktop_layout.py": "the layout at a phone's and a desktop's width",
+    "ui/test_heatmaps.py": "dots drawn on their element at each width; the figures drawn are "
+                           "heatmaps/test_aggregates.py's and test_heatmap_api.py's, on the wire",
+    "ui/test_dashboard.py::test_the_shell_is_served_with_a_strict_content_security_policy":
+        "the shell's headers",
+    "ui/test_dashboard.py::test_the_dashboard_is_usable_from_the_keyboard_with_a_visible_focus":
+        "focus and accessible names",
+    "ui/test_first_look.py::test_no_page_load_asks_for_anything_that_answers_404":
+        "the assets a page asks for",
+    "ui/test_first_look.py::"
+    "test_on_a_phone_the_header_is_one_line_and_headings_break_only_between_words":
+        "the layout at a phone's width",
+    "ui/test_what_the_owner_reads.py::"
+    "test_an_inverted_date_range_keeps_the_date_controls_and_says_what_is_wrong":
+        "the date form's message; the range's figures are dashboard_api/test_insights.py's",
+    "ui/test_what_the_owner_reads.py::"
+    "test_a_fresh_dashboard_load_asks_for_a_sign_in_without_a_failed_refresh":
+        "which requests the shell makes at load; refreshing is handlers/test_auth.py's",
+    "ui/test_dashboard.py::"
+    "test_an_error_ingested_through_the_api_appears_in_the_live_feed_within_two_seconds":
+        "the live feed's socket in the page; the error's way there is realtime/'s, on the wire",
+    "ui/test_dashboard_actions.py::"
+    "test_signing_out_closes_the_live_socket_so_later_errors_reach_no_feed":
+        "the page's live socket at sign-out; realtime/test_live_socket.py, on the wire, closes it "
+        "at logout",
+    "ui/test_what_the_owner_reads.py::"
+    "test_the_live_feed_still_shows_the_past_hours_errors_and_leads_after_a_reload":
+        "the feed's items as shown; what it reads after a reload is "
+        "dashboard_api/test_live_feed_after_reload.py's, on the wire",
+    "ui/test_surveys.py::test_with_gpc_no_survey_shows_and_nothing_is_sent":
+        "the widget's side under GPC: nothing is sent, so nothing reaches the store",
+    "ui/test_install.py::test_settings_show_the_snippet_and_the_plugin_with_the_values_to_enter":
+        "the snippet and the archive as served",
+    "ui/test_install.py::test_without_a_built_archive_the_settings_say_how_to_build_it":
+        "a hint on the settings page",
+    # The plugin's own side inside WordPress: its pages, options, limits and outbox
+    "wordpress/test_settings_form.py": "WordPress's own options table (the key's autoload)",
+    "wordpress/test_plugin_in_wordpress.py::test_rendering_a_page_makes_no_call_to_the_service":
+        "which calls a rendered page makes",
+    "wordpress/test_plugin_in_wordpress.py::test_php_errors_are_bounded_and_deduplicated_per_"
+    "request": "how many requests the plugin sends",
+    "wordpress/test_plugin_in_wordpress.py::test_the_settings_check_and_the_api_key_never_shown":
+        "the plugin's settings page",
+    "wordpress/test_plugin_in_wordpress.py::"
+    "test_the_settings_screen_is_for_administrators_and_checks_the_connection":
+        "the plugin's settings page and who may open it",
+    "wordpress/test_plugin_in_wordpress.py::"
+    "test_deactivation_stops_collection_and_uninstall_removes_everything":
+        "what the plugin leaves in WordPress",
+    "wordpress/test_limits.py::"
+    "test_one_address_is_refused_after_its_limit_per_minute_and_refusals_are_counted":
+        "the plugin's own rate limit and its counts",
+    "wordpress/test_limits.py::test_a_full_outbox_refuses_new_items_and_counts_them":
+        "the plugin's outbox and its counts",
+    "wordpress/test_shop_pages.py::test_addresses_come_from_the_sites_url_not_the_host_header":
+        "an address the plugin builds",
+    "wordpress/test_shop_pages.py::test_save_and_check_connection_checks_what_was_typed_and_"
+    "says_it_once": "the plugin's settings page",
 }
 TESTS_ROOT = Path(__file__).resolve().parent
 
@@ -77,8 +153,8 @@ TESTS_ROOT = Path(__file__).resolve().parent
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "store: the test touches the store (set automatically)")
     config.addinivalue_line(
-        "markers", "wire: runs again on the wire: it touches the store and its module is not in "
-                   "RUN_ONCE (set automatically)")
+        "markers", "wire: runs again on the wire: it touches the store and is not in RUN_ONCE (set "
+                   "automatically)")
     config.addinivalue_line(
         "markers", "embedded_only(reason): about the embedded store itself; skipped on the wire")
 
@@ -89,7 +165,8 @@ def _on_the_wire(config: pytest.Config) -> bool:
 
 def _runs_once(item: pytest.Item) -> bool:
     relative = item.path.relative_to(TESTS_ROOT).as_posix()
-    return any(relative == key or relative.startswith(key + "/") for key in RUN_ONCE)
+    test = f"{relative}::{getattr(item, 'originalname', item.name)}"
+    return any(key in (relative, test) or relative.startswith(key + "/") for key in RUN_ONCE)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
