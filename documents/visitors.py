@@ -268,6 +268,22 @@ async def touch(store: Store, site_id: str, visitor_id: str, *, seen_at: datetim
     return after
 
 
+async def keep_seen(store: Store, site_id: str, visitor_id: str, *, seen_at: datetime,
+                    session: Any) -> None:
+    """Move an existing profile's last seen, which retention reads (`expired_visitor_ids`), to
+    `seen_at` when later, as `touch` does, without creating a profile.
+
+    A restricted or objecting visitor raises `VisitorHeld` after the update, as with
+    `touch(refuse_held=True)`: meant for a transaction's write, which that aborts.
+    """
+    before = await store.collection(COLLECTION).find_one_and_update(
+        {"_id": profile_id(site_id, visitor_id)}, {"$max": {"lastSeen": seen_at}},
+        projection=dict.fromkeys(PRIVACY_FLAG_FIELDS, 1), session=session)
+    for flag in PRIVACY_FLAG_FIELDS:
+        if before is not None and before.get(flag):
+            raise VisitorHeld(flag)
+
+
 async def countries_and_devices(store: Store, site_id: str, visitor_ids: list[str], *,
                                 session: Any = None) -> dict[str, tuple[str | None, str | None]]:
     """The country (upper case) and device type each of these visitors' profiles holds, by

@@ -4,7 +4,9 @@ and each step of an order's life, for the WordPress plugin and for shops on othe
 The schema (docs/openapi.yaml, `CommerceIngest`) checks the shape; `commerce_event` checks what
 it cannot (which fields each type needs, money the currency can hold) and raises InvalidInput
 before anything is stored. One transaction stores the event, the order's new summary and the
-unfolded fact of what that changes in the figures (documents/commerce.py).
+unfolded fact of what that changes in the figures (documents/commerce.py), and moves the
+visitor's last seen, which retention reads, as a pageview does. A later step is its order's
+visitor's: it may name no other, is held with them, and is dropped with its placing.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import commerce, derivation, rollups
+from documents import commerce, derivation, rollups, visitors
 from errors import InvalidInput
 from ingest.intake import Outcome, VisitorIntake, parse_time
 
@@ -89,14 +91,21 @@ async def record_commerce(intake: VisitorIntake, site: dict[str, Any], payload: 
             if payload.get("visitorId") not in (None, "", known.visitor_id):
                 raise InvalidInput("the order was placed by another visitor", field="visitorId")
             admitted = {**payload, "visitorId": known.visitor_id, "consent": "granted"}
-    decision = await intake.admit(site, "commerce", admitted)
+    decision = await intake.admit(site, "commerce", admitted, held_refused_by_write=True)
     if not decision.allowed:
         reason = decision.reason or "unknown"
         if event["type"] == commerce.PLACED:
             await _drop_order(intake, site["_id"], event, reason)
         return Outcome.dropped(reason)
+    visitor_id = admitted.get("visitorId") or None
 
     async def write(session: Any) -> None:
+        if visitor_id is not None:
+            # Shopping is activity: a payment or refund weeks after the visit keeps the
+            # visitor's profile, and with it their orders, from expiring as a pageview does.
+            # The same write refuses a restricted or objecting visitor.
+            await visitors.keep_seen(intake.store, site["_id"], visitor_id,
+                                     seen_at=event["occurredAt"], session=session)
         recorded = await commerce.record_event(intake.store, site["_id"], event, session=session)
         if recorded.figure_change:
             await derivation.add_fact(intake.store, site["_id"],
@@ -112,6 +121,10 @@ async def record_commerce(intake: VisitorIntake, site: dict[str, Any], payload: 
     except commerce.OrderDropped as dropped:
         # Marked between the look above and this write.
         return _dropped(intake, dropped.reason)
+    except visitors.VisitorHeld as held:
+        if event["type"] == commerce.PLACED:
+            await _drop_order(intake, site["_id"], event, held.reason)
+        return intake.refused_held("commerce", held)
     intake.count("commerce", "stored" if stored else "duplicate")
     return Outcome(True, None, payload["eventId"])
 
