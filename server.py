@@ -468,9 +468,14 @@ def _since(text: str) -> datetime:
     """An ISO date or date-time for --since; a naive value is taken as UTC."""
     try:
         moment = datetime.fromisoformat(text)
+        moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        # An offset that moves it out of the calendar (0001-01-01T00:00+05:00): no instant.
+        return moment.astimezone(UTC)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO date or date-time: {text!r}") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"outside the years 1 to 9999 in UTC: {text!r}"
+                                         ) from None
 
 
 OPERATOR_HELP = """\

@@ -54,6 +54,10 @@ PROFILE_ITEMS = 50
 #: Longest chart range, so one request cannot unwind a site's whole history.
 MAX_CHART_DAYS = 366
 DEFAULT_CHART_DAYS = 30
+#: The days a report or a filter may name. Nothing the service holds is older than 1970 (ingest
+#: takes times at most 30 days old), and the last is a year short of the calendar's end, so a
+#: range, the period of the same length before it and the instant after its last day all exist.
+FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(9998, 12, 31)
 
 ERROR_STATUSES = ("open", "resolved", "ignored")
 
@@ -109,7 +113,9 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         padded = cursor + "=" * (-len(cursor) % 4)
         moment, document_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
         at = datetime.fromisoformat(moment)
-    except (ValueError, TypeError, UnicodeDecodeError):
+        # An offset that moves the instant out of the calendar: no store can hold it.
+        at.astimezone(UTC)
+    except (ValueError, TypeError, UnicodeDecodeError, OverflowError):
         raise InvalidInput("cursor is not one this API handed out", field="cursor") from None
     if not isinstance(document_id, str) or at.tzinfo is None:
         raise InvalidInput("cursor is not one this API handed out", field="cursor")
@@ -490,14 +496,22 @@ async def replayable_segment(store: Store, site_id: str, file_id: str) -> dict[s
 # Daily charts --------------------------------------------------------------------------------
 
 
+def parse_day(raw: str, field: str) -> date:
+    """A day like 2026-01-31 from FIRST_DAY to LAST_DAY, or InvalidInput naming `field`."""
+    try:
+        day = date.fromisoformat(raw)
+    except ValueError:
+        raise InvalidInput(f"{field} is a day like 2026-01-31", field=field) from None
+    if not FIRST_DAY <= day <= LAST_DAY:
+        raise InvalidInput(f"{field} is a day from {FIRST_DAY} to {LAST_DAY}", field=field)
+    return day
+
+
 def chart_range(start: str | None, end: str | None, today: date) -> tuple[date, date]:
     """The inclusive (from, to) days of a chart; the last DEFAULT_CHART_DAYS by default."""
-    try:
-        last = date.fromisoformat(end) if end else today
-        first = date.fromisoformat(start) if start else last - timedelta(
-            days=DEFAULT_CHART_DAYS - 1)
-    except ValueError:
-        raise InvalidInput("from and to are days like 2026-01-31", field="from") from None
+    named_first = parse_day(start, "from") if start else None
+    last = parse_day(end, "to") if end else today
+    first = named_first or max(last - timedelta(days=DEFAULT_CHART_DAYS - 1), FIRST_DAY)
     if first > last:
         raise InvalidInput("from is after to", field="from")
     if (last - first).days >= MAX_CHART_DAYS:

@@ -16,7 +16,7 @@ from tornado.httputil import HTTPServerRequest
 from errors import InvalidInput, RateLimited, Unauthenticated, UnsupportedMediaType
 from handlers.base import BaseHandler
 from handlers.validation import SchemaValidator
-from ingest.intake import Outcome
+from ingest.intake import Outcome, parse_time
 from ingest.interactions import BatchOutcome
 from ingest.recordings import SegmentOutcome, SegmentUpload
 
@@ -149,6 +149,8 @@ def segment_upload(request: HTTPServerRequest, body: bytes, schemas: SchemaValid
         where = _HEADER_FOR_FIELD
     try:
         schemas.validate(meta, "RecordingSegmentHeaders")
+        for name in ("startedAt", "endedAt"):
+            parse_time(meta.get(name), field=name)
     except InvalidInput as invalid:
         field = where.get(invalid.field or "", invalid.field)
         raise InvalidInput(invalid.message, field=field) from None

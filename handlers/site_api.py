@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from documents import funnels, sites, views
-from errors import InvalidInput
 from handlers.base import BaseHandler
 from privacy.csv_safety import neutralise_row
 from privacy.exclusion import ExclusionRule, rule_matches
@@ -113,14 +112,10 @@ class SiteDataHandler(BaseHandler):
                                    self.get_query_argument("to", None), datetime.now(UTC).date())
 
     def optional_day(self, name: str) -> date | None:
-        """A query argument that is a day like 2026-01-31, or None when absent."""
+        """A query argument that is a day like 2026-01-31 in the supported span, or None when
+        absent."""
         raw = self.get_query_argument(name, None)
-        if not raw:
-            return None
-        try:
-            return date.fromisoformat(raw)
-        except ValueError:
-            raise InvalidInput(f"{name} is a day like 2026-01-31", field=name) from None
+        return views.parse_day(raw, name) if raw else None
 
     def optional_flag(self, name: str) -> bool | None:
         """A true/false query argument (the API document has checked its spelling)."""

@@ -192,8 +192,9 @@ async def record_survey(intake: VisitorIntake, site: dict[str, Any], payload: di
 
 def _transcript(payload: dict[str, Any]) -> dict[str, Any]:
     messages = [
-        {"from": m["from"], "text": m["text"], "at": parse_time(m.get("at"))}
-        for m in payload["messages"]
+        {"from": m["from"], "text": m["text"],
+         "at": parse_time(m.get("at"), field=f"messages.{index}.at")}
+        for index, m in enumerate(payload["messages"])
     ]
     return {
         "visitorId": payload.get("visitorId"),

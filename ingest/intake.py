@@ -18,6 +18,7 @@ from config.metrics import Metrics
 from documents import sites as site_documents
 from documents import visitors
 from documents.store import Store
+from errors import InvalidInput
 from privacy.exclusion import site_exclusion_rules
 from privacy.gate import CollectionContext, GateDecision, ItemKind, decide
 from privacy.geo import CountryResolver, NullCountryResolver
@@ -58,8 +59,11 @@ class Outcome:
         return cls(False, reason)
 
 
-def parse_time(value: str | None, now: datetime | None = None) -> datetime:
-    """A client-given ISO 8601 time in UTC; missing, too far ahead or too old means now."""
+def parse_time(value: str | None, now: datetime | None = None, *,
+               field: str = "occurredAt") -> datetime:
+    """A client-given ISO 8601 time in UTC; missing, unreadable, too far ahead or too old means
+    now. One outside the years 1 to 9999 once its offset is applied
+    (`0001-01-01T00:00:00+05:00`) is no instant at all: InvalidInput naming `field`."""
     now = now or datetime.now(UTC)
     if not value:
         return now
@@ -69,7 +73,11 @@ def parse_time(value: str | None, now: datetime | None = None) -> datetime:
         return now
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    parsed = parsed.astimezone(UTC)
+    try:
+        parsed = parsed.astimezone(UTC)
+    except OverflowError:
+        raise InvalidInput(f"{field} falls outside the years 1 to 9999 in UTC",
+                           field=field) from None
     if parsed > now + MAX_FUTURE_SKEW or parsed < now - MAX_PAST_AGE:
         return now
     return parsed

@@ -42,9 +42,9 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
                               cap: int = interactions.BUCKET_CAP) -> BatchOutcome:
     """Store the batch's admitted events in the visitor's buckets and touch the profile."""
     now = datetime.now(UTC)
-    by_url: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for item in body["interactions"]:
-        by_url[item.get("url") or body.get("url") or ""].append(item)
+    by_url: dict[str, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
+    for index, item in enumerate(body["interactions"]):
+        by_url[item.get("url") or body.get("url") or ""].append((index, item))
     admitted: list[dict[str, Any]] = []
     own = own_hosts(site.get("allowedOrigins", ()))
     for url, items in by_url.items():
@@ -55,7 +55,8 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
                 intake.count("interaction", "dropped", decision.reason or "refused",
                              len(items) - 1)
             continue
-        admitted.extend(_event(body, item, now, own) for item in items)
+        admitted.extend(_event(body, item, now, own, f"interactions.{index}.at")
+                        for index, item in items)
     dropped = len(body["interactions"]) - len(admitted)
     if not admitted:
         return BatchOutcome(0, dropped)
@@ -96,11 +97,11 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
 
 
 def _event(body: dict[str, Any], item: dict[str, Any], now: datetime,
-           own: OwnHosts) -> dict[str, Any]:
+           own: OwnHosts, at_field: str) -> dict[str, Any]:
     event: dict[str, Any] = {
         "id": new_id(),
         "kind": item["kind"],
-        "at": parse_time(item.get("at"), now),
+        "at": parse_time(item.get("at"), now, field=at_field),
         "url": anonymise_addresses_in(item.get("url") or body.get("url") or "", own=own) or None,
         "sessionId": body.get("sessionId"),
         "recordingId": body.get("recordingId"),

@@ -159,6 +159,8 @@ def error_job(site_id: str, body: dict[str, Any], *, now: datetime | None = None
         if context_size > MAX_CONTEXT_BYTES:
             raise InvalidInput(f"context: larger than {MAX_CONTEXT_BYTES} bytes",
                                field="context")
+    # Refused here (InvalidInput) rather than by the worker, which could only fail the job.
+    parse_time(body.get("occurredAt"))
     payload = dict(body)
     address = address_spellings(payload.pop("ip", None))
     return {
