@@ -31,23 +31,26 @@ async def test_a_code_that_is_no_iso_4217_currency_is_refused_naming_the_currenc
 
 async def test_each_currency_keeps_the_decimals_its_cldr_data_gives_it(
         fetch: Fetch, tenant: Tenant):
+    # CLDR gives the forint no decimals (no fillér coin circulates): "1500.00" is 1500.
     for order, total, currency in (("b1", "12.345", "BHD"), ("j1", "5990", "JPY"),
-                                   ("e1", "59.90", "EUR")):
+                                   ("e1", "59.90", "EUR"), ("h1", "1500.00", "HUF")):
         answer = await send(fetch, tenant, {"eventId": order, "type": "order_placed",
                                             "visitorId": "ada", "orderId": order,
                                             "total": total, "currency": currency})
         assert answer.code == 200, answer
     shown = {order: (row["currency"], row["total"])
              for order, row in (await orders_csv(fetch, tenant)).items()}
-    assert shown == {"b1": ("BHD", "12.345"), "j1": ("JPY", "5990"), "e1": ("EUR", "59.90")}
+    assert shown == {"b1": ("BHD", "12.345"), "j1": ("JPY", "5990"), "e1": ("EUR", "59.90"),
+                     "h1": ("HUF", "1500")}
     # One decimal more than the currency has is refused, not rounded.
-    for total, currency in (("12.3456", "BHD"), ("5990.5", "JPY"), ("59.901", "EUR")):
+    for total, currency in (("12.3456", "BHD"), ("5990.5", "JPY"), ("59.901", "EUR"),
+                            ("1499.50", "HUF")):
         answer = await send(fetch, tenant, {"eventId": "x", "type": "order_placed",
                                             "orderId": "x", "total": total,
                                             "currency": currency})
         assert answer.code == 422, answer
         assert answer.json()["error"]["field"] == "total"
-    assert set(await orders_csv(fetch, tenant)) == {"b1", "j1", "e1"}
+    assert set(await orders_csv(fetch, tenant)) == {"b1", "j1", "e1", "h1"}
 
 
 async def test_an_order_holds_at_most_ten_billion_euros_or_a_trillion_yen(
