@@ -21,7 +21,8 @@ from config import SettingsError, configuration_table, load_settings, setting_fi
     ("MAX_EVENT_BODY_BYTES", "-1"),
     ("PUBLIC_URL", "shop.example"),
     ("LOG_LEVEL", "LOUD"),
-    ("BCRYPT_ROUNDS", "3"),
+    ("BCRYPT_ROUNDS", "4"),
+    ("BCRYPT_ROUNDS", "9"),
     ("BCRYPT_ROUNDS", "32"),
 ])
 def test_a_malformed_value_stops_the_start_naming_the_variable(variable: str, value: str):
@@ -49,9 +50,17 @@ def test_the_embedded_default_generates_its_secrets_and_says_so():
     assert load_settings({}).secret_key != settings.secret_key
 
 
+def test_a_bcrypt_cost_below_10_is_refused_and_10_is_the_lowest_accepted():
+    with pytest.raises(SettingsError, match="^BCRYPT_ROUNDS: must be between 10 and 31"):
+        load_settings({"BCRYPT_ROUNDS": "9"})
+    assert load_settings({"BCRYPT_ROUNDS": "10"}).bcrypt_rounds == 10
+    assert load_settings({}).bcrypt_rounds == 12
+
+
 async def test_production_hashes_passwords_at_bcrypt_cost_12():
-    # The suite runs at the lowest cost for speed; what a deployment gets unless told otherwise
-    # is 12, both for new hashes and for the unknown-user check that keeps logins uniform.
+    # The suite's own hasher runs at bcrypt's lowest cost for speed (tests/conftest.py builds it;
+    # the settings refuse it); what a deployment gets unless told otherwise is 12, both for new
+    # hashes and for the unknown-user check that keeps logins uniform.
     deps = await server.build_deps(load_settings({}))
     try:
         assert deps.auth.passwords.rounds == 12
