@@ -7,7 +7,14 @@ module reaches collections through `Store.collection()`, which hands out a `Coll
   raises `TransactionSessionMissing` on both back-ends, so a forgotten ``session=`` is a loud test
   failure rather than a silent write outside the transaction on a real replica set;
 * on the embedded store (mongomock-motor has no sessions) the proxy strips the session and keeps
-  a journal of pre-images, so an aborted transaction restores every touched document.
+  a journal of pre-images, so an aborted transaction restores every touched document;
+* mongomock-motor computes every answer on the thread that awaits it, so the proxy runs its
+  operations on a thread of their own (`EmbeddedEngine`), as a driver waits on a server: a long
+  piece of work (a fold, a purge) over a large collection then never holds the event loop, and
+  every request with it. Embedded transactions take turns (`Store.transaction`), so one whose
+  operations suspend is still isolated from the others; a read outside a transaction may see
+  one half-way, which a replica set never shows (decision "Issue 38: the embedded store off
+  the event loop" in docs/decisions.md).
 
 The embedded store is mongomock-motor as shipped: nothing here patches or reaches into it.
 
@@ -17,9 +24,11 @@ Moving from Motor to PyMongo's async client must stay a change inside this packa
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import copy
 import logging
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -112,6 +121,89 @@ class Index:
         return options
 
 
+class EmbeddedEngine:
+    """The thread the embedded store's operations run on, one after another.
+
+    mongomock keeps its collections behind locks of its own, so the thread may share them with
+    the process; running every operation here keeps the event loop that serves requests free
+    while a large collection is scanned.
+    """
+
+    def __init__(self) -> None:
+        self._thread = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="embedded-store")
+
+    async def run(self, operation: Callable[[], Awaitable[T]]) -> T:
+        """Await `operation()` on the engine's thread.
+
+        mongomock-motor's coroutines compute their answer and return without suspending, so
+        the thread runs each to its end in one step; one that suspended would be a bug here.
+        """
+
+        def complete() -> T:
+            pending = operation()
+            try:
+                pending.send(None)  # type: ignore[attr-defined]
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            pending.close()  # type: ignore[attr-defined]
+            raise RuntimeError("an embedded store operation suspended")
+
+        return await asyncio.get_running_loop().run_in_executor(self._thread, complete)
+
+
+_engine: EmbeddedEngine | None = None
+_engine_started = threading.Lock()
+
+
+def embedded_engine() -> EmbeddedEngine:
+    """The process's one embedded engine, started on first use."""
+    global _engine
+    with _engine_started:
+        if _engine is None:
+            _engine = EmbeddedEngine()
+        return _engine
+
+
+class EmbeddedCursor:
+    """A cursor of the embedded store: its chained options are kept, and its documents are
+    read on the engine's thread all at once when first asked for."""
+
+    def __init__(self, open_raw: Callable[[], Any]) -> None:
+        self._open_raw = open_raw
+        self._chained: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+
+    def _chain(self, name: str, *args: Any, **kwargs: Any) -> EmbeddedCursor:
+        self._chained.append((name, args, kwargs))
+        return self
+
+    def sort(self, *args: Any, **kwargs: Any) -> EmbeddedCursor:
+        return self._chain("sort", *args, **kwargs)
+
+    def limit(self, *args: Any, **kwargs: Any) -> EmbeddedCursor:
+        return self._chain("limit", *args, **kwargs)
+
+    def skip(self, *args: Any, **kwargs: Any) -> EmbeddedCursor:
+        return self._chain("skip", *args, **kwargs)
+
+    def batch_size(self, *args: Any, **kwargs: Any) -> EmbeddedCursor:
+        return self._chain("batch_size", *args, **kwargs)
+
+    async def to_list(self, length: int | None = None) -> list[Any]:
+        async def read() -> list[Any]:
+            raw = self._open_raw()
+            for name, args, kwargs in self._chained:
+                getattr(raw, name)(*args, **kwargs)
+            found = await raw.to_list(None)
+            return found if length is None else found[:length]
+
+        return await embedded_engine().run(read)
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        for doc in await self.to_list(None):
+            yield doc
+
+
 class EmbeddedSession:
     """Stands in for a driver session on the embedded store: an undo journal of pre-images."""
 
@@ -120,6 +212,10 @@ class EmbeddedSession:
         # (collection proxy, _id, pre-image or None when the document did not exist)
         self._undo: list[tuple[Collection, Any, dict[str, Any] | None]] = []
         self._seen: set[tuple[int, Any]] = set()
+
+    def holds(self, collection: Collection, doc_id: Any) -> bool:
+        """Whether the transaction has changed (or inserted) the document."""
+        return (id(collection._raw), repr(doc_id)) in self._seen
 
     def remember(self, collection: Collection, doc_id: Any,
                  pre_image: dict[str, Any] | None) -> None:
@@ -132,11 +228,14 @@ class EmbeddedSession:
 
     async def roll_back(self) -> None:
         """Put every touched document back as it was before the transaction."""
+        engine = embedded_engine()
         for collection, doc_id, pre_image in reversed(self._undo):
+            raw = collection._raw
             if pre_image is None:
-                await collection._raw.delete_one({"_id": doc_id})
+                await engine.run(lambda raw=raw, doc_id=doc_id: raw.delete_one({"_id": doc_id}))
             else:
-                await collection._raw.replace_one({"_id": doc_id}, pre_image, upsert=True)
+                await engine.run(lambda raw=raw, doc_id=doc_id, pre_image=pre_image:
+                                 raw.replace_one({"_id": doc_id}, pre_image, upsert=True))
         self._undo.clear()
 
 
@@ -172,6 +271,20 @@ class Collection:
             return None
         return session
 
+    async def _call(self, operation: str, *args: Any, **kwargs: Any) -> Any:
+        """Run one of the raw collection's operations (off the event loop when embedded)."""
+        method = getattr(self._raw, operation)
+        if self._store.embedded:
+            return await embedded_engine().run(lambda: method(*args, **kwargs))
+        return await method(*args, **kwargs)
+
+    def _cursor(self, operation: str, *args: Any, **kwargs: Any) -> Any:
+        """A cursor of the raw collection's (materialised off the event loop when embedded)."""
+        method = getattr(self._raw, operation)
+        if self._store.embedded:
+            return EmbeddedCursor(lambda: method(*args, **kwargs))
+        return method(*args, **kwargs)
+
     @staticmethod
     def _kw(session: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         if session is not None:
@@ -183,11 +296,11 @@ class Collection:
         if not isinstance(session, EmbeddedSession):
             return
         if many:
-            async for doc in self._raw.find(filter_):
+            for doc in await self._cursor("find", filter_).to_list(None):
                 session.remember(self, doc["_id"], doc)
         else:
-            doc = await self._raw.find_one(filter_, sort=sort) if sort else await (
-                self._raw.find_one(filter_)
+            doc = await self._call("find_one", filter_, sort=sort) if sort else await (
+                self._call("find_one", filter_)
             )
             if doc is not None:
                 session.remember(self, doc["_id"], doc)
@@ -198,38 +311,38 @@ class Collection:
                        session: Any = None, **kwargs: Any) -> dict[str, Any] | None:
         """Find one document."""
         s = self._session_for("find_one", session)
-        return await self._raw.find_one(filter_ or {}, *args, **self._kw(s, kwargs))
+        return await self._call("find_one", filter_ or {}, *args, **self._kw(s, kwargs))
 
     def find(self, filter_: dict[str, Any] | None = None, *args: Any, session: Any = None,
              **kwargs: Any) -> Any:
         """A cursor over matching documents (async-iterable, `to_list`)."""
         s = self._session_for("find", session)
-        return self._raw.find(filter_ or {}, *args, **self._kw(s, kwargs))
+        return self._cursor("find", filter_ or {}, *args, **self._kw(s, kwargs))
 
     async def count_documents(self, filter_: dict[str, Any], *, session: Any = None,
                               **kwargs: Any) -> int:
         """Count matching documents."""
         s = self._session_for("count_documents", session)
-        return await self._raw.count_documents(filter_, **self._kw(s, kwargs))
+        return await self._call("count_documents", filter_, **self._kw(s, kwargs))
 
     def aggregate(self, pipeline: list[dict[str, Any]], *, session: Any = None,
                   **kwargs: Any) -> Any:
         """An aggregation cursor."""
         s = self._session_for("aggregate", session)
-        return self._raw.aggregate(pipeline, **self._kw(s, kwargs))
+        return self._cursor("aggregate", pipeline, **self._kw(s, kwargs))
 
     async def distinct(self, key: str, filter_: dict[str, Any] | None = None, *,
                        session: Any = None) -> list[Any]:
         """Distinct values of `key` among matching documents."""
         s = self._session_for("distinct", session)
-        return await self._raw.distinct(key, filter_ or {}, **self._kw(s, {}))
+        return await self._call("distinct", key, filter_ or {}, **self._kw(s, {}))
 
     # Writes ----------------------------------------------------------------------------------
 
     async def insert_one(self, document: dict[str, Any], *, session: Any = None) -> Any:
         """Insert one document."""
         s = self._session_for("insert_one", session)
-        result = await self._raw.insert_one(document, **self._kw(s, {}))
+        result = await self._call("insert_one", document, **self._kw(s, {}))
         if isinstance(session, EmbeddedSession):
             session.remember(self, result.inserted_id, None)
         return result
@@ -242,13 +355,35 @@ class Collection:
             for doc in documents:
                 doc.setdefault("_id", ObjectId())
                 session.remember(self, doc["_id"], None)
-        return await self._raw.insert_many(list(documents), ordered=ordered, **self._kw(s, {}))
+        return await self._call("insert_many", list(documents), ordered=ordered,
+                                **self._kw(s, {}))
+
+    async def _held_by_a_transaction(self, filter_: dict[str, Any]) -> bool:
+        """Whether the running embedded transaction has changed a document this write outside
+        it would change: on a replica set such a write waits for that transaction to end."""
+        running = self._store.running_embedded_session
+        if running is None:
+            return False
+        if "_id" in filter_ and not isinstance(filter_["_id"], dict):
+            return running.holds(self, filter_["_id"])
+        found = await self._cursor("find", filter_, {"_id": 1}).to_list(None)
+        return any(running.holds(self, doc["_id"]) for doc in found)
 
     async def _write(self, operation: str, filter_: dict[str, Any], *args: Any,
                      session: Any = None, **kwargs: Any) -> Any:
+        if (self._store.embedded and session is None and _active_transaction.get() is None
+                and await self._held_by_a_transaction(filter_)):
+            # Wait for it, or its roll-back would put back what this write changes.
+            async with self._store.embedded_turn():
+                return await self._write_now(operation, filter_, *args, session=session,
+                                             **kwargs)
+        return await self._write_now(operation, filter_, *args, session=session, **kwargs)
+
+    async def _write_now(self, operation: str, filter_: dict[str, Any], *args: Any,
+                         session: Any = None, **kwargs: Any) -> Any:
         s = self._session_for(operation, session)
         await self._journal(session, filter_, operation in _WRITE_MANY, kwargs.get("sort"))
-        result = await getattr(self._raw, operation)(filter_, *args, **self._kw(s, kwargs))
+        result = await self._call(operation, filter_, *args, **self._kw(s, kwargs))
         if isinstance(session, EmbeddedSession):
             upserted = getattr(result, "upserted_id", None)
             if upserted is not None:
@@ -256,7 +391,7 @@ class Collection:
             elif operation.startswith("find_one_and_") and kwargs.get("upsert"):
                 # find_one_and_* does not report an upsert; a document now matching that was
                 # not journaled before must be new.
-                doc = await self._raw.find_one(filter_)
+                doc = await self._call("find_one", filter_)
                 if doc is not None:
                     session.remember(self, doc["_id"], None)
         return result
@@ -306,11 +441,11 @@ class Collection:
             # mongod refuses most index builds in a transaction; some servers accept them, so
             # the rule is kept here, where every back-end sees it.
             raise IndexBuildInTransaction(f"index on {self.name} built inside a transaction")
-        return await self._raw.create_index(list(keys), **options)
+        return await self._call("create_index", list(keys), **options)
 
     async def index_information(self) -> dict[str, Any]:
         """The indexes this collection has."""
-        return await self._raw.index_information()
+        return await self._call("index_information")
 
 
 class Bucket:
@@ -416,6 +551,11 @@ class Store:
         #: (a write conflict or another transient error): the aborts /metrics shows.
         self.transactions_run = 0
         self.transactions_retried = 0
+        #: Embedded transactions take turns: their operations suspend (`EmbeddedEngine`), and
+        #: without a replica set's isolation two of them would undo each other's writes.
+        self._embedded_turns = asyncio.Lock()
+        #: The embedded transaction that has the turn, if any.
+        self.running_embedded_session: EmbeddedSession | None = None
 
     def collection(self, name: str) -> Collection:
         """The session-checked proxy for collection `name`."""
@@ -450,6 +590,10 @@ class Store:
             self.transactions_run += 1
             for action in after:
                 await action()
+
+    def embedded_turn(self) -> asyncio.Lock:
+        """The turn embedded transactions take (a write waiting for one holds it too)."""
+        return self._embedded_turns
 
     async def after_transaction(self, session: Any, action: AfterTransaction) -> None:
         """Run `action` once the transaction `session` belongs to has ended, or now when
@@ -486,19 +630,23 @@ class Store:
     async def _transaction(self, work: Callable[[Any], Awaitable[T]],
                            after: list[AfterTransaction]) -> T:
         if self.embedded:
-            session = EmbeddedSession()
-            token = _active_transaction.set((self, session, after))
-            try:
-                result = await work(session)
-            except BaseException:
+            async with self._embedded_turns:
+                session = EmbeddedSession()
+                self.running_embedded_session = session
+                token = _active_transaction.set((self, session, after))
+                try:
+                    result = await work(session)
+                except BaseException:
+                    session.active = False
+                    _active_transaction.reset(token)
+                    await session.roll_back()
+                    raise
+                finally:
+                    self.running_embedded_session = None
+                # A commit changes nothing: the writes are already in place.
                 session.active = False
                 _active_transaction.reset(token)
-                await session.roll_back()
-                raise
-            # A commit changes nothing: the writes are already in place.
-            session.active = False
-            _active_transaction.reset(token)
-            return result
+                return result
         attempts = 0
 
         async def attempt(session: Any) -> T:
