@@ -464,6 +464,29 @@ async def _replay_erasures(settings: Settings, args: argparse.Namespace) -> None
     await _with_real_store(settings, work)
 
 
+async def _quarantine(settings: Settings, args: argparse.Namespace) -> None:
+    async def work(deps: Deps) -> None:
+        if args.requeue:
+            requeued = await documents.derivation.requeue_quarantined(deps.store, args.requeue)
+            print(json.dumps({"site": args.requeue, "requeued": requeued}))
+            return
+        for fact in await documents.derivation.quarantined_facts(deps.store, args.site_id):
+            held = fact[documents.derivation.QUARANTINED]
+            print(json.dumps({"site": fact["siteId"], "kind": fact["kind"],
+                              "recordedAt": fact["recordedAt"].isoformat(),
+                              "reason": held["reason"], "since": held["at"].isoformat()}))
+
+    await _with_real_store(settings, work)
+
+
+async def _rebuild_figures(settings: Settings, args: argparse.Namespace) -> None:
+    async def work(deps: Deps) -> None:
+        await documents.derivation.rebuild_site(deps.store, args.site_id)
+        print(json.dumps({"site": args.site_id, "rebuilt": True}))
+
+    await _with_real_store(settings, work)
+
+
 def _since(text: str) -> datetime:
     """An ISO date or date-time for --since; a naive value is taken as UTC."""
     try:
@@ -530,6 +553,16 @@ def _parser() -> argparse.ArgumentParser:
                             "visitor erased since the backup was taken (needs MONGODB_URI)")
     replay.add_argument("--since", required=True, type=_since,
                         help="ISO date or date-time (UTC if no offset): when the backup was taken")
+    quarantine = sub.add_parser(
+        "quarantine", help="list the facts the figures could not take, with why (no visitor "
+        "data), or put a site's back in line once the cause is fixed (needs MONGODB_URI)")
+    quarantine.add_argument("--site-id", help="only this site's")
+    quarantine.add_argument("--requeue", metavar="SITE_ID",
+                            help="put this site's facts back in line to be folded")
+    rebuild = sub.add_parser(
+        "rebuild-figures", help="recompute a site's daily figures from what is stored plus what "
+        "the retention purge kept, under the site's fold lease (needs MONGODB_URI)")
+    rebuild.add_argument("--site-id", required=True)
     return parser
 
 
@@ -549,6 +582,8 @@ def cli(argv: list[str] | None = None) -> int:
         "create-site": lambda: _create_site(settings, args),
         "rotate-key": lambda: _rotate_key(settings, args),
         "replay-erasures": lambda: _replay_erasures(settings, args),
+        "quarantine": lambda: _quarantine(settings, args),
+        "rebuild-figures": lambda: _rebuild_figures(settings, args),
     }
     try:
         asyncio.run(commands[args.command]())

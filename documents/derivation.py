@@ -21,14 +21,27 @@ leaves them out. Both stay exact whether or not a folder had got to the visitor'
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
-from documents import heatmaps, recordings, rollups, visitors
+from documents import heatmaps, recordings, rollups, sites, visitors
 from documents.accounts import new_id
-from documents.store import ASCENDING, DuplicateKeyError, Index, Store
+from documents.store import (
+    ASCENDING,
+    DuplicateKeyError,
+    Index,
+    Store,
+    is_temporary_store_error,
+)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 COLLECTION = "unfolded_facts"
 LEASES = "derivation_leases"
@@ -37,6 +50,13 @@ LEASES = "derivation_leases"
 FOLD_BATCH = 200
 #: How long a folder holds a site; a folder that died is followed after this.
 LEASE = timedelta(seconds=60)
+#: How often a rebuild or a purge tries again to take a site that a folder holds.
+_CLAIM_PAUSE_SECONDS = 0.2
+#: A fact the fold could not apply carries this field, with its reason, and is left out of
+#: every later fold (`quarantine`); an operator puts it back with `requeue_quarantined`.
+QUARANTINED = "quarantined"
+#: What the fold reads: the facts not set aside.
+_FOLDABLE = {QUARANTINED: None}
 
 INDEXES = [
     # A site's facts in the order they were recorded (the fold's read and the site's lag).
@@ -45,6 +65,9 @@ INDEXES = [
     Index(COLLECTION, (("siteId", ASCENDING), ("visitorId", ASCENDING))),
     # The oldest fact of all, for the lag in /metrics.
     Index(COLLECTION, (("recordedAt", ASCENDING),)),
+    # The facts set aside, for /metrics and the operator (sparse: there are seldom any).
+    Index(COLLECTION, ((f"{QUARANTINED}.at", ASCENDING),),
+          partial_filter={QUARANTINED: {"$exists": True}}),
 ]
 
 
@@ -108,22 +131,40 @@ async def _fold(store: Store, site_id: str, facts: list[dict[str, Any]], *,
     await tally.write(store, session=session)
 
 
-async def fold_partition(store: Store, site_id: str, *, batch: int = FOLD_BATCH) -> int:
+async def fold_partition(store: Store, site_id: str, *, batch: int = FOLD_BATCH,
+                         lease: Lease | None = None) -> int:
     """Fold the site's oldest `batch` facts in one transaction; returns how many (0 when there
-    were none, or when another folder took them first)."""
+    were none, or when another folder took them first).
+
+    Under a `lease` the transaction renews it first and checks it last, so a batch commits only
+    while its folder holds the site (LeaseLost otherwise, with nothing of the batch kept)."""
 
     async def work(session: Any) -> int:
         facts = await store.collection(COLLECTION).find(
-            {"siteId": site_id}, session=session,
+            {"siteId": site_id, **_FOLDABLE}, session=session,
         ).sort([("recordedAt", ASCENDING), ("_id", ASCENDING)]).limit(batch).to_list(None)
         if facts:
             await _fold(store, site_id, facts, session=session)
         return len(facts)
 
     try:
-        return await store.transaction(work)
+        if lease is None:
+            return await store.transaction(work)
+        return await lease.transaction(store, work)
     except FoldRaced:
         return 0
+
+
+async def fold_visitors(store: Store, site_id: str, visitor_ids: Iterable[str], *,
+                        session: Any) -> int:
+    """Fold the visitors' pending facts in the caller's transaction (the retention purge, before
+    it removes them: what they add stays in the figures); returns how many."""
+    facts = await store.collection(COLLECTION).find(
+        {"siteId": site_id, "visitorId": {"$in": list(visitor_ids)}, **_FOLDABLE},
+        session=session).sort([("recordedAt", ASCENDING), ("_id", ASCENDING)]).to_list(None)
+    if facts:
+        await _fold(store, site_id, facts, session=session)
+    return len(facts)
 
 
 async def _unfolded_share(store: Store, site_id: str, visitor_id: str, *, session: Any
@@ -182,6 +223,48 @@ async def restriction_switched(store: Store, site_id: str, visitor_id: str, *,
 # Leases ---------------------------------------------------------------------------------------
 
 
+class LeaseLost(RuntimeError):
+    """The folder no longer holds the site: its lease ran out and another folder took it."""
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A folder's hold on one site's figures (the fold, the purge's fold, a rebuild)."""
+
+    site_id: str
+    owner: str
+    length: timedelta = LEASE
+
+    async def transaction(self, store: Store, work: Callable[[Any], Awaitable[T]]) -> T:
+        """Run `work(session)` in a transaction that renews the lease first and checks it
+        last: the renewal is a write to the lease, so on a replica set a claim by another
+        folder meanwhile conflicts with it, and a batch that outlived its lease is not
+        committed (LeaseLost)."""
+
+        async def held(session: Any) -> T:
+            await self._renew(store, session)
+            result = await work(session)
+            await self._check(store, session)
+            return result
+
+        return await store.transaction(held)
+
+    async def _renew(self, store: Store, session: Any) -> None:
+        now = datetime.now(UTC)
+        renewed = await store.collection(LEASES).update_one(
+            {"_id": self.site_id, "owner": self.owner, "leaseUntil": {"$gte": now}},
+            {"$set": {"leaseUntil": now + self.length}}, session=session)
+        if renewed.matched_count == 0:
+            raise LeaseLost(f"the lease on site {self.site_id} was lost")
+
+    async def _check(self, store: Store, session: Any) -> None:
+        held = await store.collection(LEASES).find_one(
+            {"_id": self.site_id, "owner": self.owner,
+             "leaseUntil": {"$gte": datetime.now(UTC)}}, {"_id": 1}, session=session)
+        if held is None:
+            raise LeaseLost(f"the lease on site {self.site_id} ran out during a batch")
+
+
 async def claim(store: Store, site_id: str, owner: str, *, now: datetime,
                 lease: timedelta = LEASE) -> bool:
     """Take the site for `owner` unless another folder holds it; True when taken."""
@@ -194,6 +277,17 @@ async def claim(store: Store, site_id: str, owner: str, *, now: datetime,
     return True
 
 
+async def claim_when_free(store: Store, site_id: str, owner: str, *,
+                          lease: timedelta = LEASE) -> Lease:
+    """Take the site, waiting while another folder holds it (a folder holds a site for one
+    pass, and one that died for its lease)."""
+    for _ in itertools.count():
+        if await claim(store, site_id, owner, now=datetime.now(UTC), lease=lease):
+            break
+        await asyncio.sleep(_CLAIM_PAUSE_SECONDS)
+    return Lease(site_id, owner, lease)
+
+
 async def release(store: Store, site_id: str, owner: str) -> None:
     """Give the site back, unless the lease ran out and another folder took it."""
     # A second in the past: stores keep milliseconds, and a claim within the same millisecond
@@ -203,35 +297,143 @@ async def release(store: Store, site_id: str, owner: str) -> None:
         {"$set": {"leaseUntil": datetime.now(UTC) - timedelta(seconds=1)}})
 
 
+# Facts that cannot be applied -------------------------------------------------------------------
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a fact could not be folded, in words that hold no visitor data: the error's type and
+    the store's code, never its message (which may quote a document)."""
+    code = getattr(exc, "code", None)
+    return type(exc).__name__ + (f" (code {code})" if code is not None else "")
+
+
+async def quarantine(store: Store, lease: Lease, fact_id: Any, reason: str) -> bool:
+    """Set the fact aside with its reason, under the lease; False when it was gone already."""
+
+    async def work(session: Any) -> bool:
+        marked = await store.collection(COLLECTION).update_one(
+            {"_id": fact_id, "siteId": lease.site_id, **_FOLDABLE},
+            {"$set": {QUARANTINED: {"reason": reason, "at": datetime.now(UTC)}}},
+            session=session)
+        return bool(marked.modified_count)
+
+    return await lease.transaction(store, work)
+
+
+async def quarantined_count(store: Store) -> int:
+    """Facts set aside, of every site (the gauge in /metrics)."""
+    return await store.collection(COLLECTION).count_documents({QUARANTINED: {"$exists": True}})
+
+
+async def quarantined_facts(store: Store, site_id: str | None = None, *, limit: int = 100
+                            ) -> list[dict[str, Any]]:
+    """What an operator sees of the facts set aside: site, kind, when and why, no records."""
+    query: dict[str, Any] = {QUARANTINED: {"$exists": True}}
+    if site_id is not None:
+        query["siteId"] = site_id
+    cursor = store.collection(COLLECTION).find(
+        query, {"siteId": 1, "kind": 1, "recordedAt": 1, QUARANTINED: 1},
+    ).sort(f"{QUARANTINED}.at", ASCENDING).limit(limit)
+    return [doc async for doc in cursor]
+
+
+async def requeue_quarantined(store: Store, site_id: str) -> int:
+    """Put the site's facts set aside back in line (once what stopped them is fixed)."""
+    requeued = await store.collection(COLLECTION).update_many(
+        {"siteId": site_id, QUARANTINED: {"$exists": True}}, {"$unset": {QUARANTINED: ""}})
+    return requeued.modified_count
+
+
+@dataclass
+class SiteFold:
+    """What one folder did on one site."""
+
+    folded: int = 0
+    quarantined: list[str] = field(default_factory=list)
+
+
+async def fold_site(store: Store, lease: Lease, *, batch: int = FOLD_BATCH) -> SiteFold:
+    """Fold every pending fact of the lease's site, batch after batch, each batch renewing
+    the lease (LeaseLost when it was lost). A batch that fails for a reason of its own is
+    folded again fact by fact, and a fact that fails alone is set aside (`quarantine`) so
+    that the rest, and every other site, go on being folded."""
+    done = SiteFold()
+    singles = 0  # facts still to fold one at a time, after a batch failed
+    while True:
+        try:
+            folded = await fold_partition(store, lease.site_id, batch=1 if singles else batch,
+                                          lease=lease)
+        except LeaseLost:
+            raise
+        except Exception as exc:
+            if is_temporary_store_error(exc):
+                raise  # the store, not the facts: the next pass tries again
+            if not singles:
+                singles = batch  # find the fact that fails
+                continue
+            singles -= 1
+            failed = await _oldest_foldable(store, lease.site_id)
+            if failed is not None and await quarantine(store, lease, failed, _reason(exc)):
+                done.quarantined.append(_reason(exc))
+                log.warning("a fact was set aside: it cannot be folded",
+                            extra={"site": lease.site_id, "reason": _reason(exc)})
+            continue
+        done.folded += folded
+        if singles and folded:
+            singles -= 1
+        elif folded < batch:
+            break
+    await recordings.apply_marks(store, lease.site_id)
+    return done
+
+
+async def _oldest_foldable(store: Store, site_id: str) -> Any:
+    cursor = store.collection(COLLECTION).find(
+        {"siteId": site_id, **_FOLDABLE}, {"_id": 1},
+    ).sort([("recordedAt", ASCENDING), ("_id", ASCENDING)]).limit(1)
+    found = [doc["_id"] async for doc in cursor]
+    return found[0] if found else None
+
+
 @dataclass(frozen=True)
 class FoldPass:
     """What one pass over every site did."""
 
     folded: int
     skipped_sites: int
+    #: Sites whose fold failed or lost its lease this pass (tried again next pass).
+    failed_sites: int = 0
+    #: Facts set aside this pass, by reason.
+    quarantined: tuple[str, ...] = ()
 
 
 async def fold_all(store: Store, owner: str | None = None, *, batch: int = FOLD_BATCH,
-                   now: datetime | None = None) -> FoldPass:
-    """Fold every site with pending facts that this folder can lease, until none is left."""
+                   now: datetime | None = None, lease_length: timedelta = LEASE) -> FoldPass:
+    """Fold every site with pending facts that this folder can lease, until none is left.
+    A site whose fold fails is logged and left for the next pass; the others go on."""
     owner = owner or new_id()
-    folded = skipped = 0
-    sites = set(await store.collection(COLLECTION).distinct("siteId"))
+    folded = skipped = failed = 0
+    quarantined: list[str] = []
+    sites = set(await store.collection(COLLECTION).distinct("siteId", _FOLDABLE))
     # A folder that stopped between a fold and its marks left them pending.
     sites.update(await recordings.sites_with_pending_marks(store))
     for site_id in sorted(sites):
-        if not await claim(store, site_id, owner, now=now or datetime.now(UTC)):
+        if not await claim(store, site_id, owner, now=now or datetime.now(UTC),
+                           lease=lease_length):
             skipped += 1
             continue
         try:
-            while (done := await fold_partition(store, site_id, batch=batch)) > 0:
-                folded += done
-                if done < batch:
-                    break
-            await recordings.apply_marks(store, site_id)
-        finally:
+            done = await fold_site(store, Lease(site_id, owner, lease_length), batch=batch)
+            folded += done.folded
+            quarantined.extend(done.quarantined)
+        except Exception as exc:  # noqa: BLE001 - one site's failure must not stop the others
+            failed += 1
+            log.warning("folding a site failed; it is tried again next pass",
+                        extra={"site": site_id, "reason": _reason(exc)})
+        # A lease that cannot be given back runs out by itself.
+        with contextlib.suppress(Exception):
             await release(store, site_id, owner)
-    return FoldPass(folded, skipped)
+    return FoldPass(folded, skipped, failed, tuple(quarantined))
 
 
 # Lag --------------------------------------------------------------------------------------------
@@ -239,7 +441,7 @@ async def fold_all(store: Store, owner: str | None = None, *, batch: int = FOLD_
 
 async def oldest_unfolded(store: Store, site_id: str | None = None) -> datetime | None:
     """When the oldest fact not yet folded was recorded (of one site, or of all)."""
-    query = {"siteId": site_id} if site_id is not None else {}
+    query = {"siteId": site_id, **_FOLDABLE} if site_id is not None else dict(_FOLDABLE)
     cursor = store.collection(COLLECTION).find(query, {"recordedAt": 1}).sort(
         "recordedAt", ASCENDING).limit(1)
     found = [doc async for doc in cursor]
@@ -248,8 +450,26 @@ async def oldest_unfolded(store: Store, site_id: str | None = None) -> datetime 
 
 
 
+#: How long a rebuild holds a site: it reads all of the site's stored data.
+REBUILD_LEASE = timedelta(minutes=30)
+
+
+async def rebuild_site(store: Store, site_id: str, owner: str | None = None) -> None:
+    """Rebuild the site's figures under its fold lease: no folder, old or new, folds the site
+    meanwhile; what is pending is folded first, since a fact left pending would be counted
+    twice (once by the rebuild, from the stored data, and once when folded)."""
+    owner = owner or new_id()
+    await claim_when_free(store, site_id, owner, lease=REBUILD_LEASE)
+    try:
+        await fold_site(store, Lease(site_id, owner, REBUILD_LEASE))
+        await rollups.rebuild_site(store, site_id)
+    finally:
+        await release(store, site_id, owner)
+
+
 async def rebuild_all_sites(store: Store) -> None:
-    """Fold what is pending, then rebuild every site's daily figures from its stored data (the
-    migration that introduced them): a fact left pending would be counted twice."""
-    await fold_all(store)
-    await rollups.rebuild_all_sites(store)
+    """Rebuild every site's figures, one site at a time under its lease (the migrations that
+    introduced the figures; a process still running older code folds under the same leases)."""
+    owner = new_id()
+    for site_id in await sites.site_ids(store):
+        await rebuild_site(store, site_id, owner)

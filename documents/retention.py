@@ -156,10 +156,20 @@ async def expired_ids(store: Store, expiry: Expiry, site_id: str, before: dateti
                       limit: int, extra: dict[str, Any] | None = None,
                       session: Any = None) -> list[Any]:
     """The `_id`s of the site's oldest `limit` documents expired before `before`."""
-    cursor = store.collection(expiry.collection).find(
-        {**expiry.query(site_id, before), **(extra or {})}, {"_id": 1}, session=session,
-    ).sort(expiry.time_field, ASCENDING).limit(limit)
-    return [doc["_id"] async for doc in cursor]
+    return [doc["_id"] for doc in await expired_documents(
+        store, expiry, site_id, before, limit=limit, extra=extra, projection={"_id": 1},
+        session=session)]
+
+
+async def expired_documents(store: Store, expiry: Expiry, site_id: str, before: datetime, *,
+                            limit: int, projection: dict[str, Any],
+                            extra: dict[str, Any] | None = None, session: Any = None
+                            ) -> list[dict[str, Any]]:
+    """The site's oldest `limit` documents expired before `before` (the projection's fields),
+    the ones a batch of the purge takes."""
+    return await store.collection(expiry.collection).find(
+        {**expiry.query(site_id, before), **(extra or {})}, projection, session=session,
+    ).sort(expiry.time_field, ASCENDING).limit(limit).to_list(None)
 
 
 async def delete_expired(store: Store, expiry: Expiry, site_id: str, before: datetime, *,

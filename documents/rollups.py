@@ -140,6 +140,18 @@ def gap_between(day: str, previous_day: str | None) -> int | None:
     return (date.fromisoformat(day) - date.fromisoformat(previous_day)).days
 
 
+#: The sums the store keeps are 64-bit integers (BSON int64); a sum leaving them is refused
+#: before it is written (`FigureOverflow`), on every store alike.
+INT64 = range(-(2**63), 2**63)
+#: The figures a sum of money can make large: orders and net revenue, per currency.
+_MONEY = ("orders.", "revenue.")
+
+
+class FigureOverflow(ArithmeticError):
+    """A figure's sum would leave the 64-bit integers the store keeps (decision "Issue 38:
+    sums that cannot overflow" in docs/decisions.md)."""
+
+
 @dataclass
 class Tally:
     """Increments to the day documents of one site, gathered first and written together."""
@@ -197,6 +209,32 @@ class Tally:
         key = visitor_key(gap_between(day, previous_day), country, device)
         self._day(who, day, f"visitors.{key}", amount)
 
+    async def _check_sums(self, store: Store, sign: int, session: Any) -> None:
+        """Raise FigureOverflow when a money sum would leave int64 once these are added: the
+        documents' current sums are read first, in the caller's transaction."""
+        money = {doc_id: {name: amount for name, amount in amounts.items()
+                          if name.startswith(_MONEY)}
+                 for collection, doc_id, _keys, amounts in self.documents(sign)
+                 if collection == SITE_DAYS}
+        money = {doc_id: amounts for doc_id, amounts in money.items() if amounts}
+        if not money:
+            return
+        current: dict[str, dict[str, Any]] = {doc_id: {} for doc_id in money}
+        async for doc in store.collection(SITE_DAYS).find(
+                {"_id": {"$in": sorted(money)}}, {"orders": 1, "revenue": 1}, session=session):
+            current[doc["_id"]] = _dotted({name: doc.get(name) or {}
+                                           for name in ("orders", "revenue")})
+        for doc_id, amounts in money.items():
+            for name, amount in amounts.items():
+                if int(current[doc_id].get(name) or 0) + amount not in INT64:
+                    raise FigureOverflow(f"{name} of {doc_id.rsplit(':', 2)[-2]}")
+
+    def add(self, other: Tally) -> None:
+        """Add `other`'s increments to these."""
+        for key, counts in other.increments.items():
+            self.keys.setdefault(key, other.keys[key])
+            self.increments[key].update(counts)
+
     def leave_out(self, other: Tally) -> None:
         """Take `other`'s increments out of these (what is not folded yet, say)."""
         for key, counts in other.increments.items():
@@ -211,14 +249,22 @@ class Tally:
             if amounts:
                 yield collection, doc_id, self.keys[(collection, doc_id)], amounts
 
-    async def write(self, store: Store, *, sign: int = 1, session: Any = None) -> None:
-        """Add (or with sign -1 take out) the increments, one upsert by `_id` per document."""
+    async def write(self, store: Store, *, sign: int = 1, session: Any = None,
+                    field: str | None = None) -> None:
+        """Add (or with sign -1 take out) the increments, one upsert by `_id` per document;
+        to the figures, or to one field of them (`RETAINED`)."""
         pages, sessions = [], []
         lowered = False
+        if field is None:
+            await self._check_sums(store, sign, session)
         for collection, doc_id, keys, amounts in self.documents(sign):
+            if field is not None:
+                amounts = {f"{field}.{name}": amount for name, amount in amounts.items()}
             await store.collection(collection).update_one(
                 {"_id": doc_id}, {"$inc": amounts, "$setOnInsert": keys}, upsert=True,
                 session=session)
+            if field is not None:
+                continue
             if collection == PAGE_DAYS:
                 pages.append(doc_id)
             elif collection == SESSION_DAYS:
@@ -299,6 +345,8 @@ FIGURE_SOURCES: tuple[FigureSource, ...] = (
                  lambda doc: doc.get("figure") or [], Tally.order),
 )
 SOURCES = {source.kind: source for source in FIGURE_SOURCES}
+#: The source stored in each collection (the retention purge counts what it removes).
+SOURCE_IN = {source.collection: source for source in FIGURE_SOURCES}
 
 
 # Folding ------------------------------------------------------------------------------------
@@ -397,14 +445,35 @@ async def anonymised_share(store: Store, site_id: str, visitor_id: str, *,
 
 # Rebuilding a site ---------------------------------------------------------------------------
 
+#: Each figure document's share that the retention purge kept after removing the data it was
+#: counted from, as `retained.<name>`: the purged data is gone, so a rebuild adds this back to
+#: what the stored data adds up to (decision "Issue 38: a rebuild keeps what retention kept").
+RETAINED = "retained"
+#: The fields that say which figure a document is, per collection.
+_KEY_FIELDS = {SITE_DAYS: ("siteId", "day", "slot"), PAGE_DAYS: ("siteId", "day", "page"),
+               SESSION_DAYS: ("siteId", "day", "dimension", "value")}
 
-async def rebuild_site(store: Store, site_id: str) -> None:
-    """Recompute the site's day documents from its stored data, restricted visitors left out.
 
-    Countries and devices come from the profiles, since stored pageviews do not carry them.
-    Not for a site taking traffic: run it when the figures are first introduced.
-    """
-    profiles = await visitors.profiles_for_rebuild(store, site_id)
+@dataclass
+class Stored:
+    """What stored data adds up to, as a rebuild counts it: the increments, the visitors'
+    chains of days and their visits."""
+
+    tally: Tally
+    chain: list[dict[str, Any]]
+    visits: list[dict[str, Any]]
+
+
+async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None = None, *,
+                       session: Any = None) -> Stored:
+    """What the site's stored data (or only these visitors') adds to the figures, restricted
+    visitors left out. Countries and devices come from the profiles, since stored pageviews do
+    not carry them. A rebuild writes it; the retention purge counts it for the visitors of a
+    batch before and after removing their data (`retain`)."""
+    mine: dict[str, Any] = {"siteId": site_id}
+    if visitor_ids is not None:
+        mine["visitorId"] = {"$in": visitor_ids}
+    profiles = await visitors.profiles_for_rebuild(store, site_id, visitor_ids, session=session)
     held = {visitor for visitor, doc in profiles.items() if doc.get("restricted")}
     tally = Tally(site_id)
     active: dict[str, Counter[str]] = defaultdict(Counter)
@@ -412,8 +481,8 @@ async def rebuild_site(store: Store, site_id: str) -> None:
     for source in FIGURE_SOURCES:
         # An error without a visitor (a session's only, or an erased visitor's) is counted,
         # as the fold counts its fact.
-        async for doc in store.collection(source.collection).find({"siteId": site_id},
-                                                                  source.projection):
+        async for doc in store.collection(source.collection).find(mine, source.projection,
+                                                                  session=session):
             visitor_id = doc.get("visitorId")
             for record in source.records(doc):
                 if source.chains_days:
@@ -437,7 +506,7 @@ async def rebuild_site(store: Store, site_id: str) -> None:
                           "country": country_code(country),
                           "device": device})
             previous = day
-    site = await sites.find_site(store, site_id, {"allowedOrigins": 1})
+    site = await sites.find_site(store, site_id, {"allowedOrigins": 1}, session=session)
     own = visits.own_hostnames((site or {}).get("allowedOrigins") or ())
     site_visits = []
     for visitor_id, records in viewed.items():
@@ -458,13 +527,82 @@ async def rebuild_site(store: Store, site_id: str) -> None:
             if visitor_id not in held:
                 tally.visit(visit)
             site_visits.append(visit)
-    await visits.replace_site(store, site_id, site_visits)
+    return Stored(tally, chain, site_visits)
+
+
+async def kept_when_erased(store: Store, site_id: str, visitor_ids: list[str], *,
+                           session: Any) -> list[tuple[FigureSource, list[Any]]]:
+    """The `_id`s of the visitors' records that erasure anonymises, per source."""
+    return [(source, [doc["_id"] async for doc in store.collection(source.collection).find(
+        {"siteId": site_id, "visitorId": {"$in": visitor_ids}}, {"_id": 1}, session=session)])
+        for source in FIGURE_SOURCES if source.kept_when_erased]
+
+
+async def count_anonymous(store: Store, tally: Tally, source: FigureSource, ids: list[Any], *,
+                          session: Any) -> None:
+    """Count those of the records that name no visitor, as a rebuild counts them."""
+    async for doc in store.collection(source.collection).find(
+            {"_id": {"$in": ids}, "visitorId": None}, source.projection, session=session):
+        for record in source.records(doc):
+            source.count(tally, None, record)
+
+
+async def retain(store: Store, before: Tally, after: Tally, *, session: Any) -> None:
+    """Keep, as retained, what a purge batch took out of what a rebuild would count (`before`
+    less `after`, both measured with `count_stored`), in the caller's transaction."""
+    removed = Tally(before.site_id)
+    removed.add(before)
+    removed.leave_out(after)
+    await removed.write(store, session=session, field=RETAINED)
+
+
+async def _retained(store: Store, site_id: str) -> Tally:
+    """What the purge kept of each of the site's figure documents."""
+    tally = Tally(site_id)
+    for collection, key_fields in _KEY_FIELDS.items():
+        async for doc in store.collection(collection).find(
+                {"siteId": site_id, RETAINED: {"$exists": True}}):
+            keys = {name: doc.get(name) for name in key_fields}
+            for name, amount in _dotted(doc[RETAINED]).items():
+                tally._add(collection, doc["_id"], keys, name, int(amount))
+    return tally
+
+
+def _dotted(nested: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested fields as the dotted names an increment uses (the inverse of `_nested`)."""
+    flat: dict[str, Any] = {}
+    for name, value in nested.items():
+        if isinstance(value, dict):
+            flat.update(_dotted(value, f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = value
+    return flat
+
+
+async def rebuild_site(store: Store, site_id: str) -> None:
+    """Recompute the site's day documents: what the retention purge kept of data it removed,
+    plus what the stored data adds up to (restricted visitors left out). Run it under the
+    site's fold lease (`derivation.rebuild_site`), so no fold writes meanwhile."""
+    stored = await count_stored(store, site_id)
+    retained = await _retained(store, site_id)
+    tally = stored.tally
+    tally.add(retained)
+    await visits.replace_site(store, site_id, stored.visits)
     for collection in (SITE_DAYS, PAGE_DAYS, VISITOR_DAYS, SESSION_DAYS):
         await store.collection(collection).delete_many({"siteId": site_id})
     documents = defaultdict(list)
-    for collection, doc_id, keys, amounts in tally.documents():
-        documents[collection].append({"_id": doc_id, **keys, **_nested(amounts)})
-    documents[VISITOR_DAYS] = chain
+    kept = {key: {name: amount for name, amount in counts.items() if amount}
+            for key, counts in retained.increments.items()}
+    for (collection, doc_id), counts in tally.increments.items():
+        amounts = {name: amount for name, amount in counts.items() if amount}
+        own = kept.get((collection, doc_id))
+        if not amounts and not own:
+            continue
+        doc = {"_id": doc_id, **tally.keys[(collection, doc_id)], **_nested(amounts)}
+        if own:
+            doc[RETAINED] = _nested(own)
+        documents[collection].append(doc)
+    documents[VISITOR_DAYS] = stored.chain
     for collection, docs in documents.items():
         for offset in range(0, len(docs), 1000):
             await store.collection(collection).insert_many(docs[offset:offset + 1000])
@@ -480,12 +618,6 @@ def _nested(amounts: dict[str, int]) -> dict[str, Any]:
         else:
             nested[name] = amount
     return nested
-
-
-async def rebuild_all_sites(store: Store) -> None:
-    """Rebuild every site's figures: the migration that introduces them on a store with data."""
-    for site_id in await sites.site_ids(store):
-        await rebuild_site(store, site_id)
 
 
 # Reading --------------------------------------------------------------------------------------

@@ -405,10 +405,11 @@ def require_admin(user: AuthenticatedUser, organization_id: str) -> None:
         raise Forbidden("this action needs the owner or admin role", code="role_required")
 
 
-async def find_site(store: Store, site_id: str, projection: dict[str, Any] | None = None
-                    ) -> dict[str, Any] | None:
+async def find_site(store: Store, site_id: str, projection: dict[str, Any] | None = None, *,
+                    session: Any = None) -> dict[str, Any] | None:
     """The site by its id (only the `projection`'s fields when given), or None."""
-    return await store.collection(COLLECTION).find_one({"_id": site_id}, projection)
+    return await store.collection(COLLECTION).find_one({"_id": site_id}, projection,
+                                                        session=session)
 
 
 async def site_ids(store: Store) -> list[str]:

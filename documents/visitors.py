@@ -382,8 +382,14 @@ async def name_profile(store: Store, site_id: str, visitor_id: str, update: dict
         {"_id": profile_id(site_id, visitor_id)}, {"$set": update}, session=session)
 
 
-async def profiles_for_rebuild(store: Store, site_id: str) -> dict[str, dict[str, Any]]:
-    """Every profile of the site with its restriction, country and device, by visitor id."""
+async def profiles_for_rebuild(store: Store, site_id: str,
+                               visitor_ids: list[str] | None = None, *, session: Any = None
+                               ) -> dict[str, dict[str, Any]]:
+    """Every profile of the site (or of those visitors) with its restriction, country and
+    device, by visitor id."""
+    query: dict[str, Any] = {"siteId": site_id}
+    if visitor_ids is not None:
+        query["visitorId"] = {"$in": visitor_ids}
     return {doc["visitorId"]: doc async for doc in store.collection(COLLECTION).find(
-        {"siteId": site_id}, {"visitorId": 1, "restricted": 1, "location.country": 1,
-                              "device.type": 1})}
+        query, {"visitorId": 1, "restricted": 1, "location.country": 1, "device.type": 1},
+        session=session)}

@@ -9,7 +9,14 @@ Like erasure, files go with their chunks and the rows that point at them, and er
 are anonymised rather than deleted (privacy/erasure.py does both). Unlike erasure, nothing is
 taken out of the figures: the daily figures, page figures and heatmap counts keep what purged
 data added, as anonymous aggregates; a visitor's chain of days goes with the visitor (decision
-"Issue 32: retention" in docs/decisions.md).
+"Issue 32: retention" in docs/decisions.md). Each batch that removes counted data also keeps
+what that data was counted as in the figures' retained share (`documents.rollups.retain`), so
+a rebuild of the figures adds it back to what is still stored.
+
+A site is purged under its fold lease (documents/derivation.py), as a folder folds it: its
+pending facts are folded first, a purged visitor's facts that came since are folded in the
+batch that removes the visitor, and every batch renews the lease and commits only while it is
+held.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from documents import (
     recordings,
     requests,
     retention,
+    rollups,
     sites,
     visitors,
     visits,
@@ -101,9 +109,59 @@ async def _visitors(store: Store, site_id: str, before: datetime, limit: int, se
     ids = await visitors.expired_visitor_ids(store, site_id, before, limit=limit,
                                              session=session)
     if ids:
+        # What came for them since the site's fold (a late payment, say) is counted first.
+        await derivation.fold_visitors(store, site_id, ids, session=session)
+        # Their records that erasure keeps go on being counted as no one's.
+        counted = _StoredCount(store, site_id, ids,
+                               await rollups.kept_when_erased(store, site_id, ids,
+                                                              session=session), session)
+        before_purge = await counted.measure()
         await erasure.purge_visitors(store, site_id, tuple(ids),
                                      consent_before=cutoffs["consent"], session=session)
+        await rollups.retain(store, before_purge, await counted.measure(), session=session)
     return len(ids), len(ids)
+
+
+@dataclass(frozen=True)
+class _StoredCount:
+    """What some visitors' stored data, and some records that may come to name no one, add to
+    the figures as a rebuild counts them: measured before and after a batch, the difference is
+    what the batch removed from what a rebuild would find (`rollups.retain`)."""
+
+    store: Store
+    site_id: str
+    visitor_ids: list[str]
+    records: list[tuple[rollups.FigureSource, list[Any]]]
+    session: Any
+
+    async def measure(self) -> rollups.Tally:
+        tally = (await rollups.count_stored(self.store, self.site_id, self.visitor_ids,
+                                            session=self.session)).tally
+        for source, ids in self.records:
+            await rollups.count_anonymous(self.store, tally, source, ids, session=self.session)
+        return tally
+
+
+def _retaining(step: Batch, expiry: Expiry, extra: dict[str, Any] | None = None) -> Batch:
+    """`step`, keeping in the figures' retained share what the data it removes or anonymises
+    was counted as, so that a rebuild adds it back (`rollups.retain`)."""
+    source = rollups.SOURCE_IN[expiry.collection]
+
+    async def batch(store: Store, site_id: str, before: datetime, limit: int, session: Any,
+                    cutoffs: dict[str, datetime]) -> tuple[int, int]:
+        taken = await retention.expired_documents(store, expiry, site_id, before, limit=limit,
+                                                  projection={"visitorId": 1}, extra=extra,
+                                                  session=session)
+        if not taken:
+            return 0, 0
+        counted = _StoredCount(
+            store, site_id, sorted({doc["visitorId"] for doc in taken if doc.get("visitorId")}),
+            [(source, [doc["_id"] for doc in taken])], session)
+        before_step = await counted.measure()
+        result = await step(store, site_id, before, limit, session, cutoffs)
+        await rollups.retain(store, before_step, await counted.measure(), session=session)
+        return result
+    return batch
 
 
 @dataclass(frozen=True)
@@ -136,17 +194,20 @@ PURGES: dict[str, KindPurge] = {
     "heatmaps": KindPurge((_delete(heatmaps.EXPIRY),), ((heatmaps.EXPIRY, None),)),
     "errors": KindPurge(
         (_delete(error_records.SESSION_LINK_EXPIRY),
-         _anonymise(error_records.OCCURRENCE_EXPIRY, error_records.OCCURRENCES),
+         _retaining(_anonymise(error_records.OCCURRENCE_EXPIRY, error_records.OCCURRENCES),
+                    error_records.OCCURRENCE_EXPIRY, error_records.NAMING_SOMEONE),
          _anonymise(error_records.ERROR_EXPIRY, error_records.ERRORS)),
         ((error_records.SESSION_LINK_EXPIRY, None),
          (error_records.OCCURRENCE_EXPIRY, error_records.NAMING_SOMEONE),
          (error_records.ERROR_EXPIRY, error_records.NAMING_SOMEONE))),
-    "activity": KindPurge((_trim(activity.EXPIRY), _trim(interactions.EXPIRY), _RECENT_PAGEVIEWS,
-                           _VISITS),
+    "activity": KindPurge((_retaining(_trim(activity.EXPIRY), activity.EXPIRY),
+                           _retaining(_trim(interactions.EXPIRY), interactions.EXPIRY),
+                           _RECENT_PAGEVIEWS, _VISITS),
                           ((activity.EXPIRY, None), (interactions.EXPIRY, None)), buckets=True,
                           most_per_batch=20, uncounted=(_RECENT_PAGEVIEWS, _VISITS)),
     "leads": KindPurge(
-        (_delete(leads.EXPIRY), _orders,
+        (_retaining(_delete(leads.EXPIRY), leads.EXPIRY),
+         _retaining(_orders, commerce.ORDER_EXPIRY),
          _delete(commerce.EVENT_EXPIRY, commerce.EVENTS_OF_NO_ORDER), _RECENT_LEADS),
         ((leads.EXPIRY, None), (commerce.ORDER_EXPIRY, None),
          (commerce.EVENT_EXPIRY, commerce.EVENTS_OF_NO_ORDER)), uncounted=(_RECENT_LEADS,)),
@@ -166,9 +227,7 @@ MAX_PAUSE_SECONDS = 1.0
 
 async def _pause_after(started: float) -> None:
     """Rest as long as the batch begun at `started` took: the purge works at most half the
-    time. The embedded store answers without ever suspending, so without a pause the purge
-    would hold the event loop, and every request with it, from its first batch to its last;
-    on a replica set it halves the purge's share of the database."""
+    time, which halves its share of the database."""
     await asyncio.sleep(min(MAX_PAUSE_SECONDS, time.monotonic() - started))
 
 
@@ -231,39 +290,41 @@ async def purge_all(store: Store, owner: str, *, now: datetime, batch: int,
         site_id = site["_id"]
         days = retention.site_days(site)
         cutoffs = {key: retention.cutoff(measured_from, value) for key, value in days.items()}
-        # What the visitors to be purged added must be in the figures before they go; a
-        # batch short of full is the end of what was pending (what ingest adds meanwhile is
-        # of visitors seen now, who are not purged).
-        while True:
-            started = time.monotonic()
-            if await derivation.fold_partition(store, site_id) < derivation.FOLD_BATCH:
-                break
-            await _pause_after(started)
-        for kind in retention.KINDS:
-            if retention.pair_key(site_id, kind.key) in done:
-                continue
-            await retention.start_pair(store, run["_id"], site_id, kind.key)
-            try:
-                removed = await _purge_kind(store, run["_id"], site_id, kind.key, cutoffs,
-                                            batch, renew)
-            except LeaseLost:
-                raise
-            except Exception as exc:
-                raise PurgeFailed(site_id, kind.key) from exc
-            report.removed[kind.key] += removed
-            held = await oldest_held(store, site_id, kind.key)
-            await retention.finish_pair(store, run["_id"], site_id, kind.key,
-                                        days=days[kind.key], oldest_held=held,
-                                        purged_at=measured_from)
-            if held is not None and held < cutoffs[kind.key]:
-                report.behind.setdefault(site_id, []).append(kind.key)
+        # The site's figures are the fold's: the purge holds its lease while it works there.
+        lease = await derivation.claim_when_free(store, site_id, owner)
+        try:
+            # What the visitors to be purged added must be in the figures before they go.
+            await derivation.fold_site(store, lease)
+            for kind in retention.KINDS:
+                if retention.pair_key(site_id, kind.key) in done:
+                    continue
+                await retention.start_pair(store, run["_id"], site_id, kind.key)
+                try:
+                    removed = await _purge_kind(store, run["_id"], lease, kind.key, cutoffs,
+                                                batch, renew)
+                except LeaseLost:
+                    raise
+                except Exception as exc:
+                    raise PurgeFailed(site_id, kind.key) from exc
+                report.removed[kind.key] += removed
+                held = await oldest_held(store, site_id, kind.key)
+                await retention.finish_pair(store, run["_id"], site_id, kind.key,
+                                            days=days[kind.key], oldest_held=held,
+                                            purged_at=measured_from)
+                if held is not None and held < cutoffs[kind.key]:
+                    report.behind.setdefault(site_id, []).append(kind.key)
+        except derivation.LeaseLost as lost:
+            raise LeaseLost("the site's fold lease was taken over") from lost
+        finally:
+            await derivation.release(store, site_id, owner)
     await retention.complete_run(store, run["_id"], measured_from, finished_at=now)
     return report
 
 
-async def _purge_kind(store: Store, run_id: str, site_id: str, kind: str,
+async def _purge_kind(store: Store, run_id: str, lease: derivation.Lease, kind: str,
                       cutoffs: dict[str, datetime], limit: int,
                       renew: Callable[[], Awaitable[bool]]) -> int:
+    site_id = lease.site_id
     removed_total = 0
     purge = PURGES[kind]
     limit = min(limit, purge.most_per_batch or limit)
@@ -284,7 +345,7 @@ async def _purge_kind(store: Store, run_id: str, site_id: str, kind: str,
                 return found, removed
 
             started = time.monotonic()
-            found, removed = await store.transaction(work)
+            found, removed = await lease.transaction(store, work)
             removed_total += removed if counted else 0
             await _pause_after(started)
             # A full batch that removed nothing is one whose items all changed meanwhile:

@@ -10,7 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import documents
-from documents import error_records, migrations, rollups
+from documents import derivation, error_records, migrations, rollups
 from tasks.errors import keep_occurrence
 from tests.dashboard_api.conftest import Ingest
 from tests.support.app import Fetch, Tenant
@@ -183,7 +183,7 @@ async def test_a_store_from_before_the_figures_gets_them_once_at_start_up(
     await documents.prepare_store(deps.store)
     assert await _figures(deps.store, tenant.site_id) == kept
     assert await migrations.run_once(deps.store, "daily-figures-v1",
-                                     rollups.rebuild_all_sites) is False
+                                     derivation.rebuild_all_sites) is False
 
 
 async def test_a_migration_runs_once_and_a_dead_claim_is_taken_over(store):

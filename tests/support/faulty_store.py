@@ -2,7 +2,8 @@
 never sees.
 
 `FaultyStore(store, plan)` hands out the wrapped store's collections, each operation first passing
-through `plan`: recorded when `plan.record_calls` is on, failed when the plan says so. Buckets are
+through `plan`: recorded when `plan.record_calls` is on, held for a while or failed when the plan
+says so. Buckets are
 built over those collections, so a GridFS upload can fail half-way. Everything else
 (`transaction()`, `write_once()`, the client, closing) is the wrapped store's own, so the session
 rule and the embedded journal behave exactly as in production. Build an app on it by passing it
@@ -11,6 +12,7 @@ where `server.build_deps(settings, store=...)` takes a store; the `faults` fixtu
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 from collections.abc import Callable
@@ -43,6 +45,17 @@ class _Fault:
 
 
 @dataclass
+class _Pause:
+    collection: str
+    operation: str
+    skip: int
+    seconds: float
+    #: Set once the paused operation is being held (a test waits on it).
+    reached: asyncio.Event = field(default_factory=asyncio.Event)
+    done: bool = False
+
+
+@dataclass
 class FaultPlan:
     """Operations that should fail on purpose, matched by collection and operation name."""
 
@@ -51,6 +64,29 @@ class FaultPlan:
     #: The recorded calls that ran inside a transaction.
     transaction_calls: list[tuple[str, str]] = field(default_factory=list)
     record_calls: bool = False
+    _pauses: list[_Pause] = field(default_factory=list)
+
+    def pause(self, collection: str, operation: str, *, seconds: float,
+              skip: int = 0) -> asyncio.Event:
+        """Hold the matching operation `seconds` before it runs, once, after letting `skip`
+        matches through (a folder stopped between its read and its commit, say); returns an
+        event set when the operation is reached."""
+        held = _Pause(collection, operation, skip, seconds)
+        self._pauses.append(held)
+        return held.reached
+
+    async def hold(self, collection: str, operation: str) -> None:
+        """Wait here if this call is the one a pause names."""
+        for held in self._pauses:
+            if held.done or (held.collection, held.operation) != (collection, operation):
+                continue
+            if held.skip > 0:
+                held.skip -= 1
+                return
+            held.done = True
+            held.reached.set()
+            await asyncio.sleep(held.seconds)
+            return
 
     def fail(
         self,
@@ -75,6 +111,7 @@ class FaultPlan:
     def clear(self) -> None:
         """Forget every planned fault and recorded call."""
         self._faults.clear()
+        self._pauses.clear()
         self.calls.clear()
         self.transaction_calls.clear()
 
@@ -116,6 +153,7 @@ class FaultyCollection:
         if inspect.iscoroutinefunction(attribute):
             @functools.wraps(attribute)
             async def checked_async(*args: Any, session: Any = None, **kwargs: Any) -> Any:
+                await plan.hold(collection, name)
                 plan.check(collection, name, in_transaction=session is not None)
                 return await attribute(*args, session=session, **kwargs)
             return checked_async
