@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime
 import json
 import os
+import secrets
 import shlex
 import signal
 import socket
@@ -139,7 +141,7 @@ def test_help_describes_the_commands_for_an_operator():
     assert result.returncode == 0
     text = result.stdout
     for command in ("serve", "worker", "create-user", "create-site", "rotate-key",
-                    "replay-erasures"):
+                    "replay-erasures", "quarantine", "rebuild-figures"):
         assert f"    {command}" in text, command
     assert "MONGODB_URI" in text and "REDIS_URL" in text and "examples:" in text
     # What the code is made of is not an operator's concern.
@@ -228,3 +230,41 @@ def test_the_client_address_comes_from_x_forwarded_for_only_via_a_trusted_proxy(
     assert client_address("203.0.113.5", "198.51.100.9", proxies) == "203.0.113.5"
     assert client_address("127.0.0.1", "198.51.100.9", ()) == "127.0.0.1"
     assert client_address("127.0.0.1", "", proxies) == "127.0.0.1"
+
+
+async def test_an_operator_lists_facts_set_aside_and_puts_them_back(tmp_path):
+    """`quarantine` shows what the fold set aside, with its reason and no visitor data, and
+    `--requeue` puts a site's back in line; `rebuild-figures` rebuilds a site under its lease."""
+    from documents import derivation, prepare_store, rollups
+    from documents.store import open_store
+    from tests.support.secantus import running_secantus
+
+    with running_secantus() as mongodb_uri:
+        store = open_store(mongodb_uri, "operator_cli")
+        await prepare_store(store)
+        recorded = datetime.datetime.now(datetime.UTC)
+        await store.collection(derivation.COLLECTION).insert_one({
+            "_id": "fact-1", "siteId": "site-1", "visitorId": "ada", "kind": rollups.ORDER,
+            "recordedAt": recorded, "records": [{"at": recorded, "currency": "EUR"}],
+            "quarantined": {"reason": "FigureOverflow", "at": recorded}})
+        env = {**os.environ, "MONGODB_URI": mongodb_uri, "MONGODB_DATABASE": "operator_cli",
+               "SECRET_KEY": base64.b64encode(secrets.token_bytes(32)).decode(),
+               "MASTER_KEY": base64.b64encode(secrets.token_bytes(32)).decode()}
+
+        def cli(*args: str) -> list[dict]:
+            done = subprocess.run([sys.executable, "server.py", *args], cwd=ROOT, env=env,
+                                  capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr
+            return [json.loads(line) for line in done.stdout.splitlines()]
+
+        [listed] = cli("quarantine")
+        assert (listed["site"], listed["kind"], listed["reason"]) == (
+            "site-1", rollups.ORDER, "FigureOverflow")
+        assert "ada" not in json.dumps(listed)
+        assert cli("quarantine", "--requeue", "site-1") == [{"site": "site-1", "requeued": 1}]
+        assert cli("quarantine") == []
+        assert await store.collection(derivation.COLLECTION).count_documents(
+            {"quarantined": {"$exists": True}}) == 0
+        assert cli("rebuild-figures", "--site-id", "site-1") == [
+            {"site": "site-1", "rebuilt": True}]
+        store.close()
