@@ -31,7 +31,8 @@ LAG_HELP = "Age in seconds of the oldest fact not yet folded into the figures (0
 FOLDED_METRIC = "derivation_facts_folded_total"
 FOLDED_HELP = "Facts folded into the figures by this process."
 QUARANTINED_METRIC = "derivation_facts_quarantined"
-QUARANTINED_HELP = "Facts set aside because they cannot be folded (see `visitor-service quarantine`)."
+QUARANTINED_HELP = ("Facts set aside because they cannot be folded "
+                    "(see `visitor-service quarantine`).")
 SET_ASIDE_METRIC = "derivation_facts_set_aside_total"
 SET_ASIDE_HELP = "Facts this process set aside, by reason."
 SITE_FAILURES_METRIC = "derivation_site_failures_total"

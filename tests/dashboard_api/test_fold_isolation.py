@@ -143,10 +143,12 @@ async def test_folding_4000_facts_never_holds_the_event_loop(tenant: Tenant, dep
     await store.transaction(record)
     longest = 0.0
     folding = True
+    ticking = asyncio.Event()
 
     async def tick() -> None:
         nonlocal longest
         spent = time.thread_time()
+        ticking.set()
         while folding:
             await asyncio.sleep(0.005)
             now_spent = time.thread_time()
@@ -154,6 +156,7 @@ async def test_folding_4000_facts_never_holds_the_event_loop(tenant: Tenant, dep
             spent = now_spent
 
     ticker = asyncio.create_task(tick())
+    await ticking.wait()  # a fold that never let it run would otherwise measure nothing
     done = await derivation.fold_all(store)
     folding = False
     await ticker
