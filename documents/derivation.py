@@ -10,7 +10,10 @@ order they were recorded, deletes them and applies what they add to the figures,
 `documents.rollups.FIGURE_SOURCES` says for each kind. The deletions and the increments commit
 together, so each fact is counted exactly once across crashes, retries and several folders:
 two folders deleting the same fact conflict and one of them aborts and starts again. A lease
-per site (`claim`) keeps folders from doing the same work twice in the first place.
+per site (`claim`, `Lease`) keeps folders apart: each batch renews it in its transaction and
+checks it before committing, so a folder that stalled past its lease commits nothing. The
+retention purge and a rebuild take the same lease. A fact the fold cannot apply is set aside
+with its reason (`quarantine`), so it never stops the site's other facts, or other sites.
 
 Erasure and restriction take out (or put back) only the folded share: what the visitor's
 stored data adds up to, less what their pending facts will add. Erasure deletes those facts; a
@@ -55,8 +58,9 @@ _CLAIM_PAUSE_SECONDS = 0.2
 #: A fact the fold could not apply carries this field, with its reason, and is left out of
 #: every later fold (`quarantine`); an operator puts it back with `requeue_quarantined`.
 QUARANTINED = "quarantined"
-#: What the fold reads: the facts not set aside.
+#: What the fold reads: the facts not set aside, in the order they were recorded.
 _FOLDABLE = {QUARANTINED: None}
+_IN_ORDER = [("recordedAt", ASCENDING), ("_id", ASCENDING)]
 
 INDEXES = [
     # A site's facts in the order they were recorded (the fold's read and the site's lag).
@@ -142,7 +146,7 @@ async def fold_partition(store: Store, site_id: str, *, batch: int = FOLD_BATCH,
     async def work(session: Any) -> int:
         facts = await store.collection(COLLECTION).find(
             {"siteId": site_id, **_FOLDABLE}, session=session,
-        ).sort([("recordedAt", ASCENDING), ("_id", ASCENDING)]).limit(batch).to_list(None)
+        ).sort(_IN_ORDER).limit(batch).to_list(None)
         if facts:
             await _fold(store, site_id, facts, session=session)
         return len(facts)
@@ -161,7 +165,7 @@ async def fold_visitors(store: Store, site_id: str, visitor_ids: Iterable[str], 
     it removes them: what they add stays in the figures); returns how many."""
     facts = await store.collection(COLLECTION).find(
         {"siteId": site_id, "visitorId": {"$in": list(visitor_ids)}, **_FOLDABLE},
-        session=session).sort([("recordedAt", ASCENDING), ("_id", ASCENDING)]).to_list(None)
+        session=session).sort(_IN_ORDER).to_list(None)
     if facts:
         await _fold(store, site_id, facts, session=session)
     return len(facts)
@@ -390,7 +394,7 @@ async def fold_site(store: Store, lease: Lease, *, batch: int = FOLD_BATCH) -> S
 async def _oldest_foldable(store: Store, site_id: str) -> Any:
     cursor = store.collection(COLLECTION).find(
         {"siteId": site_id, **_FOLDABLE}, {"_id": 1},
-    ).sort([("recordedAt", ASCENDING), ("_id", ASCENDING)]).limit(1)
+    ).sort(_IN_ORDER).limit(1)
     found = [doc["_id"] async for doc in cursor]
     return found[0] if found else None
 

@@ -23,6 +23,15 @@ def _pageviews_counted(figures: dict[str, dict]) -> int:
                if key.startswith(rollups.SITE_DAYS))
 
 
+async def _each_counted_once(store, site_id: str, facts: int) -> None:
+    """Nothing is pending, the figures are what a rebuild makes, and each pageview is in them
+    once."""
+    assert await _pending(store, site_id) == 0
+    kept = await _figures(store, site_id)
+    assert kept == await _as_rebuilt(store, site_id)
+    assert _pageviews_counted(kept) == facts
+
+
 async def test_a_folder_stopped_past_its_lease_commits_nothing_and_each_fact_counts_once(
         tenant: Tenant, deps, ingest: Ingest):
     store, site_id = deps.store, tenant.site_id
@@ -48,10 +57,7 @@ async def test_a_folder_stopped_past_its_lease_commits_nothing_and_each_fact_cou
     with pytest.raises(derivation.LeaseLost):
         await folder_a
     assert folded_by_b.folded == facts
-    assert await _pending(store, site_id) == 0
-    kept = await _figures(store, site_id)
-    assert kept == await _as_rebuilt(store, site_id)
-    assert _pageviews_counted(kept) == facts
+    await _each_counted_once(store, site_id, facts)
 
 
 async def test_a_lease_held_by_another_folder_stops_every_batch(tenant: Tenant, deps,
@@ -89,9 +95,7 @@ async def test_two_folders_meeting_on_one_batch_count_each_fact_once(tenant: Ten
 
     while await derivation.fold_partition(store, site_id, batch=5):
         pass
-    kept = await _figures(store, site_id)
-    assert kept == await _as_rebuilt(store, site_id)
-    assert _pageviews_counted(kept) == facts
+    await _each_counted_once(store, site_id, facts)
 
 
 async def test_the_purge_waits_for_the_folder_that_holds_a_site(tenant: Tenant, deps,
