@@ -13,7 +13,9 @@
 Money is kept in integer minor units of its currency (cents; yen; fils), never as a float:
 `minor_units` turns the decimal text a shop sends into them and refuses what the currency
 cannot hold, a currency that is not an ISO 4217 code, and an amount above `MAX_ORDER_MINOR`.
-Which codes exist and how many decimals each has is Babel's (CLDR) data, not a table of ours.
+Which codes exist and how many decimals each has is ISO 4217's own list (the iso4217
+package), not a table of ours: the minor units amounts were always stored in, and the two
+decimals a shop sends for the forint or the rupiah (decision "Issue 38: inputs").
 Sums of one currency are exact integers; currencies are never summed together.
 
 What an order adds to the figures is its `figure`: nothing until it is paid; once paid, one
@@ -37,7 +39,7 @@ from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from babel.numbers import get_currency_precision, list_currencies
+from iso4217 import Currency
 
 from documents import visitors
 from documents.retention import Expiry
@@ -65,9 +67,9 @@ ERASED = "erased"
 #: The orders the service holds, without the marks of orders whose steps are dropped.
 KEPT: dict[str, Any] = {"dropped": None}
 
-#: The ISO 4217 codes an amount may be in: every code Babel's CLDR data knows, current or
-#: historic (a shop's old orders may be in one); anything else is refused.
-CURRENCIES = frozenset(list_currencies())
+#: The minor unit of an amount stored in a code ISO 4217 does not list or gives none (ingest
+#: refuses these now; before it checked codes, it stored every amount in hundredths).
+_STORED_UNLISTED_EXPONENT = 2
 #: The most one amount (an order's total, a refund, a price) may be, in minor units of its
 #: currency: 10,000,000,000.00 EUR, 1,000,000,000,000 JPY, beyond any real order. A day's
 #: figures sum amounts in 64-bit integers; at this bound they would need over nine million
@@ -118,15 +120,34 @@ class NotTheOrders(ValueError):
 # Money ----------------------------------------------------------------------------------------
 
 
+def _listed(currency: Any) -> Currency | None:
+    """The currency in ISO 4217's current list (codes in capitals, as the standard has them)."""
+    try:
+        return Currency(currency) if isinstance(currency, str) else None
+    except ValueError:
+        return None
+
+
 def exponent(currency: str) -> int:
-    """How many decimal places the currency's minor unit has (CLDR's digits, by Babel)."""
-    return get_currency_precision(currency)
+    """How many decimal places the currency's minor unit has: ISO 4217's minor unit (HUF 2,
+    JPY 0, KWD 3), the unit amounts have always been stored in."""
+    listed = _listed(currency)
+    if listed is None or listed.exponent is None:
+        return _STORED_UNLISTED_EXPONENT
+    return listed.exponent
 
 
 def known_currency(currency: Any) -> str:
-    """The currency if it is an ISO 4217 code, else InvalidMoney."""
-    if not isinstance(currency, str) or currency not in CURRENCIES:
+    """The currency if it is an ISO 4217 code with a minor unit, else InvalidMoney.
+
+    ISO lists some codes with no minor unit (gold, special drawing rights, the test code XTS):
+    they are no shop's money, and no amount in them could be kept in minor units."""
+    listed = _listed(currency)
+    if listed is None:
         raise InvalidMoney(f"{str(currency)[:12]!r} is not an ISO 4217 currency code")
+    if listed.exponent is None:
+        raise InvalidMoney(f"{currency} has no minor unit in ISO 4217 (a metal, a fund or a "
+                           "test code): no amount is kept in it")
     return currency
 
 

@@ -1,5 +1,5 @@
 """Which money the service accepts (issue 38 points 1 and 5): ISO 4217 codes only, each with
-the decimals Babel's CLDR data gives it, and no amount above the documented per-order maximum
+the decimals of its ISO 4217 minor unit, and no amount above the documented per-order maximum
 (`commerce.MAX_ORDER_MINOR`); anything else is a 422 naming the field, and nothing is stored."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from documents import commerce
 from tests.support.app import Fetch, Tenant
 from tests.support.commerce import orders_csv, send
 
@@ -19,8 +20,11 @@ from tests.support.commerce import orders_csv, send
     {"type": "order_paid", "orderId": "1", "currency": "QQQ"},
     {"type": "add_to_cart", "visitorId": "ada", "productId": "7", "price": "1",
      "currency": "QQQ"},
-], ids=["placed", "placed-xyz", "refund", "paid-without-amount", "cart"])
-async def test_a_code_that_is_no_iso_4217_currency_is_refused_naming_the_currency(
+    # ISO lists gold and the special drawing right with no minor unit: no amount is kept in them.
+    {"type": "order_placed", "orderId": "1", "total": "1", "currency": "XAU"},
+    {"type": "order_placed", "orderId": "1", "total": "1", "currency": "XDR"},
+], ids=["placed", "placed-xyz", "refund", "paid-without-amount", "cart", "gold", "sdr"])
+async def test_a_code_that_is_no_iso_4217_currency_with_a_minor_unit_is_refused_naming_it(
         fetch: Fetch, tenant: Tenant, body: dict[str, Any]):
     answer = await send(fetch, tenant, {"eventId": "e1", **body})
     assert answer.code == 422, answer
@@ -29,11 +33,13 @@ async def test_a_code_that_is_no_iso_4217_currency_is_refused_naming_the_currenc
     assert await orders_csv(fetch, tenant) == {}
 
 
-async def test_each_currency_keeps_the_decimals_its_cldr_data_gives_it(
-        fetch: Fetch, tenant: Tenant):
-    # CLDR gives the forint no decimals (no fillér coin circulates): "1500.00" is 1500.
+async def test_each_currency_keeps_the_decimals_of_its_iso_4217_minor_unit(
+        fetch: Fetch, tenant: Tenant, deps):
+    # The forint has two decimals in ISO 4217, as WooCommerce sends it (CLDR shows none, as no
+    # fillér coin circulates): "1499.50" is 149950 minor units, as the service always stored it.
     for order, total, currency in (("b1", "12.345", "BHD"), ("j1", "5990", "JPY"),
-                                   ("e1", "59.90", "EUR"), ("h1", "1500.00", "HUF")):
+                                   ("e1", "59.90", "EUR"), ("h1", "1499.50", "HUF"),
+                                   ("k1", "7.125", "KWD")):
         answer = await send(fetch, tenant, {"eventId": order, "type": "order_placed",
                                             "visitorId": "ada", "orderId": order,
                                             "total": total, "currency": currency})
@@ -41,16 +47,20 @@ async def test_each_currency_keeps_the_decimals_its_cldr_data_gives_it(
     shown = {order: (row["currency"], row["total"])
              for order, row in (await orders_csv(fetch, tenant)).items()}
     assert shown == {"b1": ("BHD", "12.345"), "j1": ("JPY", "5990"), "e1": ("EUR", "59.90"),
-                     "h1": ("HUF", "1500")}
+                     "h1": ("HUF", "1499.50"), "k1": ("KWD", "7.125")}
+    # Stored in ISO minor units, as orders were before: those stored then read the same.
+    stored = {order["orderId"]: order["total"] async for order in
+              deps.store.collection(commerce.ORDERS).find({"siteId": tenant.site_id})}
+    assert stored == {"b1": 12345, "j1": 5990, "e1": 5990, "h1": 149950, "k1": 7125}
     # One decimal more than the currency has is refused, not rounded.
     for total, currency in (("12.3456", "BHD"), ("5990.5", "JPY"), ("59.901", "EUR"),
-                            ("1499.50", "HUF")):
+                            ("1499.505", "HUF"), ("7.1255", "KWD")):
         answer = await send(fetch, tenant, {"eventId": "x", "type": "order_placed",
                                             "orderId": "x", "total": total,
                                             "currency": currency})
         assert answer.code == 422, answer
         assert answer.json()["error"]["field"] == "total"
-    assert set(await orders_csv(fetch, tenant)) == {"b1", "j1", "e1", "h1"}
+    assert set(await orders_csv(fetch, tenant)) == {"b1", "j1", "e1", "h1", "k1"}
 
 
 async def test_an_order_holds_at_most_ten_billion_euros_or_a_trillion_yen(
@@ -83,11 +93,12 @@ async def test_an_order_holds_at_most_ten_billion_euros_or_a_trillion_yen(
 
 
 async def test_the_reporting_currency_is_an_iso_4217_code_too(fetch: Fetch, tenant: Tenant):
-    answer = await fetch(f"/api/v1/sites/{tenant.site_id}", "PATCH",
-                         json_body={"settings": {"reportingCurrency": "QQQ"}},
-                         token=tenant.token)
-    assert answer.code == 422, answer
-    assert answer.json()["error"]["field"] == "settings.reportingCurrency"
+    for refused in ("QQQ", "XAU"):
+        answer = await fetch(f"/api/v1/sites/{tenant.site_id}", "PATCH",
+                             json_body={"settings": {"reportingCurrency": refused}},
+                             token=tenant.token)
+        assert answer.code == 422, answer
+        assert answer.json()["error"]["field"] == "settings.reportingCurrency"
     answer = await fetch(f"/api/v1/sites/{tenant.site_id}", "PATCH",
                          json_body={"settings": {"reportingCurrency": "JPY"}},
                          token=tenant.token)
