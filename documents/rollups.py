@@ -467,9 +467,11 @@ class Stored:
 async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None = None, *,
                        session: Any = None) -> Stored:
     """What the site's stored data (or only these visitors') adds to the figures, restricted
-    visitors left out. Countries and devices come from the profiles, since stored pageviews do
-    not carry them. A rebuild writes it; the retention purge counts it for the visitors of a
-    batch before and after removing their data (`retain`)."""
+    visitors left out: the stored records, and the visitors' chains of days and visits as
+    folded, or as the stored pageviews make them where none was folded (a store from before
+    them). Countries and devices come from the profiles, since stored pageviews do not carry
+    them. A rebuild writes it; the retention purge counts it for the visitors of a batch
+    before and after removing their data (`retain`)."""
     mine: dict[str, Any] = {"siteId": site_id}
     if visitor_ids is not None:
         mine["visitorId"] = {"$in": visitor_ids}
@@ -491,6 +493,16 @@ async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None
                     viewed[visitor_id].append(record)
                 if visitor_id not in held:
                     source.count(tally, visitor_id, record)
+    # The visitors' days and visits as folded stand for themselves: one whose pageviews the
+    # retention purge removed stays the visitor's (and erasure takes out what it counts) until
+    # the visitor or the visit goes, when the purge keeps what it counted (`retain`).
+    async for day in store.collection(VISITOR_DAYS).find(
+            mine, {"visitorId": 1, "day": 1, "pageviews": 1}, session=session):
+        days = active[day["visitorId"]]
+        if day["day"] not in days:
+            days[day["day"]] = int(day.get("pageviews") or 0)
+    folded_visits = {visit["_id"]: visit async for visit in store.collection(
+        visits.COLLECTION).find(mine, session=session)}
     chain = []
     for visitor_id, days in active.items():
         profile = profiles.get(visitor_id) or {}
@@ -524,9 +536,11 @@ async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None
                 country=(profile.get("location") or {}).get("country"),
                 device=(profile.get("device") or {}).get("type"))
         for visit in found.values():
-            if visitor_id not in held:
-                tally.visit(visit)
-            site_visits.append(visit)
+            site_visits.append(folded_visits.pop(visit["_id"], visit))
+    site_visits.extend(folded_visits.values())
+    for visit in site_visits:
+        if visit.get("visitorId") not in held:
+            tally.visit(visit)
     return Stored(tally, chain, site_visits)
 
 

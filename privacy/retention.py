@@ -145,7 +145,7 @@ class _StoredCount:
 def _retaining(step: Batch, expiry: Expiry, extra: dict[str, Any] | None = None) -> Batch:
     """`step`, keeping in the figures' retained share what the data it removes or anonymises
     was counted as, so that a rebuild adds it back (`rollups.retain`)."""
-    source = rollups.SOURCE_IN[expiry.collection]
+    source = rollups.SOURCE_IN.get(expiry.collection)
 
     async def batch(store: Store, site_id: str, before: datetime, limit: int, session: Any,
                     cutoffs: dict[str, datetime]) -> tuple[int, int]:
@@ -156,7 +156,7 @@ def _retaining(step: Batch, expiry: Expiry, extra: dict[str, Any] | None = None)
             return 0, 0
         counted = _StoredCount(
             store, site_id, sorted({doc["visitorId"] for doc in taken if doc.get("visitorId")}),
-            [(source, [doc["_id"] for doc in taken])], session)
+            [(source, [doc["_id"] for doc in taken])] if source else [], session)
         before_step = await counted.measure()
         result = await step(store, site_id, before, limit, session, cutoffs)
         await rollups.retain(store, before_step, await counted.measure(), session=session)
@@ -186,7 +186,7 @@ class KindPurge:
 _RECENT_RECORDINGS, _RECENT_PAGEVIEWS, _RECENT_LEADS = (
     _recent("recording"), _recent("pageview"), _recent("lead"))
 #: Visits are made of pageviews (documents/visits.py): removed with them, not counted again.
-_VISITS = _delete(visits.EXPIRY)
+_VISITS = _retaining(_delete(visits.EXPIRY), visits.EXPIRY)
 
 PURGES: dict[str, KindPurge] = {
     "recordings": KindPurge((_recordings, _RECENT_RECORDINGS), ((recordings.EXPIRY, None),),
