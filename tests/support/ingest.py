@@ -14,17 +14,17 @@ Ingest = Callable[..., Awaitable[dict[str, Any]]]
 async def send_errors(ingest: Ingest, deps: Any, reports: list[dict[str, Any]]) -> None:
     """Send the reports through /ingest/errors and wait until the queue has stored them all
     and counted them on their errors, which the worker does last."""
-    before = await _counted(deps.store)
+    before = await counted_occurrences(deps.store)
     for report in reports:
         await ingest("errors", report)
     for _ in range(300):
-        if await _counted(deps.store) >= before + len(reports):
+        if await counted_occurrences(deps.store) >= before + len(reports):
             return
         await asyncio.sleep(0.02)
     raise AssertionError("the errors were not processed")
 
 
-async def _counted(store: Any) -> int:
+async def counted_occurrences(store: Any) -> int:
     """Occurrences counted on their errors so far."""
     return sum([int(error.get("occurrenceCount") or 0) async for error in store.collection(
         "errors").find({}, {"occurrenceCount": 1})])
