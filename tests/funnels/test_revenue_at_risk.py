@@ -1,13 +1,16 @@
-"""Errors and pages that cost orders (issue 31 point 4): crafted sessions whose conversion,
-baseline and revenue at risk are worked out by hand below; a figure only when at least 30
-sessions were hit and the drop is significant at 99 %, otherwise "not enough data"; the errors
-list sorts by it; erasure and restriction keep it exact."""
+"""Errors and pages that cost orders (issues 31 point 4 and 39): crafted sessions whose
+conversion, baseline, exact p-value, revenue at risk and its interval are worked out by hand
+below; a figure only when at least 30 sessions were hit and the drop survives the false
+discovery rate, otherwise "not enough data"; the errors list sorts by it; erasure and
+restriction keep it exact. The test's error rate and power: test_revenue_at_risk_calibration."""
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime, timedelta
+from math import comb
 from typing import Any
+
+import pytest
 
 from documents import conversion_impact
 from tests.support.app import Fetch, Tenant
@@ -73,11 +76,18 @@ async def _traffic(ingest: Ingest, deps) -> None:
     await deps.derivation.fold()
 
 
-def _expected(a: float, b: float, n: int, m: int, p: float) -> dict[str, Any]:
-    """The figures the rule gives, worked out from the counts."""
-    z = (b - a) / math.sqrt(a * (1 - a) / n + p * (1 - p) / m)
-    return {"affectedConversion": round(a, 4), "baselineConversion": round(b, 4),
-            "z": round(z, 2)}
+def _at_most(observed: int, *, sessions: int, converted: int, hit: int) -> Any:
+    """P(X <= observed) for X the converted among `hit` sessions drawn from `sessions` of
+    which `converted` converted: the exact p-value of one funnel stage, from binomials."""
+    tail = sum(comb(converted, k) * comb(sessions - converted, hit - k)
+               for k in range(observed + 1))
+    return pytest.approx(tail / comb(sessions, hit), rel=1e-3)
+
+
+def _not_enough_data(**observed: Any) -> dict[str, Any]:
+    return {**observed, "status": "notEnoughData", "revenueAtRisk": None,
+            "revenueAtRiskText": None, "revenueAtRiskLow": None, "revenueAtRiskLowText": None,
+            "revenueAtRiskHigh": None, "revenueAtRiskHighText": None, "currency": "EUR"}
 
 
 async def _ranked(fetch: Fetch, tenant: Tenant, token: str) -> dict[str, Any]:
@@ -98,15 +108,25 @@ async def test_an_error_that_costs_orders_has_a_revenue_at_risk_and_leads_the_li
                                                              "tooltip is null"]
     pay = ranked["items"][0]["impact"]
     # a = 6/30 = 0.2; comparable sessions not hit at the checkout stage: the 40 u's, 30 of
-    # them paid, b = 0.75; z = 0.55 / sqrt(0.2*0.8/30 + 0.75*0.25/40) = 5.49 >= 2.33.
-    # Revenue at risk = (0.75 - 0.2) x 30 x 20.00 EUR = 330.00 EUR.
-    assert pay == {"affectedSessions": 30, **_expected(0.2, 0.75, 30, 40, 0.75),
-                   "status": "significant", "revenueAtRisk": 33000,
-                   "revenueAtRiskText": "330.00", "currency": "EUR"}
-    # 5 sessions hit (and all paid): never a figure under 30 sessions.
+    # them paid, b = 0.75. Of the 70 sessions 36 paid; if being hit changed nothing, the 30
+    # hit would be 30 drawn from the 70, and 6 or fewer of them paying has probability
+    # sum_{k<=6} C(36,k) C(34,30-k) / C(70,30) = 4.99e-6. The only other error hit 5
+    # sessions, too few to be tested, so the family is this one: adjusted p = p <= 0.01.
+    # Revenue at risk = (0.75 - 0.2) x 30 x 20.00 EUR = 330.00 EUR. Its 90 % interval:
+    # Clopper-Pearson gives 6/30 in [0.09087, 0.35701] and 30/40 in [0.61294, 0.85763]; the
+    # drop 0.55 goes down by sqrt((0.75-0.61294)^2 + (0.35701-0.2)^2) = 0.20842 and up by
+    # sqrt((0.85763-0.75)^2 + (0.2-0.09087)^2) = 0.15327: [0.34158, 0.70327] x 600.00 EUR.
+    p_value = _at_most(6, sessions=70, converted=36, hit=30)
+    assert pay == {"affectedSessions": 30, "affectedConversion": 0.2, "baselineConversion": 0.75,
+                   "pValue": p_value, "adjustedPValue": p_value, "status": "significant",
+                   "revenueAtRisk": 33000, "revenueAtRiskText": "330.00",
+                   "revenueAtRiskLow": 20495, "revenueAtRiskLowText": "204.95",
+                   "revenueAtRiskHigh": 42196, "revenueAtRiskHighText": "421.96",
+                   "currency": "EUR"}
+    # 5 sessions hit (and all paid): never a figure, nor a test, under 30 sessions.
     tooltip = ranked["items"][1]["impact"]
-    assert (tooltip["affectedSessions"], tooltip["status"], tooltip["revenueAtRisk"]) == (
-        5, "notEnoughData", None)
+    assert (tooltip["affectedSessions"], tooltip["status"], tooltip["adjustedPValue"],
+            tooltip["revenueAtRisk"]) == (5, "notEnoughData", None, None)
 
 
 async def test_pages_with_rage_and_dead_clicks_are_ranked_by_revenue_at_risk(
@@ -117,15 +137,16 @@ async def test_pages_with_rage_and_dead_clicks_are_ranked_by_revenue_at_risk(
                          token=viewer_token)
     assert answer.code == 200, answer
     pages = answer.json()["items"]
-    assert [(page["page"], page["affectedSessions"], page["status"], page["revenueAtRisk"])
-            for page in pages] == [("/pay", 30, "significant", 33000),
-                                   ("/checkout", 5, "notEnoughData", None)]
+    assert [(page["page"], page["affectedSessions"], page["status"], page["revenueAtRisk"],
+             page["revenueAtRiskLow"], page["revenueAtRiskHigh"]) for page in pages] == [
+        ("/pay", 30, "significant", 33000, 20495, 42196),
+        ("/checkout", 5, "notEnoughData", None, None, None)]
 
 
 async def test_a_drop_that_is_not_significant_gets_no_figure(
         fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str):
-    # 30 sessions hit, 20 of them pay; 40 not hit, 30 pay. a = 2/3, b = 0.75:
-    # z = (0.75 - 0.6667) / sqrt((2/3)(1/3)/30 + 0.75*0.25/40) = 0.74 < 2.33.
+    # 30 sessions hit, 20 of them pay; 40 not hit, 30 pay. a = 2/3, b = 0.75; 50 of the 70
+    # paid, and 20 or fewer paying among 30 drawn from them has probability 0.31 > 0.01.
     for n in range(30):
         await _session(ingest, f"h{n}", paid=n < 20, minute=n)
     for n in range(40):
@@ -133,9 +154,10 @@ async def test_a_drop_that_is_not_significant_gets_no_figure(
     await send_errors(ingest, deps, [_error(f"h{n}", "slow", n) for n in range(30)])
     await deps.derivation.fold()
     impact = (await _ranked(fetch, tenant, viewer_token))["items"][0]["impact"]
-    assert impact == {"affectedSessions": 30, **_expected(2 / 3, 0.75, 30, 40, 0.75),
-                      "status": "notEnoughData", "revenueAtRisk": None,
-                      "revenueAtRiskText": None, "currency": "EUR"}
+    p_value = _at_most(20, sessions=70, converted=50, hit=30)
+    assert impact == _not_enough_data(affectedSessions=30, affectedConversion=0.6667,
+                                      baselineConversion=0.75, pValue=p_value,
+                                      adjustedPValue=p_value)
 
 
 async def test_erasure_and_restriction_keep_the_revenue_at_risk_exact(
@@ -143,13 +165,15 @@ async def test_erasure_and_restriction_keep_the_revenue_at_risk_exact(
     await _traffic(ingest, deps)
     # u0 (not hit by "pay is undefined", paid) is erased: 29 of 39 comparable sessions paid,
     # 35 orders of 20.00 EUR. Revenue at risk = (29/39 - 1/5) x 30 x 2000 cents
-    # = (106/195) x 60000 = 32615.38 -> 32615.
+    # = (106/195) x 60000 = 32615.38 -> 32615; p = P(X <= 6), 35 of 69 paid, 30 drawn.
     erased = await fetch(f"/api/v1/sites/{tenant.site_id}/visitors/u0/data", "DELETE",
                          token=tenant.token)
     assert erased.code == 200, erased
     pay = (await _ranked(fetch, tenant, viewer_token))["items"][0]["impact"]
-    assert (pay["baselineConversion"], pay["revenueAtRisk"], pay["revenueAtRiskText"]) == (
-        round(29 / 39, 4), 32615, "326.15")
+    assert (pay["baselineConversion"], pay["pValue"], pay["revenueAtRisk"],
+            pay["revenueAtRiskText"]) == (round(29 / 39, 4),
+                                          _at_most(6, sessions=69, converted=35, hit=30),
+                                          32615, "326.15")
     # h29 (hit, did not pay) is restricted: 29 sessions hit, under 30, so no figure.
     switch = f"/api/v1/sites/{tenant.site_id}/visitors/h29/restriction"
     answer = await fetch(switch, "PUT", json_body={"on": True}, token=tenant.token)
@@ -161,3 +185,47 @@ async def test_erasure_and_restriction_keep_the_revenue_at_risk_exact(
     assert answer.code == 200, answer
     pay = (await _ranked(fetch, tenant, viewer_token))["items"][0]["impact"]
     assert (pay["affectedSessions"], pay["revenueAtRisk"]) == (30, 32615)
+
+
+async def test_of_a_thousand_sessions_at_3_percent_30_without_an_order_are_chance_and_300_are_not(
+        fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str):
+    # 1,000 sessions of one page (stage "none"), 30 of them paying 20.00 EUR: 3 %. "banner"
+    # hits c0..c29 and "checkout broke" c30..c329, none of whom paid.
+    for n in range(1000):
+        visitor = f"c{n}"
+        context = {"visitorId": visitor, "sessionId": f"{visitor}-s"}
+        await ingest("pageviews", {**context, "url": f"{SHOP}/", "occurredAt": _at(n % 120)})
+        if n >= 970:
+            await ingest("commerce", {"eventId": f"{visitor}-placed", "type": "order_placed",
+                                      **context, "orderId": f"o-{visitor}", "total": "20.00",
+                                      "currency": "EUR", "occurredAt": _at(n % 120 + 1)})
+            await ingest("commerce", {"eventId": f"{visitor}-paid", "type": "order_paid",
+                                      "orderId": f"o-{visitor}", "occurredAt": _at(n % 120 + 2)})
+    await send_errors(ingest, deps, [
+        {**_error(f"c{n}", "banner" if n < 30 else "checkout broke", n % 120),
+         "url": f"{SHOP}/"} for n in range(330)])
+    await deps.derivation.fold()
+    impacts = {item["message"]: item["impact"]
+               for item in (await _ranked(fetch, tenant, viewer_token))["items"]}
+    # 30 sessions with no order where 3 % convert: chance does it 0.97^30 = 40 % of the
+    # time. Exactly: 30 of the 1,000 paid, and none among 30 drawn has probability
+    # C(970,30)/C(1000,30) = 0.3955. The family is both errors; Benjamini-Hochberg leaves
+    # the larger of two p-values as it is.
+    p_value = _at_most(0, sessions=1000, converted=30, hit=30)
+    assert impacts["banner"] == _not_enough_data(
+        affectedSessions=30, affectedConversion=0.0, baselineConversion=round(30 / 970, 4),
+        pValue=p_value, adjustedPValue=p_value)
+    # 300 sessions with no order: C(970,300)/C(1000,300) = 1.86e-5, the smaller of the two,
+    # so Benjamini-Hochberg multiplies it by 2 tests / rank 1.
+    # b = 30/700; revenue at risk = (30/700) x 300 x 20.00 EUR = 257.14 EUR. Interval: 0/300
+    # is in [0, 0.009936] and 30/700 in [0.031014, 0.057683] (Clopper-Pearson, 90 %), so
+    # the drop goes down by sqrt((30/700 - 0.031014)^2 + 0.009936^2) = 0.015459 and up by
+    # 0.057683 - 30/700 = 0.014826: [0.027398, 0.057683] x 6,000.00 EUR.
+    p_value = _at_most(0, sessions=1000, converted=30, hit=300)
+    assert impacts["checkout broke"] == {
+        "affectedSessions": 300, "affectedConversion": 0.0,
+        "baselineConversion": round(30 / 700, 4), "pValue": p_value,
+        "adjustedPValue": pytest.approx(2 * p_value.expected, rel=1e-3),
+        "status": "significant", "revenueAtRisk": 25714, "revenueAtRiskText": "257.14",
+        "revenueAtRiskLow": 16439, "revenueAtRiskLowText": "164.39",
+        "revenueAtRiskHigh": 34610, "revenueAtRiskHighText": "346.10", "currency": "EUR"}
