@@ -167,15 +167,13 @@ export async function errorsPage(app, site, item, query) {
   );
 }
 
-/** An impact's revenue at risk in words: the figure only when significant. */
+/** An impact's revenue at risk in words: the figure only when significant, and what was observed. */
 function atRisk(impact) {
   if (!impact || impact.status !== 'significant') {
     return h(
       'span',
       { class: 'hint' },
-      impact?.affectedSessions
-        ? `Not enough data (${plural(impact.affectedSessions, 'session')} hit)`
-        : 'Not enough data',
+      impact?.affectedSessions ? `Not enough data (${observed(impact)})` : 'Not enough data',
     );
   }
   return h(
@@ -185,10 +183,17 @@ function atRisk(impact) {
     h(
       'span',
       { class: 'hint' },
-      ` (${plural(impact.affectedSessions, 'session')} hit: ` +
-        `${Math.round(impact.affectedConversion * 100)}% ordered, against ` +
-        `${Math.round(impact.baselineConversion * 100)}%)`,
+      ` (90% interval ${impact.revenueAtRiskLowText} to ${impact.revenueAtRiskHighText}; ${observed(impact)})`,
     ),
+  );
+}
+
+/** The conversions of the sessions hit and of the comparable ones. */
+function observed(impact) {
+  return (
+    `${plural(impact.affectedSessions, 'session')} hit: ` +
+    `${Math.round(impact.affectedConversion * 100)}% ordered, against ` +
+    `${Math.round(impact.baselineConversion * 100)}%`
   );
 }
 

@@ -113,7 +113,8 @@ async def test_the_errors_list_sorted_by_revenue_at_risk_says_its_rule(
     await expect(first).to_contain_text(PAY)
     await expect(first.locator(".at-risk")).to_contain_text("EUR")
     await expect(first.locator(".at-risk")).to_contain_text("30 sessions hit")
-    await expect(page.locator("#revenue-rule")).to_contain_text("99 % confidence")
+    await expect(first.locator(".at-risk")).to_contain_text("90% interval")
+    await expect(page.locator("#revenue-rule")).to_contain_text("false discovery rate of 1 %")
     # The rule reads as a paragraph under the whole table, not squeezed into its first column.
     rule = await page.locator("#revenue-rule").bounding_box()
     errors = await page.locator("#errors").bounding_box()
