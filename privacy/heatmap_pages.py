@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from privacy.exclusion import ExclusionRule, checked_pattern_list, rule_matches
+from privacy.exclusion import ExclusionRule, PageUrl, checked_pattern_list, rule_matches
 
 #: Grouping rules per site: enough for a shop's page types, few enough to try on every event.
 MAX_PAGE_GROUPS = 50
@@ -24,8 +24,9 @@ def page_group_rules(site: dict[str, Any]) -> list[ExclusionRule]:
 
 def page_of(url: str, rules: list[ExclusionRule]) -> str:
     """The heatmap page of a URL: the first matching rule's pattern, else its path."""
+    page = PageUrl(url)
     for rule in rules:
-        if rule_matches(url, rule):
+        if rule_matches(page, rule):
             return rule.pattern
     try:
         path = urlsplit(url).path

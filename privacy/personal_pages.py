@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from documents.sites import DEFAULT_SETTINGS
-from privacy.exclusion import ExclusionRule, checked_pattern_list, rule_matches
+from privacy.exclusion import PageUrl, checked_pattern_list, compiled_pattern
 
 #: Until the owner sets some: WooCommerce's checkout and My Account (documents/sites.py).
 DEFAULT_PERSONAL_PAGES = tuple(DEFAULT_SETTINGS["personalPages"])
@@ -160,7 +160,8 @@ class _Masker:
 
 def is_personal_page(url: str, patterns: list[str]) -> bool:
     """True when one of the patterns matches the URL."""
-    return any(rule_matches(url, ExclusionRule(pattern)) for pattern in patterns)
+    page = PageUrl(url)
+    return any(compiled_pattern(pattern).matches(page) for pattern in patterns)
 
 
 @dataclass(frozen=True)

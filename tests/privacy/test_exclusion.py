@@ -6,7 +6,14 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from privacy.exclusion import ExclusionRule, exclusion_for, rule_matches, validate_pattern
+from privacy.exclusion import (
+    MAX_PATTERN_STARS,
+    ExclusionRule,
+    exclusion_for,
+    page_matcher,
+    rule_matches,
+    validate_pattern,
+)
 
 SHOP = "https://shop.example"
 
@@ -168,6 +175,7 @@ def test_validate_pattern_trims_and_collapses_stars() -> None:
         ("/check\x00out", "control"),
         ("/check\x7fout", "control"),
         ("/checkout#pay", "#"),
+        ("/" + "a*" * 17, "17 '\\*'; at most 16"),
     ],
 )
 def test_validate_pattern_explains_what_is_wrong(pattern: str, message: str) -> None:
@@ -177,6 +185,17 @@ def test_validate_pattern_explains_what_is_wrong(pattern: str, message: str) -> 
 
 def test_a_pattern_of_exactly_500_characters_is_allowed() -> None:
     assert validate_pattern("/" + "a" * 499) == "/" + "a" * 499
+
+
+def test_a_pattern_may_have_sixteen_stars_counted_after_runs_collapse() -> None:
+    assert validate_pattern("/" + "a*" * MAX_PATTERN_STARS).count("*") == MAX_PATTERN_STARS
+    assert validate_pattern("/" + "a**" * MAX_PATTERN_STARS) == "/" + "a*" * MAX_PATTERN_STARS
+
+
+def test_a_pattern_stored_before_the_star_limit_still_matches() -> None:
+    stored = "/" + "a*" * 100
+    assert _excluded(f"{SHOP}/{'a' * 100}", stored) == "replay"
+    assert _excluded(f"{SHOP}/{'a' * 99}", stored) == "none"
 
 
 def test_a_rule_refuses_an_invalid_pattern_or_scope() -> None:
@@ -229,3 +248,16 @@ def test_full_url_matching_agrees_with_a_reference_matcher(data: st.DataObject) 
     assume(pattern.strip("*") and not pattern.startswith("/"))
     expected = _reference_match(pattern, authority + path, fold_end=len(authority))
     assert rule_matches(authority + path, ExclusionRule(pattern)) == expected
+
+
+@given(st.lists(st.tuples(st.sampled_from(["https://shop.example", "https://SHOP.example", ""]),
+                          st.text(alphabet="aA/%4?=", max_size=10)), min_size=1, max_size=6),
+       st.lists(st.text(alphabet="aA/*%4?.:", min_size=1, max_size=8), min_size=1, max_size=4))
+def test_a_reports_matcher_answers_as_the_rules_do_however_often_it_is_asked(
+        urls: list[tuple[str, str]], patterns: list[str]) -> None:
+    matches = page_matcher()
+    for _ in range(2):
+        for origin, tail in urls:
+            for pattern in patterns:
+                url = f"{origin}/{tail}"
+                assert matches(url, pattern) == rule_matches(url, ExclusionRule(pattern))
