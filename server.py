@@ -78,6 +78,7 @@ from tasks.derivation import FigureDeriver
 from tasks.heatmaps import HEATMAP_CHROMIUM, HeatmapRenderer
 from tasks.notifications import Notifier
 from tasks.purge import RetentionPurger
+from tasks.report_pool import ReportPool
 from tasks.worker import open_error_queue, run_worker
 
 log = logging.getLogger("visitor_service")
@@ -168,6 +169,7 @@ async def build_deps(settings: Settings, *, store: Store | None = None,
         statements=StatementAttributor(store, keyring, metrics,
                                        max_age_seconds=settings.statement_max_age_seconds),
         subject_digester=SubjectDigester(settings.secret_key),
+        reports=ReportPool(settings.report_threads, settings.report_time_limit_seconds, metrics),
         queue=queue,
         site_changes=site_changes,
     )
@@ -196,6 +198,7 @@ async def build_deps(settings: Settings, *, store: Store | None = None,
     deps.closers.append(deps.segment_sweeper.close)
     deps.closers.append(deps.derivation.close)
     deps.closers.append(deps.purge.close)
+    deps.closers.append(deps.reports.close)
     deps.closers.append(deps.hub.close)
     deps.closers.append(deps.notifier.close)
     deps.bus.listen(deps.hub.dispatch)

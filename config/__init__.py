@@ -410,6 +410,20 @@ class Settings:
         "Most rows one CSV export writes; a longer export ends with a truncation marker row.",
         _positive_int,
     )
+    report_threads: int = _setting(
+        "REPORT_THREADS",
+        2,
+        "Threads that work out dashboard reports (funnels) off the event loop; as many more "
+        "reports may wait for one, and a report beyond that gets 503 with Retry-After.",
+        _positive_int,
+    )
+    report_time_limit_seconds: float = _setting(
+        "REPORT_TIME_LIMIT_SECONDS",
+        3.0,
+        "Longest a dashboard report (funnels) may take from its start; past it the request "
+        "gets 503 with Retry-After and the report's thread stops.",
+        _positive_float,
+    )
     log_level: str = _setting("LOG_LEVEL", "INFO", "DEBUG, INFO, WARNING or ERROR.", _log_level)
     demo_email: str = _setting(
         "DEMO_EMAIL", "", "Embedded store only: e-mail of the demo owner (else generated).", _text

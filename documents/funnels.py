@@ -10,7 +10,10 @@ view (a pageview attributed to a product), an add to cart, a checkout started or
 A report is worked out when asked, from raw facts: the visits that started in the range
 (documents/visits.py, one indexed query) and their commerce steps (`commerce.session_steps`),
 restricted visitors left out by both. Nothing is kept, so erasure and restriction are exact
-by construction. The rules (decision "Issue 31" in docs/decisions.md):
+by construction. What a report reads (`read_sessions`) is read on the event loop; what it then
+works out (`paths_through`, `report`) is CPU only and goes through the caller's offload, a
+report thread with a time limit (decision "Issue 39: reports that never freeze the server").
+The rules (decision "Issue 31" in docs/decisions.md):
 
 * a session is a browser session; it is in the range when it started on one of its days;
 * a session reaches step 1 at the first moment it matches it, and step k at the first moment
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -63,6 +66,12 @@ INDEXES = [
 PatternCheck = Callable[[str], str]
 #: Whether a URL matches a pattern of the excluded-URL syntax: (url, pattern) -> bool.
 PageMatch = Callable[[str, str], bool]
+#: Called now and then by a computation over what a report read; raises when the report's time
+#: is up (the caller's pool says how), so a computation past its limit stops.
+Checkpoint = Callable[[], None]
+#: Runs a computation, given its checkpoint, off the event loop, within the report's time
+#: limit (tasks/report_pool.py): offload(lambda check: ...) -> its result.
+Offload = Callable[[Callable[[Checkpoint], Any]], Awaitable[Any]]
 
 
 def shop_funnel() -> dict[str, Any]:
@@ -241,18 +250,38 @@ def day_bounds(first: date, last: date) -> tuple[datetime, datetime]:
     return start, datetime(last.year, last.month, last.day, tzinfo=UTC) + timedelta(days=1)
 
 
-async def session_paths(store: Store, site_id: str, funnel: dict[str, Any], first: date,
-                        last: date, *, page_matches: PageMatch, source: str | None = None
-                        ) -> list[SessionPath]:
-    """Every session that started between `first` and `last` (of `source` when given) and how
-    far it went through the funnel; restricted visitors left out."""
+@dataclass(frozen=True)
+class RangeSessions:
+    """What a report over a range reads: the visits that started in it and the commerce steps
+    of the range's sessions by (visitor, session id), restricted visitors left out."""
+
+    visits: list[dict[str, Any]]
+    shop: dict[tuple[str, str | None], list[tuple[str, datetime]]]
+
+
+async def read_sessions(store: Store, site_id: str, first: date, last: date, *,
+                        source: str | None = None) -> RangeSessions:
+    """Every session that started between `first` and `last` (of `source` when given) and the
+    commerce steps that may fall in them; restricted visitors left out."""
     start, end = day_bounds(first, last)
     hidden = await restricted_visitor_ids(store, site_id)
     shop = await commerce.session_steps(store, site_id, start, end + LATE_STEPS)
     found = [visit async for visit in visits.visits_between(store, site_id, first, last,
                                                             hidden=hidden, source=source)]
+    return RangeSessions(found, shop)
+
+
+def _no_limit() -> None:
+    return None
+
+
+def paths_through(funnel: dict[str, Any], sessions: RangeSessions, *, page_matches: PageMatch,
+                  check: Checkpoint = _no_limit) -> list[SessionPath]:
+    """How far each session went through the funnel: CPU only, over what was read, calling
+    `check` between sessions."""
     paths = []
-    for visit, steps in _with_steps(found, shop):
+    for visit, steps in _with_steps(sessions.visits, sessions.shop, check):
+        check()
         reached = walk([_moments(step, visit, steps, page_matches) for step in funnel["steps"]])
         paths.append(SessionPath(visit["visitorId"], visit.get("sessionId"),
                                  visit.get("device") or "unknown",
@@ -262,9 +291,20 @@ async def session_paths(store: Store, site_id: str, funnel: dict[str, Any], firs
     return paths
 
 
+async def session_paths(store: Store, site_id: str, funnel: dict[str, Any], first: date,
+                        last: date, *, page_matches: PageMatch, source: str | None = None
+                        ) -> list[SessionPath]:
+    """Every session that started between `first` and `last` (of `source` when given) and how
+    far it went through the funnel; restricted visitors left out. Worked out on the caller's
+    thread (revenue at risk's shop funnel, no page patterns); `funnel_report` and
+    `recording_sessions` work theirs out through an offload."""
+    sessions = await read_sessions(store, site_id, first, last, source=source)
+    return paths_through(funnel, sessions, page_matches=page_matches)
+
+
 def _with_steps(found: list[dict[str, Any]],
-                shop: dict[tuple[str, str | None], list[tuple[str, datetime]]]
-                ) -> list[tuple[dict[str, Any], list[tuple[str, datetime]]]]:
+                shop: dict[tuple[str, str | None], list[tuple[str, datetime]]],
+                check: Checkpoint) -> list[tuple[dict[str, Any], list[tuple[str, datetime]]]]:
     """Each visit with its commerce steps: those sent with its session id, and those the shop
     sent without one (the plugin's) that happened from its start until the visitor's next
     visit of the range started, so each such step is in exactly one visit."""
@@ -273,6 +313,7 @@ def _with_steps(found: list[dict[str, Any]],
         by_visitor.setdefault(visit["visitorId"], []).append(visit)
     placed = []
     for visitor_id, theirs in by_visitor.items():
+        check()
         theirs.sort(key=lambda visit: visit["startedAt"])
         loose = shop.get((visitor_id, None), [])
         for n, visit in enumerate(theirs):
@@ -293,6 +334,19 @@ def _median_seconds(paths: list[SessionPath], step: int) -> float | None:
     gaps = [(path.reached[step] - path.reached[step - 1]).total_seconds() for path in paths
             if len(path.reached) > step]
     return round(statistics.median(gaps), 1) if gaps else None
+
+
+async def funnel_report(store: Store, site_id: str, funnel: dict[str, Any], first: date,
+                        last: date, *, source: str | None, page_matches: PageMatch,
+                        offload: Offload) -> dict[str, Any]:
+    """The funnel's report over the range: read here, worked out through `offload`."""
+    sessions = await read_sessions(store, site_id, first, last, source=source)
+
+    def work_out(check: Checkpoint) -> dict[str, Any]:
+        paths = paths_through(funnel, sessions, page_matches=page_matches, check=check)
+        return report(funnel, paths, first, last, source)
+
+    return await offload(work_out)
 
 
 def report(funnel: dict[str, Any], paths: list[SessionPath], first: date, last: date,
@@ -334,7 +388,7 @@ def stopped_at(paths: list[SessionPath], step: int) -> list[str]:
 
 async def recording_sessions(store: Store, site_id: str, first: date, last: date, *,
                              source: str | None, funnel_id: str | None, step: int | None,
-                             page_matches: PageMatch) -> tuple[str, ...]:
+                             page_matches: PageMatch, offload: Offload) -> tuple[str, ...]:
     """The session ids a recordings filter leaves: the range's sessions from `source` and,
     with `funnel_id`, those that reached its step `step` and not the next."""
     if funnel_id is None:
@@ -344,6 +398,11 @@ async def recording_sessions(store: Store, site_id: str, first: date, last: date
     funnel = await find_funnel(store, site_id, funnel_id)
     if step is None or not 1 <= step <= len(funnel["steps"]):
         raise InvalidInput("stoppedAt names a step of the funnel", field="stoppedAt")
-    paths = await session_paths(store, site_id, funnel, first, last,
-                                page_matches=page_matches, source=source)
-    return tuple(stopped_at(paths, step)[:MAX_FILTER_SESSIONS])
+    sessions = await read_sessions(store, site_id, first, last, source=source)
+
+    def work_out(check: Checkpoint) -> list[str]:
+        return stopped_at(paths_through(funnel, sessions, page_matches=page_matches, check=check),
+                          step)
+
+    stopped = await offload(work_out)
+    return tuple(stopped[:MAX_FILTER_SESSIONS])

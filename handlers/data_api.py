@@ -25,9 +25,9 @@ from handlers.site_api import (
     SITE_ID,
     UUID,
     SiteDataHandler,
-    page_matcher,
     plugin_archive,
 )
+from privacy.exclusion import page_matcher
 from privacy.rectification import rectify_lead
 from realtime.recent import recent_events
 
@@ -179,7 +179,8 @@ class RecordingsHandler(SiteDataHandler):
         step = self.optional_number("stoppedAt")
         return await funnels.recording_sessions(
             self.deps.store, site["_id"], first, last, source=source, funnel_id=funnel_id,
-            step=int(step) if step is not None else None, page_matches=page_matcher())
+            step=int(step) if step is not None else None, page_matches=page_matcher(),
+            offload=self.deps.reports.limited())
 
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)

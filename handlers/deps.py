@@ -28,6 +28,7 @@ from tasks.derivation import FigureDeriver
 from tasks.notifications import Notifier
 from tasks.purge import RetentionPurger
 from tasks.queue import ErrorQueue
+from tasks.report_pool import ReportPool
 
 log = logging.getLogger("visitor_service")
 
@@ -57,6 +58,8 @@ class Deps:
     notifier: Notifier
     statements: StatementAttributor
     subject_digester: SubjectDigester
+    #: Works out reports off the event loop, each within REPORT_TIME_LIMIT_SECONDS.
+    reports: ReportPool
     #: How changes to sites reach this process's keyring; None on MongoDB without Redis.
     site_changes: RedisSiteChanges | InProcessSiteChanges | None = None
     readiness_checks: dict[str, Callable[[], Awaitable[Any]]] = field(default_factory=dict)

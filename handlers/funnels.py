@@ -6,8 +6,8 @@ documents/conversion_impact.py say how each is worked out)."""
 from __future__ import annotations
 
 from documents import conversion_impact, funnels
-from handlers.site_api import SITE_ID, UUID, SiteDataHandler, page_matcher
-from privacy.exclusion import validate_pattern
+from handlers.site_api import SITE_ID, UUID, SiteDataHandler
+from privacy.exclusion import page_matcher, validate_pattern
 
 #: A funnel's id in a path: a definition's UUID, or "shop" for the built-in one.
 FUNNEL_ID = rf"({funnels.SHOP_FUNNEL_ID}|{UUID[1:-1]})"
@@ -65,16 +65,18 @@ class FunnelHandler(SiteDataHandler):
 
 
 class FunnelReportHandler(SiteDataHandler):
-    """GET .../funnels/{funnelId}/report?from=&to=&source=: the range's sessions through it."""
+    """GET .../funnels/{funnelId}/report?from=&to=&source=: the range's sessions through it,
+    worked out on a report thread within the time limit (503 past it)."""
 
     async def get(self, site_id: str, funnel_id: str) -> None:
+        offload = self.deps.reports.limited()
         site = await self.readable_site(site_id)
         funnel = await funnels.find_funnel(self.deps.store, site["_id"], funnel_id)
         first, last = self.day_range()
         source = self.get_query_argument("source", None) or None
-        paths = await funnels.session_paths(self.deps.store, site["_id"], funnel, first, last,
-                                            page_matches=page_matcher(), source=source)
-        self.write_json(funnels.report(funnel, paths, first, last, source))
+        self.write_json(await funnels.funnel_report(
+            self.deps.store, site["_id"], funnel, first, last, source=source,
+            page_matches=page_matcher(), offload=offload))
 
 
 class PagesAtRiskHandler(SiteDataHandler):

@@ -17,10 +17,9 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from documents import funnels, sites, views
+from documents import sites, views
 from handlers.base import BaseHandler
 from privacy.csv_safety import neutralise_row
-from privacy.exclusion import ExclusionRule, rule_matches
 from privacy.export import VisitorExport
 from privacy.subject_data import SubjectKeys
 
@@ -73,19 +72,6 @@ def security_headers(public_url: str) -> dict[str, str]:
         "Referrer-Policy": "no-referrer",
         "X-Content-Type-Options": "nosniff",
     }
-
-
-def page_matcher() -> funnels.PageMatch:
-    """Matches URLs against funnel step patterns, each pattern's rule built once per request."""
-    rules: dict[str, ExclusionRule] = {}
-
-    def matches(url: str, pattern: str) -> bool:
-        rule = rules.get(pattern)
-        if rule is None:
-            rule = rules[pattern] = ExclusionRule(pattern)
-        return rule_matches(url, rule)
-
-    return matches
 
 
 class SiteDataHandler(BaseHandler):

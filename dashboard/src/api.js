@@ -48,6 +48,8 @@ const WORDS = {
 export function describeError(error) {
   if (error instanceof ApiError) {
     if (error.status === 422 || error.status === 409 || error.status === 400) return error.message;
+    // A report too heavy to work out in time: the server's words say what helps (a shorter range).
+    if (error.code === 'report_time_limit') return error.message;
     return WORDS[error.status] || error.message || `The request failed (${error.status}).`;
   }
   return WORDS[0];
