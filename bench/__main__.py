@@ -235,6 +235,39 @@ BENCHMARKS.append("bench.retention")
 ROWS_FOR["bench.retention"] = _retention_rows
 
 
+def _derivation_rows(f: dict[str, Any]) -> list[Row]:
+    wire, embedded = f["secantus"], f["embedded"]
+    one, two = wire["one_worker"], wire["two_workers"]
+    rows = [row("fold", f"{wire['facts']} facts: facts/s, two workers (baseline: one)",
+                two["facts_per_second"], one["facts_per_second"])]
+    rows.extend(row("fold", f"  {w['owner']} of two: facts/s (baseline: one alone)",
+                    w["facts_per_second"], one["facts_per_second"]) for w in two["workers"])
+    for name, label in (("one_worker", "one worker"), ("two_workers", "two workers")):
+        check = wire[name]["check"]
+        rows.append(row("fold", f"{label}: facts folded (baseline: backlog)",
+                        check["folded"], check["facts"], "= backlog"))
+        rows.append(row("fold", f"{label}: figure docs unequal to a rebuild (of all)",
+                        sum(check["sites_differing"].values()), check["figure_documents"], 0))
+    idle, fold = embedded["ticker_alone"], embedded["ticker_during_fold"]
+    rows += [
+        row("fold", f"embedded, {embedded['facts']} facts: facts/s",
+            embedded["facts_per_second"]),
+        row("fold", "embedded: longest loop stall ms, fold (baseline: idle)",
+            fold["longest_stall_ms"], idle["longest_stall_ms"]),
+        row("fold", "embedded: longest loop CPU ms between ticks (baseline: idle)",
+            fold["longest_loop_cpu_ms"], idle["longest_loop_cpu_ms"]),
+        row("fold", "embedded: figure docs unequal to a rebuild (of all)",
+            sum(embedded["check"]["sites_differing"].values()),
+            embedded["check"]["figure_documents"], 0),
+    ]
+    return rows
+
+
+# A backlog folded by two workers at once, and the embedded default's event loop (issue 38).
+BENCHMARKS.append("bench.derivation")
+ROWS_FOR["bench.derivation"] = _derivation_rows
+
+
 def summary_table(rows: list[Row]) -> str:
     """The rows as a fixed-width text table."""
     def cell(value: Any) -> str:
