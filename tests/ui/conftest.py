@@ -79,8 +79,11 @@ async def dashboard(settings: Settings, deps: server.Deps, dashboard_socket: lis
 
 
 @pytest.fixture
-async def page(browser: Browser) -> AsyncIterator[Page]:  # noqa: F811
-    """A fresh browser context and page at a laptop's width; console errors fail the test."""
+async def page(browser: Browser, dashboard: Dashboard) -> AsyncIterator[Page]:  # noqa: F811
+    """A fresh browser context and page at a laptop's width; console errors fail the test.
+
+    It needs the dashboard so that it is closed before the dashboard's server stops: a live
+    socket reconnecting in between logged ERR_CONNECTION_REFUSED once (CI at 56014bd)."""
     context = await browser.new_context(viewport={"width": 1280, "height": 860})
     opened = await context.new_page()
     problems: list[str] = []
