@@ -32,7 +32,6 @@ out, so erasure and restriction are exact (decision "Issue 31").
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -120,18 +119,32 @@ def _stage(path: funnels.SessionPath, until: datetime | None = None) -> int:
     return sum(1 for at in path.reached[:STAGES] if until is None or at <= until)
 
 
-async def funnelled(store: Store, site: dict[str, Any], first: date, last: date,
-                    page_matches: funnels.PageMatch) -> Funnelled:
-    """Every session of the range through the shop funnel, and the average order value."""
-    paths = await funnels.session_paths(store, site["_id"], funnels.shop_funnel(), first, last,
-                                        page_matches=page_matches)
+@dataclass(frozen=True)
+class _Read:
+    """What revenue at risk reads of a range on the event loop: its sessions, and what an
+    order is worth (the rest is CPU work, done through the caller's offload)."""
+
+    sessions: funnels.RangeSessions
+    currency: str | None
+    order_value: Fraction | None
+
+    def funnelled(self, page_matches: funnels.PageMatch, check: funnels.Checkpoint
+                  ) -> Funnelled:
+        """Every session of the range through the shop funnel (CPU only)."""
+        paths = funnels.paths_through(funnels.shop_funnel(), self.sessions,
+                                      page_matches=page_matches, check=check)
+        return Funnelled({(path.visitor_id, path.session_id): path for path in paths
+                          if path.session_id}, self.currency, self.order_value)
+
+
+async def _read(store: Store, site: dict[str, Any], first: date, last: date) -> _Read:
+    """The range's sessions, restricted visitors left out, and the average order value."""
+    sessions = await funnels.read_sessions(store, site["_id"], first, last)
     start, end = funnels.day_bounds(first, last)
     currency, _ = await commerce.reporting_currency(store, site["_id"], site.get("settings"))
     nets = [order["net"] for order in await commerce.paid_orders(store, site["_id"], start, end)
             if order["counted"] and order["currency"] == currency]
-    return Funnelled({(path.visitor_id, path.session_id): path for path in paths
-                      if path.session_id},
-                     currency, Fraction(sum(nets), len(nets)) if nets else None)
+    return _Read(sessions, currency, Fraction(sum(nets), len(nets)) if nets else None)
 
 
 def strata(hits: dict[Key, datetime], sessions: Funnelled) -> list[Stratum]:
@@ -280,30 +293,33 @@ def _first_hits(rows: Iterable[tuple[str, str | None, str | None, datetime]]
 
 
 async def error_impacts(store: Store, site: dict[str, Any], first: date, last: date,
-                        page_matches: funnels.PageMatch) -> dict[str, dict[str, Any]]:
+                        page_matches: funnels.PageMatch, offload: funnels.Offload
+                        ) -> dict[str, dict[str, Any]]:
     """Each error that hit a session of the range: its impact, by error id, the range's
-    errors adjusted as one family."""
-    sessions = await funnelled(store, site, first, last, page_matches)
+    errors adjusted as one family. Read here, worked out through `offload` (a report thread
+    with a time limit)."""
+    read = await _read(store, site, first, last)
     start, end = funnels.day_bounds(first, last)
-    rows = await error_records.session_hits(
+    hits = _first_hits(await error_records.session_hits(
         store, site["_id"], start, end + funnels.LATE_STEPS,
-        hidden=await restricted_visitor_ids(store, site["_id"]))
-    # Every session per error and an exact test each: CPU work, kept off the event loop.
-    return await asyncio.to_thread(_impacts, _first_hits(rows), sessions)
+        hidden=await restricted_visitor_ids(store, site["_id"])))
+    return await offload(lambda check: _impacts(hits, read.funnelled(page_matches, check)))
 
 
 async def page_impacts(store: Store, site: dict[str, Any], first: date, last: date,
-                       page_matches: funnels.PageMatch) -> list[dict[str, Any]]:
+                       page_matches: funnels.PageMatch, offload: funnels.Offload
+                       ) -> list[dict[str, Any]]:
     """The pages with rage or dead clicks in the range's sessions, each with its impact (the
     range's pages adjusted as one family): significant revenue at risk first, largest first,
-    then by sessions hit."""
-    sessions = await funnelled(store, site, first, last, page_matches)
+    then by sessions hit. Read here, worked out through `offload`."""
+    read = await _read(store, site, first, last)
     start, end = funnels.day_bounds(first, last)
-    rows = [(visits.page_path(url), visitor_id, session_id, at)
-            async for visitor_id, session_id, url, at in interactions.frustrated_clicks(
-                store, site["_id"], start, end + funnels.LATE_STEPS,
-                hidden=await restricted_visitor_ids(store, site["_id"]))]
-    impacts = await asyncio.to_thread(_impacts, _first_hits(rows), sessions)
+    hits = _first_hits([(visits.page_path(url), visitor_id, session_id, at)
+                        async for visitor_id, session_id, url, at in
+                        interactions.frustrated_clicks(
+                            store, site["_id"], start, end + funnels.LATE_STEPS,
+                            hidden=await restricted_visitor_ids(store, site["_id"]))])
+    impacts = await offload(lambda check: _impacts(hits, read.funnelled(page_matches, check)))
     return sort_by_risk([{"page": page, **impact} for page, impact in impacts.items()], "page")
 
 

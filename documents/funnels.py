@@ -291,17 +291,6 @@ def paths_through(funnel: dict[str, Any], sessions: RangeSessions, *, page_match
     return paths
 
 
-async def session_paths(store: Store, site_id: str, funnel: dict[str, Any], first: date,
-                        last: date, *, page_matches: PageMatch, source: str | None = None
-                        ) -> list[SessionPath]:
-    """Every session that started between `first` and `last` (of `source` when given) and how
-    far it went through the funnel; restricted visitors left out. Worked out on the caller's
-    thread (revenue at risk's shop funnel, no page patterns); `funnel_report` and
-    `recording_sessions` work theirs out through an offload."""
-    sessions = await read_sessions(store, site_id, first, last, source=source)
-    return paths_through(funnel, sessions, page_matches=page_matches)
-
-
 def _with_steps(found: list[dict[str, Any]],
                 shop: dict[tuple[str, str | None], list[tuple[str, datetime]]],
                 check: Checkpoint) -> list[tuple[dict[str, Any], list[tuple[str, datetime]]]]:

@@ -83,8 +83,8 @@ class ErrorTrendsHandler(SiteDataHandler):
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         first, last = self.day_range()
-        impacts = await conversion_impact.error_impacts(self.deps.store, site, first, last,
-                                                        page_matcher())
+        impacts = await conversion_impact.error_impacts(
+            self.deps.store, site, first, last, page_matcher(), self.deps.reports.limited())
         ranked = await views.ranked_errors(
             self.deps.store, site["_id"], first=first, last=last,
             status=self.get_query_argument("status", None) or None,

@@ -143,9 +143,14 @@ async def test_a_report_past_its_time_limit_is_a_503_with_retry_after(
     assert created.code == 201, created
     funnel_id = created.json()["id"]
     today = datetime.now(UTC).date().isoformat()
+    # The funnel's report, the recordings filtered by its step, and revenue at risk: the
+    # errors list and the pages at risk walk the shop funnel on a report thread too.
+    days = f"from={BASE.date().isoformat()}&to={today}"
     for path in (_report_path(tenant, funnel_id),
                  f"/api/v1/sites/{tenant.site_id}/recordings?funnel={funnel_id}&stoppedAt=1"
-                 f"&from={BASE.date().isoformat()}&to={today}"):
+                 f"&{days}",
+                 f"/api/v1/sites/{tenant.site_id}/error-trends?{days}",
+                 f"/api/v1/sites/{tenant.site_id}/revenue-at-risk/pages?{days}"):
         answer = await fetch(path, token=viewer_token)
         assert answer.code == 503, (path, answer)
         assert answer.headers["Retry-After"] == "1"
