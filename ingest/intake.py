@@ -28,6 +28,7 @@ from privacy.ipaddr import (
     own_hosts,
     parse_client_ip,
 )
+from privacy.url_secrets import secret_parameters, strip_item_urls
 from privacy.useragent import UserAgentParser
 
 ITEMS_METRIC = "ingest_items_total"
@@ -100,7 +101,10 @@ class VisitorIntake:
         """Whether this item may be stored; a refusal is counted with its reason.
 
         An admitted item's request texts (URL, title, referrer) have every IP address in them
-        anonymised in place, as the visitor's own address is (privacy rule 1).
+        anonymised in place, as the visitor's own address is (privacy rule 1), and its URLs
+        lose their secret parameters (privacy/url_secrets.py): nothing after the gate, stored
+        or folded, sees an order key or a token. The gate itself reads the URL as sent, so an
+        excluded-URL pattern may name a parameter.
         `held_refused_by_write`: the caller's transaction refuses a restricted or objecting
         visitor itself (`visitors.touch(refuse_held=True)`, then `refused_held`), so their
         flags are not read here.
@@ -128,6 +132,7 @@ class VisitorIntake:
             self.count(kind, "dropped", decision.reason or "unknown")
         else:
             anonymise_request_texts(payload, own_hosts(site.get("allowedOrigins", ())))
+            strip_item_urls(payload, secret_parameters(site))
         return decision
 
     def refused_held(self, kind: ItemKind, held: visitors.VisitorHeld) -> Outcome:

@@ -18,7 +18,6 @@ from documents.accounts import new_id
 from documents.store import Store
 from ingest.intake import VisitorIntake, parse_time
 from privacy.heatmap_pages import page_group_rules, page_of
-from privacy.ipaddr import OwnHosts, anonymise_addresses_in, own_hosts
 
 
 @dataclass(frozen=True)
@@ -46,16 +45,17 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
     for index, item in enumerate(body["interactions"]):
         by_url[item.get("url") or body.get("url") or ""].append((index, item))
     admitted: list[dict[str, Any]] = []
-    own = own_hosts(site.get("allowedOrigins", ()))
     for url, items in by_url.items():
-        decision = await intake.admit(site, "interaction", {**body, "url": url or None})
+        gated = {**body, "url": url or None}
+        decision = await intake.admit(site, "interaction", gated)
         if not decision.allowed:
             # admit counted one drop for the decision; the batch's other events count too.
             if len(items) > 1:
                 intake.count("interaction", "dropped", decision.reason or "refused",
                              len(items) - 1)
             continue
-        admitted.extend(_event(body, item, now, own, f"interactions.{index}.at")
+        # The page as admitted: its addresses anonymised and its secret parameters stripped.
+        admitted.extend(_event(body, item, now, gated["url"], f"interactions.{index}.at")
                         for index, item in items)
     dropped = len(body["interactions"]) - len(admitted)
     if not admitted:
@@ -96,13 +96,13 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
     return BatchOutcome(len(admitted), dropped)
 
 
-def _event(body: dict[str, Any], item: dict[str, Any], now: datetime,
-           own: OwnHosts, at_field: str) -> dict[str, Any]:
+def _event(body: dict[str, Any], item: dict[str, Any], now: datetime, url: str | None,
+           at_field: str) -> dict[str, Any]:
     event: dict[str, Any] = {
         "id": new_id(),
         "kind": item["kind"],
         "at": parse_time(item.get("at"), now, field=at_field),
-        "url": anonymise_addresses_in(item.get("url") or body.get("url") or "", own=own) or None,
+        "url": url or None,
         "sessionId": body.get("sessionId"),
         "recordingId": body.get("recordingId"),
     }

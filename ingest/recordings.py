@@ -31,7 +31,6 @@ from documents.sites import DEFAULT_SETTINGS
 from documents.store import Store
 from errors import Conflict, InvalidInput
 from ingest.intake import Outcome, VisitorIntake, parse_time
-from privacy.ipaddr import anonymise_addresses_in, own_hosts
 from privacy.personal_pages import personal_page_patterns
 
 #: Longest chain of successors one segment may walk. Each link stands for at least one cap's
@@ -153,11 +152,12 @@ class RecordingLifecycle:
         if not upload.data.startswith(GZIP_MAGIC):
             raise InvalidInput("the segment must be gzip-compressed (magic bytes 1f 8b)",
                                field="body", code="not_gzip")
-        decision = await self.intake.admit(site, "recording", upload.gate_payload())
+        gated = upload.gate_payload()
+        decision = await self.intake.admit(site, "recording", gated)
         if not decision.allowed:
             return SegmentOutcome(Outcome.dropped(decision.reason or "refused"))
-        upload = replace(upload, page_url=anonymise_addresses_in(
-            upload.page_url, own=own_hosts(site.get("allowedOrigins", ()))))
+        # The page as admitted: its addresses anonymised and its secret parameters stripped.
+        upload = replace(upload, page_url=gated["url"])
         now = self.clock()
         # A fast path for retries; the unique index below is what actually guarantees it. A
         # stored segment was stored with all its steps, in one transaction.

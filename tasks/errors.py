@@ -26,6 +26,7 @@ from errors import InvalidInput
 from ingest.intake import parse_time
 from instants import format_instant
 from privacy.ipaddr import OwnHosts, address_spellings, anonymise_addresses_in
+from privacy.url_secrets import DEFAULT_SECRET_PARAMETERS, strip_secrets_in_text
 from realtime.bus import EventBus
 from realtime.events import new_error_event_from_record
 from tasks.notify_port import Notifier
@@ -133,13 +134,14 @@ def _scrubbed(value: Any, replace: Callable[[str], str]) -> Any:
     return value
 
 
-def _address_scrubber(address: tuple[tuple[str, ...], str] | None,
-                      own: OwnHosts) -> Callable[[str], str]:
+def _address_scrubber(address: tuple[tuple[str, ...], str] | None, own: OwnHosts,
+                      secrets: frozenset[str]) -> Callable[[str], str]:
     """Replace the visitor's own address (`address_spellings`, however written) and every IPv4
     and IPv6 address in the text with its anonymised form, but for the site's `own` hosts in
-    its URLs."""
+    its URLs; strip the `secrets` parameters from every URL in it."""
 
     def replace(text: str) -> str:
+        text = strip_secrets_in_text(text, secrets)
         # Every address written out holds a dot or a colon; most strings of an error (its type,
         # source, ids) hold neither and need no search.
         if "." not in text and ":" not in text:
@@ -150,9 +152,11 @@ def _address_scrubber(address: tuple[tuple[str, ...], str] | None,
 
 
 def error_job(site_id: str, body: dict[str, Any], *, now: datetime | None = None,
-              device: dict[str, str | None] | None = None,
-              own: OwnHosts = frozenset()) -> dict[str, Any]:
-    """The queue job for an accepted error: its own id, and no full IP address anywhere."""
+              device: dict[str, str | None] | None = None, own: OwnHosts = frozenset(),
+              secrets: frozenset[str] = DEFAULT_SECRET_PARAMETERS) -> dict[str, Any]:
+    """The queue job for an accepted error: its own id, no full IP address anywhere, and no
+    secret parameter (`secrets`, privacy/url_secrets.py) in any URL its texts hold: the page,
+    the context's request URL, a message or a stack."""
     context = body.get("context")
     if context:
         context_size = len(json.dumps(context, separators=(",", ":")))
@@ -168,7 +172,7 @@ def error_job(site_id: str, body: dict[str, Any], *, now: datetime | None = None
         "siteId": site_id,
         "receivedAt": format_instant(now or datetime.now(UTC)),
         "ipAddress": address[1] if address is not None else None,
-        "error": _scrubbed(payload, _address_scrubber(address, own)),
+        "error": _scrubbed(payload, _address_scrubber(address, own, secrets)),
         "device": device or {},
     }
 

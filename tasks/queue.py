@@ -27,6 +27,7 @@ from documents import error_records
 from documents.store import Store, is_temporary_store_error
 from errors import Unavailable
 from privacy.ipaddr import own_hosts
+from privacy.url_secrets import secret_parameters
 from realtime.bus import EventBus
 from tasks.errors import error_job, process_error
 from tasks.notify_port import Notifier
@@ -80,7 +81,8 @@ async def submit_error(queue: ErrorQueue, intake: VisitorIntake, site: dict[str,
     try:
         # The device is described here, where the parser lives; the header itself is not kept.
         await queue.enqueue(error_job(site["_id"], body, device=intake.describe_device(body),
-                                      own=own_hosts(site.get("allowedOrigins", ()))))
+                                      own=own_hosts(site.get("allowedOrigins", ())),
+                                      secrets=secret_parameters(site)))
     except QueueUnavailable:
         intake.count("error", "dropped", "queue_unavailable")
         raise
