@@ -152,6 +152,22 @@ class WordPress:
     product_id: int = 0
     product_url: str = ""
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    #: How mariadbd was started (the first of `processes`), to start it again.
+    database_command: list[str] = field(default_factory=list)
+    database_port: int = 0
+
+    def restart_database_if_it_died(self) -> bool:
+        """Start mariadbd again on its data if it has stopped: Debian's mariadbd has been seen to
+        segfault under a loaded CI run (the kernel's log, CI of b5a39ee), after which this
+        process's every later WordPress test failed on "Database Error". True if restarted."""
+        if not self.database_command or self.processes[0].poll() is None:
+            return False
+        with open(self.root / "mariadb.log", "ab") as db_log:
+            self.processes[0] = subprocess.Popen(
+                self.database_command, stdout=db_log, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        _wait_for_port(self.database_port, self.processes[0], "mariadbd")
+        return True
 
     @property
     def host(self) -> str:
@@ -212,11 +228,12 @@ def _start(root: Path, processes: list[subprocess.Popen[bytes]]) -> WordPress:
     _run(["mariadb-install-db", "--no-defaults", "--user=root", f"--datadir={data}",
           "--auth-root-authentication-method=normal", "--skip-test-db"])
     db_log = open(root / "mariadb.log", "wb")  # noqa: SIM115 - closed with the process
+    database = ["mariadbd", "--no-defaults", "--user=root", f"--datadir={data}",
+                f"--socket={sock}", f"--port={db_port}", "--bind-address=127.0.0.1",
+                "--skip-log-bin", "--innodb-buffer-pool-size=32M",
+                "--innodb-flush-log-at-trx-commit=0"]
     processes.append(subprocess.Popen(
-        ["mariadbd", "--no-defaults", "--user=root", f"--datadir={data}", f"--socket={sock}",
-         f"--port={db_port}", "--bind-address=127.0.0.1", "--skip-log-bin",
-         "--innodb-buffer-pool-size=32M", "--innodb-flush-log-at-trx-commit=0"],
-        stdout=db_log, stderr=subprocess.STDOUT, start_new_session=True))
+        database, stdout=db_log, stderr=subprocess.STDOUT, start_new_session=True))
     db_log.close()
     _wait_for_port(db_port, processes[-1], "mariadbd")
     db_password = secrets.token_hex(12)
@@ -246,7 +263,8 @@ def _start(root: Path, processes: list[subprocess.Popen[bytes]]) -> WordPress:
     _run(["php", str(root / "install.php"), str(site), host])
 
     wordpress = WordPress(url=home, backend_url=f"http://127.0.0.1:{php_port}", site=site,
-                          root=root, processes=processes)
+                          root=root, processes=processes, database_command=database,
+                          database_port=db_port)
     setup = wordpress.php_sync(f"""
         global $wp_rewrite;
         $wp_rewrite->set_permalink_structure('/%postname%/');

@@ -42,6 +42,13 @@ def wordpress(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WordPress]:
         shutil.rmtree(root, ignore_errors=True)  # about 175 MB: WordPress and its database
 
 
+@pytest.fixture(autouse=True)
+def database_up(wordpress: WordPress) -> None:
+    """Each WordPress test starts with its database running, even after mariadbd crashed under
+    an earlier one (tests/support/wordpress.py)."""
+    wordpress.restart_database_if_it_died()
+
+
 @pytest.fixture
 async def service(settings: Settings, deps: server.Deps) -> AsyncIterator[Service]:
     """The real service, reachable from PHP and Chromium."""
