@@ -38,6 +38,7 @@ from handlers.validation import SchemaValidator
 from privacy.useragent import UserAgentParser
 from tests.support.app import TEST_PASSWORD, Answer, Tenant
 from tests.support.faulty_store import FaultPlan, FaultyStore
+from tests.support.ingest import Ingest
 from tests.support.live import LiveClient, open_live
 from tests.support.redis_server import running_redis
 from tests.support.secantus import running_secantus
@@ -365,6 +366,19 @@ def make_tenant(deps: server.Deps, fetch: Fetch, test_password_hash: str) -> Ten
                       site.json()["apiKey"], site.json()["publicKey"])
 
     return create
+
+
+@pytest.fixture
+def ingest(fetch: Fetch, tenant: Tenant) -> Ingest:
+    """POST to /ingest/<kind> with the tenant's API key: ingest("pageviews", {...})."""
+
+    async def post(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+        answer = await fetch(f"/ingest/{kind}", "POST", json_body=body,
+                             headers={"X-Service-Key": tenant.api_key})
+        assert answer.code == 200, (kind, answer)
+        return answer.json()
+
+    return post
 
 
 @pytest.fixture

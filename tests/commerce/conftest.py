@@ -1,5 +1,5 @@
 """Fixtures for the commerce tests: the dashboard API's ingest helper and viewer."""
 
-from tests.dashboard_api.conftest import ingest, viewer_token
+from tests.dashboard_api.conftest import viewer_token
 
-__all__ = ["ingest", "viewer_token"]
+__all__ = ["viewer_token"]

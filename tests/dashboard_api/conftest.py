@@ -2,26 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from documents import accounts
 from tests.support.app import TEST_PASSWORD, Fetch, Tenant
-from tests.support.ingest import Ingest
-
-
-@pytest.fixture
-def ingest(fetch: Fetch, tenant: Tenant) -> Ingest:
-    """POST to /ingest/<kind> with the tenant's API key: ingest("pageviews", {...})."""
-
-    async def post(kind: str, body: dict[str, Any]) -> dict[str, Any]:
-        answer = await fetch(f"/ingest/{kind}", "POST", json_body=body,
-                             headers={"X-Service-Key": tenant.api_key})
-        assert answer.code == 200, (kind, answer)
-        return answer.json()
-
-    return post
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from typing import Any
 import documents
 from documents import derivation, error_records, migrations, rollups
 from tasks.errors import keep_occurrence
-from tests.dashboard_api.conftest import Ingest
 from tests.support.app import Fetch, Tenant
+from tests.support.ingest import Ingest
 
 SHOP = "https://shop.example"
 GB_IP, DE_IP = "81.2.69.160", "85.214.132.117"

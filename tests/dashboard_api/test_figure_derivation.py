@@ -11,7 +11,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from documents import derivation, heatmaps, recordings, rollups, visits
-from tests.dashboard_api.conftest import Ingest
 from tests.dashboard_api.test_daily_figures import (
     DE_IP,
     DESKTOP,
@@ -27,6 +26,7 @@ from tests.dashboard_api.test_daily_figures import (
 )
 from tests.support.app import Fetch, Tenant
 from tests.support.faulty_store import FaultPlan, InjectedFault
+from tests.support.ingest import Ingest
 
 #: Every collection a figure lives in (a recording's marks are its `marks` field), and what
 #: only the fold writes: visits and marks waiting for their recording.

@@ -11,11 +11,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from documents import derivation, rollups
-from tests.dashboard_api.conftest import Ingest
 from tests.dashboard_api.test_daily_figures import _as_rebuilt, _figures
 from tests.dashboard_api.test_figure_derivation import _pageviews, _pending
 from tests.support.app import Tenant
 from tests.support.faulty_store import FaultPlan, FaultyStore
+from tests.support.ingest import Ingest
 
 
 def _pageviews_counted(figures: dict[str, dict]) -> int:

@@ -9,9 +9,9 @@ from typing import Any
 
 import documents
 from documents import migrations, rollups, visits
-from tests.dashboard_api.conftest import Ingest
 from tests.retention.conftest import make_purger
 from tests.support.app import Fetch, Tenant
+from tests.support.ingest import Ingest
 
 SHOP = "https://shop.example"
 

@@ -4,32 +4,17 @@ site can name more of them."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from privacy.url_secrets import strip_secrets, strip_secrets_in_text
 from tests.recordings.kit import gzip_json
 from tests.support.app import Fetch, Tenant, all_documents_text
-from tests.support.ingest import Ingest, send_errors
+from tests.support.ingest import send_errors
 
 ORDER_KEY = "wc_order_abc"
 ORDER_RECEIVED = f"https://shop.example/checkout/order-received/123/?key={ORDER_KEY}&utm_source=x"
 SHOWN = "https://shop.example/checkout/order-received/123/?utm_source=x"
 RECORDING_ID = "00000000-0000-4000-8000-0000000000c4"
-
-
-@pytest.fixture
-def ingest(fetch: Fetch, tenant: Tenant) -> Ingest:
-    """POST to /ingest/<kind> with the tenant's API key."""
-
-    async def post(kind: str, body: dict[str, Any]) -> dict[str, Any]:
-        answer = await fetch(f"/ingest/{kind}", "POST", json_body=body,
-                             headers={"X-Service-Key": tenant.api_key})
-        assert answer.code == 200, (kind, answer)
-        return answer.json()
-
-    return post
 
 
 @pytest.mark.parametrize(("sent", "stored"), [
