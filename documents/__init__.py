@@ -1,5 +1,5 @@
-"""The data layer: the Store, one module per collection family with its indexes, and
-`views`, what the dashboard shows, read through the families."""
+"""The data layer: the Store and one module per collection family with its indexes. What the
+dashboard shows is read through the families by derived/views/."""
 
 from __future__ import annotations
 

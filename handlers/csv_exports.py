@@ -13,7 +13,7 @@ dashboard's restriction and erasure controls.
 
 from __future__ import annotations
 
-from documents import views
+from derived.views import exports
 from handlers.site_api import SITE_ID, CsvStreamHandler
 
 
@@ -22,13 +22,13 @@ class CsvExportHandler(CsvStreamHandler):
 
     async def get(self, site_id: str, kind: str) -> None:
         site = await self.admin_site(site_id)
-        export = views.CSV_EXPORTS[kind]
+        export = exports.CSV_EXPORTS[kind]
         cap = self.deps.settings.csv_row_cap
-        counted = await views.count_export_rows(self.deps.store, export, site["_id"],
+        counted = await exports.count_export_rows(self.deps.store, export, site["_id"],
                                                   up_to=cap + 1)
         written, truncated = await self.stream_csv(
             f"{kind}-{site_id}.csv", export.columns, counted,
-            views.export_rows(self.deps.store, export, site["_id"], limit=cap + 1))
+            exports.export_rows(self.deps.store, export, site["_id"], limit=cap + 1))
         await self.audit("site.csv_exported", site,
                          {"kind": kind, "rows": written, "truncated": truncated})
         self.finish()

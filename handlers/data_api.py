@@ -11,12 +11,16 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from derived.views import charts, overview, paging
+from derived.views import errors as error_views
+from derived.views import leads as lead_views
+from derived.views import recordings as recording_views
+from derived.views import visitors as visitor_views
 from documents import (
     conversion_impact,
     error_records,
     funnels,
     recordings,
-    views,
     visitors,
 )
 from handlers.site_api import (
@@ -41,7 +45,7 @@ class VisitorsHandler(SiteDataHandler):
         site = await self.readable_site(site_id)
         cursor, limit = self.page_arguments()
         argument = self.get_query_argument
-        filters = views.VisitorFilters(
+        filters = visitor_views.VisitorFilters(
             q=argument("q", None) or None, country=argument("country", None) or None,
             device=argument("device", None) or None, logged_in=self.optional_flag("loggedIn"),
             has_lead=self.optional_flag("hasLead"), has_error=self.optional_flag("hasError"),
@@ -49,8 +53,8 @@ class VisitorsHandler(SiteDataHandler):
             first_seen_to=self.optional_day("firstSeenTo"),
             last_seen_from=self.optional_day("lastSeenFrom"),
             last_seen_to=self.optional_day("lastSeenTo"))
-        page = await views.search_visitors(self.deps.store, site["_id"], filters,
-                                              cursor=cursor, limit=limit)
+        page = await visitor_views.search_visitors(self.deps.store, site["_id"], filters,
+                                                   cursor=cursor, limit=limit)
         self.write_json(page.as_dict())
 
 
@@ -59,7 +63,7 @@ class VisitorProfileHandler(SiteDataHandler):
 
     async def get(self, site_id: str, visitor_id: str) -> None:
         site = await self.readable_site(site_id)
-        profile = await views.visitor_profile(self.deps.store, site["_id"], visitor_id)
+        profile = await visitor_views.visitor_profile(self.deps.store, site["_id"], visitor_id)
         self.write_json(profile)
 
 
@@ -69,9 +73,9 @@ class ErrorsHandler(SiteDataHandler):
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         cursor, limit = self.page_arguments()
-        page = await views.list_errors(self.deps.store, site["_id"],
-                                         status=self.get_query_argument("status", None),
-                                         cursor=cursor, limit=limit)
+        page = await error_views.list_errors(self.deps.store, site["_id"],
+                                             status=self.get_query_argument("status", None),
+                                             cursor=cursor, limit=limit)
         self.write_json(page.as_dict())
 
 
@@ -85,14 +89,14 @@ class ErrorTrendsHandler(SiteDataHandler):
         first, last = self.day_range()
         impacts = await conversion_impact.error_impacts(
             self.deps.store, site, first, last, page_matcher(), self.deps.reports.limited())
-        ranked = await views.ranked_errors(
+        ranked = await error_views.ranked_errors(
             self.deps.store, site["_id"], first=first, last=last,
             status=self.get_query_argument("status", None) or None,
             source=self.get_query_argument("source", None) or None,
             page=self.get_query_argument("page", None) or None,
             sort=self.get_query_argument("sort", None) or "lastSeen",
-            limit=min(views.page_limit(self.get_query_argument("limit", None)),
-                      views.MAX_RANKED_ERRORS), impacts=impacts)
+            limit=min(paging.page_limit(self.get_query_argument("limit", None)),
+                      error_views.MAX_RANKED_ERRORS), impacts=impacts)
         self.write_json({**ranked, "rule": conversion_impact.RULE})
 
 
@@ -103,8 +107,8 @@ class ErrorBreakdownHandler(SiteDataHandler):
     async def get(self, site_id: str, error_id: str) -> None:
         site = await self.readable_site(site_id)
         first, last = self.day_range()
-        breakdown = await views.error_breakdown(self.deps.store, site["_id"], error_id,
-                                                  first=first, last=last)
+        breakdown = await error_views.error_breakdown(self.deps.store, site["_id"], error_id,
+                                                      first=first, last=last)
         self.write_json(breakdown)
 
 
@@ -115,8 +119,8 @@ class ErrorReplaysHandler(SiteDataHandler):
     async def get(self, site_id: str, error_id: str) -> None:
         site = await self.readable_site(site_id)
         first, last = self.day_range()
-        replays = await views.error_replays(self.deps.store, site["_id"], error_id,
-                                               first=first, last=last)
+        replays = await error_views.error_replays(self.deps.store, site["_id"], error_id,
+                                                  first=first, last=last)
         self.write_json(replays)
 
 
@@ -125,8 +129,8 @@ class ErrorHandler(SiteDataHandler):
 
     async def get(self, site_id: str, error_id: str) -> None:
         site = await self.readable_site(site_id)
-        error = await views.find_error(self.deps.store, site["_id"], error_id)
-        self.write_json(views.error_detail(error))
+        error = await error_views.find_error(self.deps.store, site["_id"], error_id)
+        self.write_json(error_views.error_detail(error))
 
     async def patch(self, site_id: str, error_id: str) -> None:
         site = await self.admin_site(site_id)  # before the body: strangers learn nothing
@@ -134,7 +138,7 @@ class ErrorHandler(SiteDataHandler):
         after = await error_records.change_status(self.deps.store, site, error_id, body["status"],
                                                   actor_user_id=self.user.id,
                                                   account_id=self.user.account_id)
-        self.write_json(views.error_detail(after))
+        self.write_json(error_views.error_detail(after))
 
 
 class LeadsHandler(SiteDataHandler):
@@ -143,8 +147,8 @@ class LeadsHandler(SiteDataHandler):
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         cursor, limit = self.page_arguments()
-        page = await views.list_leads(self.deps.store, site["_id"], cursor=cursor,
-                                        limit=limit)
+        page = await lead_views.list_leads(self.deps.store, site["_id"], cursor=cursor,
+                                           limit=limit)
         self.write_json(page.as_dict())
 
 
@@ -160,7 +164,7 @@ class LeadHandler(SiteDataHandler):
         done = await rectify_lead(self.deps.store, site, lead_id, body,
                                   digester=self.deps.subject_digester, actor_user_id=self.user.id,
                                   account_id=self.user.account_id)
-        self.write_json({**views.lead_view(done.lead), "changedFields": done.fields,
+        self.write_json({**lead_views.lead_view(done.lead), "changedFields": done.fields,
                          "requestId": done.request_id})
 
 
@@ -186,7 +190,7 @@ class RecordingsHandler(SiteDataHandler):
         site = await self.readable_site(site_id)
         cursor, limit = self.page_arguments()
         argument = self.get_query_argument
-        filters = views.RecordingFilters(
+        filters = recording_views.RecordingFilters(
             first=self.optional_day("from"), last=self.optional_day("to"),
             min_seconds=self.optional_number("minDuration"),
             max_seconds=self.optional_number("maxDuration"),
@@ -194,8 +198,8 @@ class RecordingsHandler(SiteDataHandler):
             device=argument("device", None) or None,
             marks=tuple(mark for mark in (argument("has", None) or "").split(",") if mark),
             visitor_id=argument("visitorId", None), sessions=await self.sessions(site))
-        page = await views.search_recordings(self.deps.store, site["_id"], filters,
-                                                cursor=cursor, limit=limit)
+        page = await recording_views.search_recordings(self.deps.store, site["_id"], filters,
+                                                       cursor=cursor, limit=limit)
         self.write_json(page.as_dict())
 
 
@@ -205,7 +209,8 @@ class RecordingTimelineHandler(SiteDataHandler):
 
     async def get(self, site_id: str, recording_id: str) -> None:
         site = await self.readable_site(site_id)
-        timeline = await views.recording_timeline(self.deps.store, site["_id"], recording_id)
+        timeline = await recording_views.recording_timeline(self.deps.store, site["_id"],
+                                                            recording_id)
         self.write_json(timeline)
 
 
@@ -214,11 +219,11 @@ class RecordingSegmentsHandler(SiteDataHandler):
 
     async def get(self, site_id: str, recording_id: str) -> None:
         site = await self.readable_site(site_id)
-        recording = await views.replayable_recording(self.deps.store, site["_id"],
-                                                       recording_id)
-        segments = await views.recording_segments(self.deps.store, site["_id"],
-                                                    recording["_id"])
-        self.write_json({"recording": views.recording_summary(recording),
+        recording = await recording_views.replayable_recording(self.deps.store, site["_id"],
+                                                               recording_id)
+        segments = await recording_views.recording_segments(self.deps.store, site["_id"],
+                                                            recording["_id"])
+        self.write_json({"recording": recording_views.recording_summary(recording),
                                     "segments": segments})
 
 
@@ -235,7 +240,7 @@ class SegmentHandler(SiteDataHandler):
 
     async def get(self, site_id: str, file_id: str) -> None:
         site = await self.readable_site(site_id)
-        segment = await views.replayable_segment(self.deps.store, site["_id"], file_id)
+        segment = await recording_views.replayable_segment(self.deps.store, site["_id"], file_id)
         modified: datetime = segment["uploadDate"].astimezone(UTC).replace(microsecond=0)
         self.set_header("Content-Type", "application/gzip")
         # Cached, but revalidated every time: access may be revoked or the footage erased.
@@ -301,7 +306,7 @@ class DailyStatsHandler(SiteDataHandler):
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         first, last = self.day_range()
-        days = await views.daily_counts(self.deps.store, site["_id"], first, last)
+        days = await charts.daily_counts(self.deps.store, site["_id"], first, last)
         self.write_json(days)
 
 
@@ -312,7 +317,7 @@ class OverviewHandler(SiteDataHandler):
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         first, last = self.day_range()
-        self.write_json(await views.overview(
+        self.write_json(await overview.overview(
             self.deps.store, site["_id"], first, last, settings=site.get("settings")))
 
 

@@ -17,7 +17,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from documents import sites, views
+from derived.views import charts, paging
+from documents import sites
 from handlers.base import BaseHandler
 from privacy.csv_safety import neutralise_row
 from privacy.export import VisitorExport
@@ -90,18 +91,18 @@ class SiteDataHandler(BaseHandler):
     def page_arguments(self) -> tuple[str | None, int]:
         """The `cursor` and `limit` query arguments."""
         return (self.get_query_argument("cursor", None) or None,
-                views.page_limit(self.get_query_argument("limit", None)))
+                paging.page_limit(self.get_query_argument("limit", None)))
 
     def day_range(self) -> tuple[date, date]:
         """The inclusive UTC days of `from` and `to`; the last 30 days by default."""
-        return views.chart_range(self.get_query_argument("from", None),
-                                   self.get_query_argument("to", None), datetime.now(UTC).date())
+        return charts.chart_range(self.get_query_argument("from", None),
+                                  self.get_query_argument("to", None), datetime.now(UTC).date())
 
     def optional_day(self, name: str) -> date | None:
         """A query argument that is a day like 2026-01-31 in the supported span, or None when
         absent."""
         raw = self.get_query_argument(name, None)
-        return views.parse_day(raw, name) if raw else None
+        return charts.parse_day(raw, name) if raw else None
 
     def optional_flag(self, name: str) -> bool | None:
         """A true/false query argument (the API document has checked its spelling)."""

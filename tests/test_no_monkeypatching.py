@@ -6,8 +6,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FIRST_PARTY = {"auth", "config", "documents", "errors", "handlers", "ingest", "instants",
-               "privacy", "realtime", "server", "tasks"}
+FIRST_PARTY = {"auth", "config", "derived", "documents", "errors", "handlers", "ingest",
+               "instants", "privacy", "realtime", "server", "tasks"}
 PRODUCTION = [path for package in sorted(FIRST_PARTY)
               for path in ([ROOT / f"{package}.py"] if (ROOT / f"{package}.py").exists()
                            else sorted((ROOT / package).rglob("*.py")))]

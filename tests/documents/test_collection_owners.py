@@ -34,6 +34,10 @@ GENERIC_WALKERS = {
     "privacy/erasure.py": "deletes the visitor from each VISITOR_DATA collection",
     # The replay after a restore looks for erased visitors wherever a visitor id is stored.
     "privacy/replay.py": "lists visitor ids in each collection that stores them",
+    # The dashboard's read models own no collection: every list pages the same way and every
+    # CSV export streams the same way, whichever family's constant they are handed.
+    "derived/views/paging.py": "pages any list by keyset over the family's collection it is given",
+    "derived/views/exports.py": "counts and streams each CSV export's family collection",
 }
 
 

@@ -1,6 +1,6 @@
 """Instants and day ranges at the calendar's edges (issue 38 point 5): a time that leaves the
 years 1 to 9999 once its UTC offset is applied, and a day range outside 1970-01-01..9998-12-31
-(`views.FIRST_DAY`, `views.LAST_DAY`), are a 422 naming the field, never a 500 from an
+(`charts.FIRST_DAY`, `charts.LAST_DAY`), are a 422 naming the field, never a 500 from an
 OverflowError. Hypothesis checks the two parsers over any input; the routes are checked at
 the edges."""
 
@@ -18,7 +18,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import server
-from documents import views
+from derived.views import charts
 from errors import InvalidInput
 from ingest.intake import MAX_FUTURE_SKEW, MAX_PAST_AGE, parse_time
 from tests.support.app import Fetch, Tenant
@@ -72,12 +72,12 @@ def test_a_day_range_is_within_the_supported_span_or_a_refusal_naming_from_or_to
         start: str | None, end: str | None):
     today = NOW.date()
     try:
-        first, last = views.chart_range(start, end, today)
+        first, last = charts.chart_range(start, end, today)
     except InvalidInput as refused:
         assert refused.field in ("from", "to")
         return
-    assert views.FIRST_DAY <= first <= last <= views.LAST_DAY
-    assert (last - first).days < views.MAX_CHART_DAYS
+    assert charts.FIRST_DAY <= first <= last <= charts.LAST_DAY
+    assert (last - first).days < charts.MAX_CHART_DAYS
     # What the reports work out from a range exists: the period of the same length before
     # it, and the instant after its last day.
     length = last - first + timedelta(days=1)

@@ -1,0 +1,104 @@
+"""The overview page: the period's figures against the previous period's, the top pages, errors
+and frustrated pages, countries, devices, money and traffic.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import date, timedelta
+from typing import Any
+
+from derived.views.charts import _day_bounds
+from documents import commerce, derivation, error_records, rollups, visitors
+from documents.store import Store
+
+#: Rows of each overview ranking.
+TOP_ITEMS = 10
+
+
+def previous_period(first: date, last: date) -> tuple[date, date]:
+    """The period of the same length that ends the day before `first`."""
+    length = (last - first).days + 1
+    return first - timedelta(days=length), first - timedelta(days=1)
+
+
+def _change(now: float, before: float) -> float | None:
+    """The relative change against the previous period; None when there was nothing before."""
+    return round((now - before) / before, 4) if before else None
+
+
+def _ranked(counts: Counter[Any], total: int | None = None) -> list[dict[str, Any]]:
+    whole = total if total is not None else sum(counts.values())
+    return [{"name": name, "count": count, "share": round(count / whole, 4) if whole else 0}
+            for name, count in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
+            [:TOP_ITEMS]]
+
+
+async def overview(store: Store, site_id: str, first: date, last: date, *,
+                   settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Visitors, pageviews, errors, leads and leads per visitor between `first` and `last`, each
+    with the previous period's figure and the change; top pages, top errors, the pages with
+    the most rage and dead clicks, and the visitors' countries and devices; the money figures
+    in the site's reporting currency (`settings`; documents/commerce.py).
+
+    Everything but the top errors comes from the daily figures (documents/rollups.py), which
+    leave restricted visitors out as every other read does."""
+    restricted = await visitors.restricted_visitor_ids(store, site_id)
+    hidden: dict[str, Any] = {"visitorId": {"$nin": restricted}} if restricted else {}
+    before_first, before_last = previous_period(first, last)
+    days = await rollups.site_days(store, site_id, before_first, last)
+    now, before = rollups.period(days, first, last), rollups.period(days, before_first,
+                                                                   before_last)
+    pages = await rollups.page_figures(store, site_id, first, last)
+    sessions = await rollups.session_figures(store, site_id, first, last)
+    start, end = _day_bounds(first, last)
+    top_errors = await error_records.occurrences_counted_by(
+        store, {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end}, **hidden},
+        "$errorId", TOP_ITEMS)
+    aggregates = {e["_id"]: e async for e in error_records.errors_matching(
+        store, {"_id": {"$in": [row["_id"] for row in top_errors]}, "siteId": site_id},
+        {"type": 1, "message": 1, "status": 1, "source": 1})}
+    frustrated = sorted((row for row in pages if row["rageClicks"] or row["deadClicks"]),
+                        key=lambda row: (-(row["rageClicks"] + row["deadClicks"]), row["_id"]))
+    previously = _figures(before)
+    currency = await commerce.reporting_currency(store, site_id, settings)
+    return {
+        "from": first.isoformat(), "to": last.isoformat(),
+        "figuresAsOf": await derivation.oldest_unfolded(store, site_id),
+        "previous": {"from": before_first.isoformat(), "to": before_last.isoformat()},
+        "figures": {name: {"value": value, "previous": previously[name],
+                           "change": _change(value, previously[name])}
+                    for name, value in _figures(now).items()},
+        "topPages": _ranked(Counter({row["_id"]: row["pageviews"] for row in pages
+                                     if row["pageviews"]}), now.pageviews),
+        "topErrors": [{"id": row["_id"], "count": row["count"], "lastSeen": row["last"],
+                       "type": aggregates.get(row["_id"], {}).get("type"),
+                       "message": aggregates.get(row["_id"], {}).get("message"),
+                       "status": aggregates.get(row["_id"], {}).get("status")}
+                      for row in top_errors],
+        "frustration": [{"page": row["_id"], "rageClicks": row["rageClicks"],
+                         "deadClicks": row["deadClicks"]} for row in frustrated[:TOP_ITEMS]],
+        "countries": _ranked(now.countries, now.visitors),
+        "devices": _ranked(now.devices, now.visitors),
+        "commerce": commerce.money_overview(now, before, *currency),
+        "traffic": _traffic(sessions),
+    }
+
+
+def _traffic(sessions: dict[str, Counter[str]]) -> dict[str, Any]:
+    """Where the period's sessions came from and where they entered and left, each ranked
+    with its share of all sessions (documents/visits.py says how a source is named)."""
+    total = sessions["all"]["sessions"]
+    return {"sessions": total,
+            **{name: _ranked(sessions[dimension], total) for name, dimension in (
+                ("sources", "source"), ("referrers", "referrer"),
+                ("utmSources", "utmSource"), ("utmMediums", "utmMedium"),
+                ("utmCampaigns", "utmCampaign"), ("entryPages", "entry"),
+                ("exitPages", "exit"))}}
+
+
+def _figures(period: rollups.Period) -> dict[str, float]:
+    return {"visitors": period.visitors, "pageviews": period.pageviews,
+            "errors": period.errors, "leads": period.leads,
+            "leadsPerVisitor": round(period.leads / period.visitors, 4) if period.visitors
+            else 0}

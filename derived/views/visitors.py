@@ -1,0 +1,190 @@
+"""The visitors pages: the visitors list, searched and filtered, and a visitor's profile.
+
+The visitors list filtered by "met an error", which a profile does not hold, reads visitors in
+(lastSeen, `_id`) order a batch at a time, looks the errors up on the occurrences' index, and
+stops after SEARCH_SCAN of them: a page can then come back short, with a cursor to search
+further (decision "Issue 21" in docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from derived.views.charts import _bounds
+from derived.views.leads import lead_view
+from derived.views.paging import decode_cursor, encode_cursor, keyset_page, readable
+from derived.views.recordings import recording_summary
+from documents import error_records, leads, recordings, visitors
+from documents.store import Store
+from errors import NotFound
+
+#: How many of each kind of related item the visitor profile embeds.
+PROFILE_ITEMS = 50
+
+
+def visitor_search(q: str) -> dict[str, Any]:
+    """The filter of a visitors search: an id prefix, or part of a name or e-mail (any case)."""
+    escaped = re.escape(q)
+    return {"$or": [
+        {"visitorId": {"$regex": "^" + escaped}},
+        {"displayName": {"$regex": escaped, "$options": "i"}},
+        {"emails": {"$regex": escaped, "$options": "i"}},
+    ]}
+
+
+def visitor_summary(profile: dict[str, Any]) -> dict[str, Any]:
+    """A profile as a row of the visitors list."""
+    return {
+        "visitorId": profile["visitorId"],
+        "displayName": profile.get("displayName"),
+        "emails": profile.get("emails", []),
+        "wpUserId": profile.get("wpUserId"),
+        "country": (profile.get("location") or {}).get("country"),
+        "device": profile.get("device") or {},
+        "counts": profile.get("counts") or {},
+        "objected": bool(profile.get("objected")),
+        "firstSeen": profile.get("firstSeen"),
+        "lastSeen": profile.get("lastSeen"),
+    }
+
+
+async def visitor_profile(store: Store, site_id: str, visitor_id: str) -> dict[str, Any]:
+    """The profile page: identity, counts, recent activity, errors hit, recordings, leads and
+    linked profiles (same `wpUserId`, listed separately). NotFound for restricted visitors."""
+    profile = await visitors.find_profile(store, site_id, visitor_id)
+    if profile is None or profile.get("restricted"):
+        raise NotFound("visitor not found")
+    occurrences = await error_records.latest_occurrences_of_visitor(store, site_id, visitor_id,
+                                                                    limit=PROFILE_ITEMS)
+    found_leads = await leads.latest_leads_of_visitor(store, site_id, visitor_id,
+                                                      limit=PROFILE_ITEMS)
+    found_recordings = await recordings.latest_recordings_of_visitor(
+        store, site_id, visitor_id, limit=PROFILE_ITEMS)
+    linked: list[dict[str, Any]] = []
+    if profile.get("wpUserId"):
+        linked = await visitors.linked_profiles(store, site_id, profile["wpUserId"], visitor_id,
+                                                limit=PROFILE_ITEMS)
+    return {
+        **visitor_summary(profile),
+        "location": {key: value for key, value in (profile.get("location") or {}).items()
+                     if key != "ipAddress"},
+        "recent": list(reversed(profile.get("recent") or [])),
+        "errors": [{"errorId": o["errorId"], "what": f"{o['type']}: {o['message']}",
+                    "when": o["occurredAt"]} for o in occurrences],
+        "recordings": readable(found_recordings, recording_summary, "recording"),
+        "leads": readable(found_leads, lead_view, "lead"),
+        "linkedProfiles": readable(linked, visitor_summary, "visitor"),
+    }
+
+
+# Searching by facts --------------------------------------------------------------------------
+
+#: Items read per batch, and at most per request, when a list is filtered by what its documents
+#: do not hold.
+SEARCH_BATCH = 200
+SEARCH_SCAN = 2000
+
+Keep = Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]]]]
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    """One page of a filtered list; `searchedTo` is where a short page stopped searching."""
+
+    items: list[dict[str, Any]]
+    next_cursor: str | None
+    searched_to: datetime | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON answer."""
+        return {"items": self.items, "nextCursor": self.next_cursor,
+                "searchedTo": self.searched_to}
+
+
+async def _search(store: Store, collection: str, filter_: dict[str, Any], sort_field: str,
+                  cursor: str | None, limit: int, keep: Keep) -> SearchPage:
+    """Items of `filter_` after `cursor`, newest first, that `keep` keeps, read a batch at a
+    time; at most SEARCH_SCAN are read, then the page ends early with a cursor."""
+    kept: list[dict[str, Any]] = []
+    scanned = 0
+    position = cursor
+    while scanned < SEARCH_SCAN:
+        batch, after = await keyset_page(store, collection, filter_, sort_field,
+                                                 position, SEARCH_BATCH)
+        scanned += len(batch)
+        for item in await keep(batch):
+            kept.append(item)
+            if len(kept) > limit:
+                last = kept[limit - 1]
+                if not isinstance(last.get(sort_field), datetime):
+                    # Rows without a date sort after every dated one; no cursor points past.
+                    return SearchPage(kept[:limit], None)
+                return SearchPage(kept[:limit],
+                                  encode_cursor(last[sort_field], last["_id"]))
+        if after is None:
+            return SearchPage(kept, None)
+        position = after
+    # Searched as far as one request may: hand back what was found and where to go on.
+    return SearchPage(kept, position, decode_cursor(position)[0])
+
+
+# The visitors list, searched and filtered ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VisitorFilters:
+    """What the visitors list is searched and filtered by; None means any."""
+
+    q: str | None = None
+    country: str | None = None
+    device: str | None = None
+    logged_in: bool | None = None
+    has_lead: bool | None = None
+    has_error: bool | None = None
+    first_seen_from: date | None = None
+    first_seen_to: date | None = None
+    last_seen_from: date | None = None
+    last_seen_to: date | None = None
+
+
+async def search_visitors(store: Store, site_id: str, filters: VisitorFilters, *,
+                          cursor: str | None, limit: int) -> SearchPage:
+    """Visitors by last seen, newest first, searched and filtered. Whether a visitor met an
+    error is looked up per batch in the occurrences; everything else is on the profile."""
+    filter_: dict[str, Any] = {"siteId": site_id, "restricted": {"$ne": True}}
+    if filters.q:
+        filter_.update(visitor_search(filters.q))
+    if filters.country:
+        filter_["location.country"] = filters.country.upper()
+    if filters.device:
+        filter_["device.type"] = filters.device
+    if filters.logged_in is not None:
+        filter_["wpUserId"] = {"$nin": [None, ""]} if filters.logged_in else {"$in": [None, ""]}
+    if filters.has_lead is not None:
+        filter_["counts.leads"] = {"$gt": 0} if filters.has_lead else {"$not": {"$gt": 0}}
+    if bound := _bounds(filters.first_seen_from, filters.first_seen_to):
+        filter_["firstSeen"] = bound
+    if bound := _bounds(filters.last_seen_from, filters.last_seen_to):
+        filter_["lastSeen"] = bound
+
+    async def keep(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        shaped = readable(batch, lambda p: {**p, "row": visitor_summary(p)},
+                                  "visitor")
+        hit = await _visitors_with_errors(store, site_id, [p["visitorId"] for p in shaped])
+        if filters.has_error is not None:
+            shaped = [p for p in shaped if (p["visitorId"] in hit) == filters.has_error]
+        return [{**p, "hadError": p["visitorId"] in hit} for p in shaped]
+
+    found = await _search(store, visitors.COLLECTION, filter_, "lastSeen", cursor, limit, keep)
+    return SearchPage([{**p["row"], "hasError": p["hadError"]} for p in found.items],
+                      found.next_cursor, found.searched_to)
+
+
+async def _visitors_with_errors(store: Store, site_id: str, visitor_ids: list[str]) -> set[str]:
+    if not visitor_ids:
+        return set()
+    return await error_records.visitors_with_errors(store, site_id, visitor_ids)
