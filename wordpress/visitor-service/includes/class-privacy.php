@@ -116,8 +116,8 @@ final class Privacy
         $result['items_removed'] = $removed > 0 || $anonymised > 0;
         $result['messages'][] = implode(' ', [
             sprintf(
+                /* translators: %d: number of visitors */
                 _n(
-                    /* translators: %d: number of visitors */
                     'Visitor Service erased %d visitor.',
                     'Visitor Service erased %d visitors.',
                     $visitors,
@@ -128,8 +128,8 @@ final class Privacy
             /* translators: %d: number of items */
             sprintf(_n('%d item was removed.', '%d items were removed.', $removed, 'visitor-service'), $removed),
             sprintf(
+                /* translators: %d: number of error records */
                 _n(
-                    /* translators: %d: number of error records */
                     '%d error record was anonymised.',
                     '%d error records were anonymised.',
                     $anonymised,
@@ -249,16 +249,16 @@ final class Privacy
         }
         return $export
             ? sprintf(
+                /* translators: %s: why the export failed */
                 __(
-                    /* translators: %s: why the export failed */
                     'Visitor Service: the export did not complete (%s); run the request again once it is reachable.',
                     'visitor-service'
                 ),
                 $why
             )
             : sprintf(
+                /* translators: %s: why the erasure failed */
                 __(
-                    /* translators: %s: why the erasure failed */
                     'Visitor Service: the erasure did not complete (%s); run the request again once it is reachable.',
                     'visitor-service'
                 ),

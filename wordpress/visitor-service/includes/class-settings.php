@@ -280,8 +280,8 @@ final class Settings
         echo '<h2>' . esc_html__('Delivery', 'visitor-service') . '</h2>';
         $backlog = Outbox::backlog();
         $waiting = sprintf(
+            /* translators: %d: number of leads and survey answers not delivered yet */
             _n(
-                /* translators: %d: number of leads and survey answers not delivered yet */
                 '%d lead or survey answer is waiting to be sent.',
                 '%d leads and survey answers are waiting to be sent.',
                 $backlog,
@@ -325,8 +325,8 @@ final class Settings
         $count = static fn (string $kind): int => (int) ($dropped[$kind] ?? 0);
         return [
             sprintf(
+                /* translators: %d: number of pageviews */
                 _n(
-                    /* translators: %d: number of pageviews */
                     '%d pageview was dropped while the service was unreachable.',
                     '%d pageviews were dropped while the service was unreachable.',
                     $count('pageviews'),
@@ -335,8 +335,8 @@ final class Settings
                 $count('pageviews')
             ),
             sprintf(
+                /* translators: %d: number of PHP errors */
                 _n(
-                    /* translators: %d: number of PHP errors */
                     '%d PHP error was dropped while the service was unreachable.',
                     '%d PHP errors were dropped while the service was unreachable.',
                     $count('errors'),
@@ -345,8 +345,8 @@ final class Settings
                 $count('errors')
             ),
             sprintf(
+                /* translators: %d: number of leads and survey answers */
                 _n(
-                    /* translators: %d: number of leads and survey answers */
                     '%d lead or survey answer was refused by the service as invalid.',
                     '%d leads and survey answers were refused by the service as invalid.',
                     $count('rejected'),
@@ -355,8 +355,8 @@ final class Settings
                 $count('rejected')
             ),
             sprintf(
+                /* translators: %d: number of requests */
                 _n(
-                    /* translators: %d: number of requests */
                     '%d request to the public routes was refused: too many from one address in a minute.',
                     '%d requests to the public routes were refused: too many from one address in a minute.',
                     $count('rate_limited'),
@@ -365,8 +365,8 @@ final class Settings
                 $count('rate_limited')
             ),
             sprintf(
+                /* translators: %d: number of leads, survey answers and shop events (carts, orders) */
                 _n(
-                    /* translators: %d: number of leads, survey answers and shop events (carts, orders) */
                     '%d lead, survey answer or shop event was refused because the outbox was full.',
                     '%d leads, survey answers and shop events were refused because the outbox was full.',
                     $count('outbox_full'),
