@@ -18,10 +18,11 @@ foreach (VisitorService\Options::ALL as $visitor_service_option) {
 wp_clear_scheduled_hook('visitor_service_retry');
 global $wpdb;
 // The per-address counters of the public routes (transients; they expire by themselves too).
+// phpcs:ignore WordPress.DB.DirectDatabaseQuery, VisitorService.DB.DirectDatabaseQuery -- uninstall: WordPress has no API that deletes transients by prefix, and nothing is left to cache
 $wpdb->query($wpdb->prepare(
     "DELETE FROM {$wpdb->options} WHERE option_name LIKE %s OR option_name LIKE %s",
     $wpdb->esc_like('_transient_visitor_service_rl_') . '%',
     $wpdb->esc_like('_transient_timeout_visitor_service_rl_') . '%'
 ));
-// A table name cannot be a prepared value; it is the site's own prefix and a constant name.
-$wpdb->query('DROP TABLE IF EXISTS ' . $wpdb->prefix . 'visitor_service_outbox');
+// phpcs:ignore WordPress.DB.DirectDatabaseQuery, VisitorService.DB.DirectDatabaseQuery -- uninstall drops the plugin's own outbox table, which only this plugin created (dbDelta)
+$wpdb->query("DROP TABLE IF EXISTS {$wpdb->prefix}visitor_service_outbox");

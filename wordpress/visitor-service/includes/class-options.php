@@ -109,6 +109,7 @@ final class Options
     private static function storedApiKeyAutoload(): ?string
     {
         global $wpdb;
+        // phpcs:ignore WordPress.DB.DirectDatabaseQuery, VisitorService.DB.DirectDatabaseQuery -- WordPress 6.1 has no API that reads an option's autoload flag; read when the key is saved or tidied, where a cached answer could be stale
         $autoload = $wpdb->get_var($wpdb->prepare(
             "SELECT autoload FROM {$wpdb->options} WHERE option_name = %s",
             self::API_KEY
