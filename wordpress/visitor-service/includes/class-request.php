@@ -24,7 +24,7 @@ final class Request
     /** Sec-GPC: 1 on the request (spec §1 rule 2: honoured unconditionally). */
     public static function gpc(): bool
     {
-        return isset($_SERVER['HTTP_SEC_GPC']) && trim((string) $_SERVER['HTTP_SEC_GPC']) === '1';
+        return isset($_SERVER['HTTP_SEC_GPC']) && sanitize_text_field(wp_unslash($_SERVER['HTTP_SEC_GPC'])) === '1';
     }
 
     /**
@@ -55,21 +55,22 @@ final class Request
 
     public static function cookieVisitorId(): ?string
     {
-        $value = isset($_COOKIE[self::VISITOR_COOKIE]) ? (string) $_COOKIE[self::VISITOR_COOKIE] : '';
+        $value = isset($_COOKIE[self::VISITOR_COOKIE])
+            ? sanitize_text_field(wp_unslash($_COOKIE[self::VISITOR_COOKIE])) : '';
         return preg_match(self::ID_PATTERN, $value) ? $value : null;
     }
 
     /** The visitor's address as this server saw it (filterable for shops behind a trusted proxy). */
     public static function ip(): string
     {
-        $ip = isset($_SERVER['REMOTE_ADDR']) ? (string) $_SERVER['REMOTE_ADDR'] : '';
+        $ip = isset($_SERVER['REMOTE_ADDR']) ? sanitize_text_field(wp_unslash($_SERVER['REMOTE_ADDR'])) : '';
         $ip = (string) apply_filters('visitor_service_client_ip', $ip);
         return filter_var($ip, FILTER_VALIDATE_IP) ? $ip : '';
     }
 
     public static function userAgent(): string
     {
-        $agent = isset($_SERVER['HTTP_USER_AGENT']) ? (string) $_SERVER['HTTP_USER_AGENT'] : '';
+        $agent = isset($_SERVER['HTTP_USER_AGENT']) ? sanitize_text_field(wp_unslash($_SERVER['HTTP_USER_AGENT'])) : '';
         return mb_substr($agent, 0, 2048);
     }
 
@@ -79,7 +80,7 @@ final class Request
      */
     public static function currentUrl(): string
     {
-        $uri = isset($_SERVER['REQUEST_URI']) ? (string) $_SERVER['REQUEST_URI'] : '/';
+        $uri = isset($_SERVER['REQUEST_URI']) ? esc_url_raw(wp_unslash($_SERVER['REQUEST_URI'])) : '/';
         $home = wp_parse_url(home_url());
         $origin = ($home['scheme'] ?? 'http') . '://' . ($home['host'] ?? '')
             . (isset($home['port']) ? ':' . $home['port'] : '');
@@ -94,6 +95,7 @@ final class Request
      */
     public static function pageUrl(?string $fallback = null): string
     {
+        // phpcs:ignore WordPress.Security.NonceVerification.Recommended, VisitorService.Security.NonceVerification -- only whether this is WooCommerce's AJAX endpoint; the value is not read and nothing changes
         $background = wp_doing_ajax() || isset($_GET['wc-ajax']) || (defined('REST_REQUEST') && REST_REQUEST);
         if (!$background) {
             return self::currentUrl();

@@ -239,6 +239,7 @@ final class Settings
             return;
         }
         // The result of the check just made, once: not a stale one on every later visit.
+        // phpcs:ignore WordPress.Security.NonceVerification.Recommended, VisitorService.Security.NonceVerification -- a read-only flag: shows the result the nonce-checked save stored, changes nothing
         $check = isset($_GET['checked']) ? get_option(Options::LAST_CHECK, null) : null;
         $dropped = Options::dropped();
         echo '<div class="wrap"><h1>' . esc_html__('Visitor Service', 'visitor-service') . '</h1>';
