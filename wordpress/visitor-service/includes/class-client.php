@@ -94,7 +94,7 @@ final class Client
      */
     public static function writeAndLeave(string $url, array $body, array $headers, float $connectTimeout): bool
     {
-        $parts = parse_url($url);
+        $parts = wp_parse_url($url);
         if (!is_array($parts) || empty($parts['host'])) {
             return false;
         }
@@ -112,7 +112,7 @@ final class Client
         if ($socket === false) {
             return false;
         }
-        $json = (string) json_encode($body, JSON_UNESCAPED_SLASHES | JSON_INVALID_UTF8_SUBSTITUTE);
+        $json = (string) wp_json_encode($body, JSON_UNESCAPED_SLASHES | JSON_INVALID_UTF8_SUBSTITUTE);
         $host = $parts['host'] . (isset($parts['port']) ? ':' . $parts['port'] : '');
         $path = ($parts['path'] ?? '/') . (isset($parts['query']) ? '?' . $parts['query'] : '');
         $request = 'POST ' . $path . " HTTP/1.1\r\n" . 'Host: ' . $host . "\r\n";
@@ -123,7 +123,9 @@ final class Client
             . 'Content-Length: ' . strlen($json) . "\r\n"
             . "Connection: close\r\n\r\n" . $json;
         stream_set_timeout($socket, 1);
+        // phpcs:ignore WordPress.WP.AlternativeFunctions.file_system_operations_fwrite, VisitorService.WP.FilesystemFunctions -- a socket, not a file: the request is written and left without waiting for the answer, which WP_Http cannot do
         $written = @fwrite($socket, $request);
+        // phpcs:ignore WordPress.WP.AlternativeFunctions.file_system_operations_fclose, VisitorService.WP.FilesystemFunctions -- closes that socket
         @fclose($socket);
         return $written === strlen($request);
     }

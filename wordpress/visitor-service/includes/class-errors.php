@@ -44,6 +44,7 @@ final class Errors
 
     public static function register(): void
     {
+        // phpcs:ignore WordPress.PHP.DevelopmentFunctions.error_log_set_error_handler, VisitorService.PHP.DevelopmentFunctions -- collecting the site's PHP errors is this class's purpose; the previous handler still runs
         self::$previous = set_error_handler([self::class, 'handle']);
         register_shutdown_function([self::class, 'shutdown']);
         // WordPress's own fatal-error handler runs first at shutdown and ends the request with its
@@ -84,8 +85,10 @@ final class Errors
     /** The error handler: note the error, then let PHP (or the previous handler) go on as before. */
     public static function handle(int $type, string $message, string $file = '', int $line = 0): bool
     {
+        // phpcs:ignore WordPress.PHP.DevelopmentFunctions.prevent_path_disclosure_error_reporting, VisitorService.PHP.DevelopmentFunctions -- reads the level only, to skip what the site silenced (@ or its own level); sets nothing
         if (!self::$sending && ($type & self::COLLECTED) && (error_reporting() & $type)) {
             $frames = [];
+            // phpcs:ignore WordPress.PHP.DevelopmentFunctions.error_log_debug_backtrace, VisitorService.PHP.DevelopmentFunctions -- the stack of the error being reported: files and lines, no arguments, at most MAX_FRAMES
             foreach (array_slice(debug_backtrace(DEBUG_BACKTRACE_IGNORE_ARGS, self::MAX_FRAMES + 1), 1) as $frame) {
                 $frames[] = self::frame($frame);
             }

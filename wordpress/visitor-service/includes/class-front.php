@@ -59,7 +59,7 @@ final class Front
         }
         $loader = Options::serviceUrl() . '/sdk/v1/loader.js';
         $src = add_query_arg('key', rawurlencode(Options::publicKey()), $loader);
-        // No version: the service serves its current loader (and the ?key= is all it reads).
+        // phpcs:ignore WordPress.WP.EnqueuedResourceParameters.MissingVersion, VisitorService.WP.EnqueuedResourceParameters -- the service's loader, not the plugin's: it serves its current version at this address (?key= is all it reads)
         wp_enqueue_script(self::HANDLE, $src, [], null, false);
         wp_add_inline_script(
             self::HANDLE,
