@@ -79,6 +79,7 @@ class SegmentCheck:
     data: bytes | None = None
     texts_masked: int = 0
     personal_page: bool = False
+    custom_events_dropped: int = 0
 
 
 def inflate(data: bytes, limit: int) -> bytes:
@@ -136,11 +137,12 @@ def check_segment(data: bytes, *, keep_console: bool, max_inflated_bytes: int,
         raise SegmentRejected("too_deep") from None
     if personal_before is None and not masking.full_snapshot and not masking.personal_page:
         raise SegmentDeferred
-    if (keep_console or console == 0) and masking.texts == 0:
+    if (keep_console or console == 0) and not masking.changed:
         return SegmentCheck(console, personal_page=masking.personal_page)
     rewritten = gzip.compress(json.dumps(events, separators=(",", ":")).encode("utf-8"),
                               compresslevel=6, mtime=0)
-    return SegmentCheck(console, rewritten, masking.texts, masking.personal_page)
+    return SegmentCheck(console, rewritten, masking.texts, masking.personal_page,
+                        masking.custom_events)
 
 
 def _personal_before(earlier: list[dict[str, Any]]) -> bool | None:
@@ -216,7 +218,8 @@ class SegmentSweeper:
                     self.store, file, new_id(), verdict.data,
                     console_removed=0 if kept else verdict.console_events,
                     texts_masked=verdict.texts_masked, personal_page=verdict.personal_page)
-                result = "text_masked" if verdict.texts_masked else "console_removed"
+                result = "text_masked" if verdict.texts_masked or verdict.custom_events_dropped \
+                    else "console_removed"
         self.metrics.count(CHECKED_METRIC, CHECKED_HELP, result=result)
         return result
 

@@ -3,25 +3,29 @@
 The plugin puts the class `rr-mask` on `<body>` there and rrweb masks the text in the browser
 (issue 33 point 6); this is the server's side, so that a modified page or loader cannot bring
 the text back. The segment sweeper (ingest/segment_sweeper.py) hands every segment's rrweb
-events to `mask_personal_text`, which masks, in place:
+events to `mask_personal_text`, which rewrites them in place. A page is personal, and masked
+whole, head included (its title, the words of its meta tags), when:
 
-* every page the site's `personalPages` patterns match (excluded-URL syntax, privacy/exclusion.py;
-  WooCommerce's own addresses by default), by the URL the segment was sent for or a URL its own
-  meta events name: the whole page;
-* every element carrying the class `rr-mask` in a full snapshot or an added node, and what is
-  inside it, as rrweb itself does. On the plugin's pages that is `<body>`: the whole page again,
-  and the segments after the full snapshot, which only name nodes by id, are masked whole when
-  the caller says an earlier segment of the page was (`personal_before`).
+* one of the site's `personalPages` patterns (excluded-URL syntax, privacy/exclusion.py;
+  WooCommerce's own addresses by default) matches the URL the segment was sent for or one its
+  meta events name;
+* or the segment's full snapshot (or a node it adds) shows `rr-mask` on `<html>` or `<body>`;
+* or the caller says an earlier segment of the page was personal (`personal_before`): the
+  segments after the full snapshot name nodes only by id.
 
+Elsewhere an element carrying `rr-mask`, and what is inside it, is masked as rrweb does it.
 Masking is rrweb's own: each character that is not whitespace becomes `*`, so the replay keeps
 its layout. It covers text nodes (style sheets excepted: they are the page's look, not its
-content), text changes, typed input and the attributes that carry words (`value`,
-`placeholder`, `title`, `alt`, `aria-label`…), and the address of `mailto:` and `tel:` links.
+content), text changes, typed input, the attributes that carry words (`value`, `placeholder`,
+`title`, `alt`, `aria-label`, a meta tag's `content`…), and the address of `mailto:` and `tel:`
+links. A personal page's custom events (rrweb type 5, a script's own tag and payload) are
+dropped: the replay does not need them and nothing in them can be told safe.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,16 +38,23 @@ DEFAULT_PERSONAL_PAGES = tuple(DEFAULT_SETTINGS["personalPages"])
 MAX_PERSONAL_PAGES = 50
 #: rrweb's default `maskTextClass`, which the plugin puts on `<body>`.
 MASK_CLASS = "rr-mask"
-#: Attributes whose value is text a visitor reads (or typed).
+#: Attributes whose value is text a visitor reads (or typed). `content` is a meta tag's (a
+#: description, `og:title`) or RDFa's.
 TEXT_ATTRIBUTES = frozenset({
     "value", "placeholder", "title", "alt", "label", "aria-label", "aria-description",
-    "aria-valuetext", "aria-placeholder", "aria-roledescription", "data-title",
+    "aria-valuetext", "aria-placeholder", "aria-roledescription", "data-title", "content",
+})
+#: Meta tags (by `name` or `http-equiv`) whose `content` is how the page is shown, not words
+#: about it; every other meta tag's content is masked on a personal page.
+TECHNICAL_METAS = frozenset({
+    "viewport", "theme-color", "color-scheme", "robots", "referrer", "format-detection",
+    "content-type", "x-ua-compatible",
 })
 #: Link schemes whose address is a person's (e-mail, phone).
 PERSONAL_LINK = re.compile(r"^\s*(mailto|tel|sms):", re.I)
 
 # rrweb's numbers: event types, incremental sources and serialised node types.
-_FULL_SNAPSHOT, _INCREMENTAL, _META = 2, 3, 4
+_FULL_SNAPSHOT, _INCREMENTAL, _META, _CUSTOM = 2, 3, 4, 5
 _MUTATION, _INPUT = 0, 5
 _ELEMENT, _TEXT, _CDATA, _COMMENT = 2, 3, 4, 5
 #: Elements whose `rr-mask` class covers the whole page.
@@ -69,49 +80,70 @@ def mask(text: str) -> str:
     return _NON_SPACE.sub("*", text)
 
 
+def _items(value: Any) -> Iterable[Any]:
+    """A list from the events as it is, anything else (a hostile shape) as nothing."""
+    return value if isinstance(value, list) else ()
+
+
+def _classes(attributes: Any) -> list[str]:
+    return str(attributes.get("class") or "").split() if isinstance(attributes, dict) else []
+
+
+def _tag(node: dict[str, Any]) -> str:
+    return str(node.get("tagName") or "").lower()
+
+
+def _is_technical_meta(attributes: dict[str, Any]) -> bool:
+    kind = attributes.get("name") or attributes.get("http-equiv") or ""
+    return str(kind).strip().lower() in TECHNICAL_METAS
+
+
 class _Masker:
-    """Masks one segment's events; remembers which nodes lie inside a masked element."""
+    """Rewrites one segment's events; remembers which nodes lie inside a masked element."""
 
     def __init__(self, whole_page: bool) -> None:
         self.whole_page = whole_page
         self.masked_ids: set[Any] = set()
         self.style_text_ids: set[Any] = set()
-        self.count = 0
-        self.full_snapshot = False
+        self.texts = 0
 
     def _masked(self, text: Any) -> Any:
-        if not isinstance(text, str) or not _NON_SPACE.search(text):
+        if not isinstance(text, str):
             return text
-        self.count += 1
-        return mask(text)
+        masked = mask(text)
+        # Text rrweb masked already is left alone and not counted.
+        if masked != text:
+            self.texts += 1
+        return masked
 
-    def _attribute(self, name: str, value: Any) -> Any:
-        if not isinstance(value, str):
+    def _attribute(self, name: Any, value: Any, masked: bool, *, words: bool = True) -> Any:
+        """The attribute's value, its words masked when `masked` (`words` False for a technical
+        meta tag's `content`)."""
+        if not masked or not isinstance(value, str) or not isinstance(name, str):
             return value
-        if name.lower() in TEXT_ATTRIBUTES:
+        lowered = name.lower()
+        if lowered in TEXT_ATTRIBUTES and (words or lowered != "content"):
             return self._masked(value)
-        if name.lower() == "href" and PERSONAL_LINK.match(value):
+        if lowered == "href" and PERSONAL_LINK.match(value):
             scheme, _, address = value.partition(":")
             return f"{scheme}:{self._masked(address)}"
         return value
 
     def node(self, node: Any, inside: bool, parent_tag: str = "") -> None:
-        """Mask a serialised node and its children when inside a masked element."""
+        """Rewrite a serialised node and its children; masked when inside a masked element."""
         if not isinstance(node, dict):
             return
         kind = node.get("type")
         if kind == _ELEMENT:
-            classes = str((node.get("attributes") or {}).get("class") or "").split()
-            if MASK_CLASS in classes and str(node.get("tagName") or "").lower() in _PAGE_ELEMENTS:
-                self.whole_page = True
-            inside = inside or MASK_CLASS in classes
+            attributes = node.get("attributes")
+            inside = inside or MASK_CLASS in _classes(attributes)
             if inside:
                 self.masked_ids.add(node.get("id"))
-                attributes = node.get("attributes")
-                if isinstance(attributes, dict):
-                    for name, value in attributes.items():
-                        attributes[name] = self._attribute(name, value)
-            parent_tag = str(node.get("tagName") or "").lower()
+            parent_tag = _tag(node)
+            if isinstance(attributes, dict):
+                words = not (parent_tag == "meta" and _is_technical_meta(attributes))
+                for name, value in attributes.items():
+                    attributes[name] = self._attribute(name, value, inside, words=words)
         elif kind in (_TEXT, _CDATA, _COMMENT):
             if node.get("isStyle") or parent_tag == "style":
                 self.style_text_ids.add(node.get("id"))
@@ -120,40 +152,40 @@ class _Masker:
                 node["textContent"] = self._masked(node.get("textContent"))
         elif inside:
             self.masked_ids.add(node.get("id"))
-        for child in node.get("childNodes") or ():
+        for child in _items(node.get("childNodes")):
             self.node(child, inside, parent_tag)
 
     def _is_masked(self, node_id: Any) -> bool:
         return self.whole_page or node_id in self.masked_ids
 
     def mutation(self, data: dict[str, Any]) -> None:
-        for added in data.get("adds") or ():
+        for added in _items(data.get("adds")):
             if isinstance(added, dict):
                 self.node(added.get("node"), self._is_masked(added.get("parentId")))
-        for change in data.get("texts") or ():
+        for change in _items(data.get("texts")):
             if isinstance(change, dict) and self._is_masked(change.get("id")) \
                     and change.get("id") not in self.style_text_ids:
                 change["value"] = self._masked(change.get("value"))
-        for change in data.get("attributes") or ():
+        for change in _items(data.get("attributes")):
             if not isinstance(change, dict) or not isinstance(change.get("attributes"), dict):
                 continue
             attributes = change["attributes"]
-            if MASK_CLASS in str(attributes.get("class") or "").split():
+            if MASK_CLASS in _classes(attributes):
                 self.masked_ids.add(change.get("id"))
-            if self._is_masked(change.get("id")):
-                for name, value in attributes.items():
-                    attributes[name] = self._attribute(name, value)
+            masked = self._is_masked(change.get("id"))
+            for name, value in attributes.items():
+                attributes[name] = self._attribute(name, value, masked)
 
     def event(self, event: Any) -> None:
         if not isinstance(event, dict) or not isinstance(event.get("data"), dict):
             return
         data = event["data"]
-        if event.get("type") == _FULL_SNAPSHOT:
-            self.full_snapshot = True
+        kind = event.get("type")
+        if kind == _FULL_SNAPSHOT:
             self.node(data.get("node"), self.whole_page)
-        elif event.get("type") == _INCREMENTAL and data.get("source") == _MUTATION:
+        elif kind == _INCREMENTAL and data.get("source") == _MUTATION:
             self.mutation(data)
-        elif event.get("type") == _INCREMENTAL and data.get("source") == _INPUT \
+        elif kind == _INCREMENTAL and data.get("source") == _INPUT \
                 and self._is_masked(data.get("id")):
             data["text"] = self._masked(data.get("text"))
 
@@ -162,6 +194,32 @@ def is_personal_page(url: str, patterns: list[str]) -> bool:
     """True when one of the patterns matches the URL."""
     page = PageUrl(url)
     return any(compiled_pattern(pattern).matches(page) for pattern in patterns)
+
+
+def _masks_the_page(node: Any) -> bool:
+    """True when an `<html>` or `<body>` in the serialised node carries `rr-mask`."""
+    if not isinstance(node, dict):
+        return False
+    if node.get("type") == _ELEMENT and _tag(node) in _PAGE_ELEMENTS \
+            and MASK_CLASS in _classes(node.get("attributes")):
+        return True
+    return any(_masks_the_page(child) for child in _items(node.get("childNodes")))
+
+
+def _of_type(events: list[Any], kind: int) -> list[dict[str, Any]]:
+    """The data of the events of one rrweb type."""
+    return [event["data"] for event in events if isinstance(event, dict)
+            and event.get("type") == kind and isinstance(event.get("data"), dict)]
+
+
+def _serialised_nodes(events: list[Any]) -> Iterable[Any]:
+    """The nodes the segment serialises: its full snapshots' and those its mutations add."""
+    for data in _of_type(events, _FULL_SNAPSHOT):
+        yield data.get("node")
+    for data in _of_type(events, _INCREMENTAL):
+        if data.get("source") == _MUTATION:
+            yield from (added.get("node") for added in _items(data.get("adds"))
+                        if isinstance(added, dict))
 
 
 @dataclass(frozen=True)
@@ -174,6 +232,13 @@ class Masking:
     personal_page: bool
     #: The segment holds a full snapshot, so it decides about its page by itself.
     full_snapshot: bool
+    #: Custom events dropped.
+    custom_events: int = 0
+
+    @property
+    def changed(self) -> bool:
+        """The events were rewritten."""
+        return bool(self.texts or self.custom_events)
 
 
 def mask_personal_text(events: list[Any], page_url: str | None, patterns: list[str], *,
@@ -181,12 +246,17 @@ def mask_personal_text(events: list[Any], page_url: str | None, patterns: list[s
     """Mask, in place, the text of personal pages and `rr-mask` elements in a segment's rrweb
     events; `personal_before` when an earlier segment showed the page to be personal."""
     urls = [page_url] if page_url else []
-    urls += [event["data"]["href"] for event in events
-             if isinstance(event, dict) and event.get("type") == _META
-             and isinstance(event.get("data"), dict)
-             and isinstance(event["data"].get("href"), str)]
-    masker = _Masker(whole_page=personal_before
-                     or any(is_personal_page(url, patterns) for url in urls))
+    metas = _of_type(events, _META)
+    urls += [data["href"] for data in metas if isinstance(data.get("href"), str)]
+    personal = personal_before or any(is_personal_page(url, patterns) for url in urls) \
+        or any(_masks_the_page(node) for node in _serialised_nodes(events))
+    dropped = 0
+    if personal:
+        kept = [event for event in events
+                if not (isinstance(event, dict) and event.get("type") == _CUSTOM)]
+        dropped = len(events) - len(kept)
+        events[:] = kept
+    masker = _Masker(personal)
     for event in events:
         masker.event(event)
-    return Masking(masker.count, masker.whole_page, masker.full_snapshot)
+    return Masking(masker.texts, personal, bool(_of_type(events, _FULL_SNAPSHOT)), dropped)

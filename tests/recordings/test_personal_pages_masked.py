@@ -8,6 +8,7 @@ import gzip
 import json
 from typing import Any
 
+from privacy.personal_pages import mask
 from tests.recordings.conftest import SendSegment
 from tests.recordings.kit import gzip_json, new_recording_id
 from tests.support.app import Fetch, Tenant, all_documents_text
@@ -212,3 +213,66 @@ async def test_an_rr_mask_element_on_an_ordinary_page_masks_only_what_is_inside_
     served = await _served(fetch, tenant, recording)
     assert STREET not in served and "Lilas" not in served
     assert NAME in served and EMAIL in served
+
+
+# Issue 40 point 5: whatever the order or shape ------------------------------------------------
+
+KASSE = "https://shop.example/kasse/"
+TITLE = f"Order of {NAME}"
+VIEWPORT = "width=device-width, initial-scale=1"
+SHEET = "https://shop.example/wp-content/themes/shop/style.css?ver=6.5"
+SCRIPT = "https://shop.example/wp-includes/js/jquery.min.js?ver=3.7"
+CUSTOM = {"type": 5, "data": {"tag": f"checkout of {NAME}", "payload": {
+    "customer": {"email": EMAIL, "phone": PHONE}, "total": 987.65}}, "timestamp": 6}
+
+
+def page_with_head(url: str, *, body_class: str = "rr-mask") -> list[dict[str, Any]]:
+    """A page whose head names the customer (its title, a description, an Open Graph title)
+    beside what the replay needs as it is: the viewport, a style sheet, a script."""
+    events = page_events(url, body_class=body_class)
+    head = events[1]["data"]["node"]["childNodes"][0]["childNodes"][0]
+    head["childNodes"] += [
+        _element(20, "title", [_text(21, TITLE)]),
+        _element(22, "meta", [], name="description", content=f"Placed by {NAME}, {EMAIL}"),
+        _element(23, "meta", [], property="og:title", content=TITLE),
+        _element(24, "meta", [], name="viewport", content=VIEWPORT),
+        _element(25, "link", [], rel="stylesheet", href=SHEET),
+        _element(26, "script", [], src=SCRIPT),
+    ]
+    return events
+
+
+async def test_a_page_with_rr_mask_on_its_body_serves_no_text_of_its_head_either(
+        deps, fetch: Fetch, tenant: Tenant, send_segment: SendSegment):
+    """`<head>` comes before `<body>` in the snapshot: the page is personal from its title on."""
+    recording = new_recording_id()
+    await send_segment(recording, 0, url=KASSE, body=gzip_json(page_with_head(KASSE)))
+
+    await deps.segment_sweeper.sweep()
+
+    served = await _served(fetch, tenant, recording)
+    for personal in (*PERSONAL, "Order of", "Placed by"):
+        assert personal not in served, personal
+    assert json.dumps(mask(TITLE)) in served
+    for needed in (VIEWPORT, SHEET, SCRIPT, STYLE):
+        assert needed in served, needed
+
+
+async def test_custom_events_on_a_personal_page_are_not_served(
+        deps, fetch: Fetch, tenant: Tenant, send_segment: SendSegment):
+    """A script's own events (rrweb type 5): dropped on a personal page, in its first segment
+    and its later ones; kept on an ordinary page."""
+    personal, ordinary = new_recording_id(), new_recording_id()
+    await send_segment(personal, 0, url=ORDER_RECEIVED,
+                       body=gzip_json([*page_events(ORDER_RECEIVED), CUSTOM]))
+    await send_segment(personal, 1, url=ORDER_RECEIVED, body=gzip_json([CUSTOM]))
+    await send_segment(ordinary, 0, url=PRODUCT, body=gzip_json([*page_events(PRODUCT), CUSTOM]))
+
+    assert await deps.segment_sweeper.sweep() == 3
+
+    served = await _served(fetch, tenant, personal)
+    for text in served.split("\n"):
+        assert all(event["type"] != 5 for event in json.loads(text)), text
+    for secret in (*PERSONAL, "checkout of", "987.65"):
+        assert secret not in served, secret
+    assert CUSTOM in json.loads(await _served(fetch, tenant, ordinary))
