@@ -10,10 +10,12 @@ docs/decisions.md). For each unchecked segment it:
    instead of exhausting memory) and parses the rrweb event array;
 3. removes rrweb console-plugin events unless the site captured console output at upload time,
    masks the text of the customer's own pages (privacy/personal_pages.py: the site's
-   `personalPages` at upload time, and anything inside `rr-mask`), recompresses, and swaps the
-   file for the rewritten one in one transaction (fresh file id). A segment without a full
-   snapshot learns whether its page is personal from the earlier segments of that page; while
-   one of them is still unchecked it waits (DEFER_SECONDS) rather than guess;
+   `personalPages` at upload time, and anything inside `rr-mask`), strips secret parameters
+   from the URLs inside the events (the site's `secretUrlParameters` as they are now),
+   recompresses, and swaps the file for the rewritten one in one transaction (fresh file id).
+   A segment without a full snapshot learns whether its page is personal from the earlier
+   segments of that page; while one of them is still unchecked it waits (DEFER_SECONDS)
+   rather than guess;
 4. or marks it checked as it is, or rejects it (content dropped, key kept) when it is too large
    inflated, not gzip, or not an rrweb event array.
 
@@ -37,10 +39,11 @@ from typing import TYPE_CHECKING, Any
 
 from config.background import PeriodicTask
 from config.metrics import Metrics
-from documents import recordings
+from documents import recordings, sites
 from documents.accounts import new_id
 from documents.store import Store
 from privacy.personal_pages import DEFAULT_PERSONAL_PAGES, mask_personal_text
+from privacy.url_secrets import DEFAULT_SECRET_PARAMETERS, secret_parameters
 
 if TYPE_CHECKING:
     from ingest.recordings import RecordingLifecycle
@@ -115,10 +118,12 @@ def _is_console_event(event: Any) -> bool:
 def check_segment(data: bytes, *, keep_console: bool, max_inflated_bytes: int,
                   page_url: str | None = None,
                   personal_pages: list[str] | tuple[str, ...] = DEFAULT_PERSONAL_PAGES,
-                  personal_before: bool | None = False) -> SegmentCheck:
-    """Inflate, parse, (unless console is kept) strip and mask personal text in one segment;
-    CPU-bound, run in a thread. `personal_before` is None when an earlier segment of the page
-    is not checked yet: a segment that cannot decide by itself is then SegmentDeferred."""
+                  personal_before: bool | None = False,
+                  secret_names: frozenset[str] = DEFAULT_SECRET_PARAMETERS) -> SegmentCheck:
+    """Inflate, parse, (unless console is kept) strip, mask personal text and strip URL
+    secrets in one segment; CPU-bound, run in a thread. `personal_before` is None when an
+    earlier segment of the page is not checked yet: a segment that cannot decide by itself is
+    then SegmentDeferred."""
     text = inflate(data, max_inflated_bytes)
     try:
         events = json.loads(text)
@@ -131,7 +136,8 @@ def check_segment(data: bytes, *, keep_console: bool, max_inflated_bytes: int,
         events = [event for event in events if not _is_console_event(event)]
     try:
         masking = mask_personal_text(events, page_url, list(personal_pages),
-                                     personal_before=bool(personal_before))
+                                     personal_before=bool(personal_before),
+                                     secret_names=secret_names)
     except RecursionError:
         # A page nested deeper than the masker walks cannot be shown to be masked.
         raise SegmentRejected("too_deep") from None
@@ -143,6 +149,13 @@ def check_segment(data: bytes, *, keep_console: bool, max_inflated_bytes: int,
                               compresslevel=6, mtime=0)
     return SegmentCheck(console, rewritten, masking.texts, masking.personal_page,
                         masking.custom_events)
+
+
+def _rewritten_result(verdict: SegmentCheck, console_removed: int) -> str:
+    """The metric's name for a rewritten segment, by the most telling change."""
+    if verdict.texts_masked or verdict.custom_events_dropped:
+        return "text_masked"
+    return "console_removed" if console_removed else "url_stripped"
 
 
 def _personal_before(earlier: list[dict[str, Any]]) -> bool | None:
@@ -191,13 +204,16 @@ class SegmentSweeper:
         data = await self.store.bucket(recordings.SEGMENTS_BUCKET).read(file["_id"])
         metadata = file["metadata"]
         earlier = await recordings.earlier_segments_of_page(self.store, file)
+        site = await sites.find_site(self.store, metadata["siteId"],
+                                     {"settings.secretUrlParameters": 1})
         try:
             verdict = await asyncio.to_thread(
                 check_segment, data, keep_console=bool(metadata.get("keepConsole")),
                 max_inflated_bytes=self.max_inflated_bytes, page_url=metadata.get("pageUrl"),
                 # Segments stored before the setting existed get WooCommerce's defaults.
                 personal_pages=metadata.get("personalPages", DEFAULT_PERSONAL_PAGES),
-                personal_before=_personal_before(earlier))
+                personal_before=_personal_before(earlier),
+                secret_names=secret_parameters(site or {}))
         except SegmentDeferred:
             await recordings.postpone_check(
                 self.store, file["_id"],
@@ -213,13 +229,11 @@ class SegmentSweeper:
                                                       personal_page=verdict.personal_page)
                 result = "clean" if not verdict.console_events else "console_kept"
             else:
-                kept = bool(metadata.get("keepConsole"))
+                removed = 0 if metadata.get("keepConsole") else verdict.console_events
                 await recordings.replace_segment(
-                    self.store, file, new_id(), verdict.data,
-                    console_removed=0 if kept else verdict.console_events,
+                    self.store, file, new_id(), verdict.data, console_removed=removed,
                     texts_masked=verdict.texts_masked, personal_page=verdict.personal_page)
-                result = "text_masked" if verdict.texts_masked or verdict.custom_events_dropped \
-                    else "console_removed"
+                result = _rewritten_result(verdict, removed)
         self.metrics.count(CHECKED_METRIC, CHECKED_HELP, result=result)
         return result
 

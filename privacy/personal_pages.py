@@ -20,6 +20,9 @@ content), text changes, typed input, the attributes that carry words (`value`, `
 `title`, `alt`, `aria-label`, a meta tag's `content`…), and the address of `mailto:` and `tel:`
 links. A personal page's custom events (rrweb type 5, a script's own tag and payload) are
 dropped: the replay does not need them and nothing in them can be told safe.
+
+On every page, personal or not, the URLs the events carry (a meta event's `href`, the `href`,
+`src`, `srcset`, `action`… attributes) lose their secret parameters (privacy/url_secrets.py).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 
 from documents.sites import DEFAULT_SETTINGS
 from privacy.exclusion import PageUrl, checked_pattern_list, compiled_pattern
+from privacy.url_secrets import DEFAULT_SECRET_PARAMETERS, strip_secrets, strip_secrets_in_text
 
 #: Until the owner sets some: WooCommerce's checkout and My Account (documents/sites.py).
 DEFAULT_PERSONAL_PAGES = tuple(DEFAULT_SETTINGS["personalPages"])
@@ -50,6 +54,11 @@ TECHNICAL_METAS = frozenset({
     "viewport", "theme-color", "color-scheme", "robots", "referrer", "format-detection",
     "content-type", "x-ua-compatible",
 })
+#: Attributes holding one URL, and those holding several (`srcset`'s candidates, `ping`).
+URL_ATTRIBUTES = frozenset({
+    "href", "src", "action", "formaction", "poster", "cite", "data", "background", "xlink:href",
+})
+URL_LIST_ATTRIBUTES = frozenset({"srcset", "imagesrcset", "ping"})
 #: Link schemes whose address is a person's (e-mail, phone).
 PERSONAL_LINK = re.compile(r"^\s*(mailto|tel|sms):", re.I)
 
@@ -101,11 +110,13 @@ def _is_technical_meta(attributes: dict[str, Any]) -> bool:
 class _Masker:
     """Rewrites one segment's events; remembers which nodes lie inside a masked element."""
 
-    def __init__(self, whole_page: bool) -> None:
+    def __init__(self, whole_page: bool, secret_names: frozenset[str]) -> None:
         self.whole_page = whole_page
+        self.secret_names = secret_names
         self.masked_ids: set[Any] = set()
         self.style_text_ids: set[Any] = set()
         self.texts = 0
+        self.urls = 0
 
     def _masked(self, text: Any) -> Any:
         if not isinstance(text, str):
@@ -116,12 +127,23 @@ class _Masker:
             self.texts += 1
         return masked
 
+    def _url(self, name: str, value: str) -> str:
+        stripped = (strip_secrets_in_text(value, self.secret_names) if name in URL_LIST_ATTRIBUTES
+                    else strip_secrets(value, self.secret_names))
+        if stripped != value:
+            self.urls += 1
+        return stripped
+
     def _attribute(self, name: Any, value: Any, masked: bool, *, words: bool = True) -> Any:
-        """The attribute's value, its words masked when `masked` (`words` False for a technical
-        meta tag's `content`)."""
-        if not masked or not isinstance(value, str) or not isinstance(name, str):
+        """The attribute's value: URLs without their secrets; when `masked`, words masked
+        (`words` False for a technical meta tag's `content`)."""
+        if not isinstance(value, str) or not isinstance(name, str):
             return value
         lowered = name.lower()
+        if lowered in URL_ATTRIBUTES or lowered in URL_LIST_ATTRIBUTES:
+            value = self._url(lowered, value)
+        if not masked:
+            return value
         if lowered in TEXT_ATTRIBUTES and (words or lowered != "content"):
             return self._masked(value)
         if lowered == "href" and PERSONAL_LINK.match(value):
@@ -181,7 +203,9 @@ class _Masker:
             return
         data = event["data"]
         kind = event.get("type")
-        if kind == _FULL_SNAPSHOT:
+        if kind == _META and isinstance(data.get("href"), str):
+            data["href"] = self._url("href", data["href"])
+        elif kind == _FULL_SNAPSHOT:
             self.node(data.get("node"), self.whole_page)
         elif kind == _INCREMENTAL and data.get("source") == _MUTATION:
             self.mutation(data)
@@ -232,19 +256,23 @@ class Masking:
     personal_page: bool
     #: The segment holds a full snapshot, so it decides about its page by itself.
     full_snapshot: bool
+    #: URLs that lost secret parameters.
+    urls: int = 0
     #: Custom events dropped.
     custom_events: int = 0
 
     @property
     def changed(self) -> bool:
         """The events were rewritten."""
-        return bool(self.texts or self.custom_events)
+        return bool(self.texts or self.urls or self.custom_events)
 
 
 def mask_personal_text(events: list[Any], page_url: str | None, patterns: list[str], *,
-                       personal_before: bool = False) -> Masking:
+                       personal_before: bool = False,
+                       secret_names: frozenset[str] = DEFAULT_SECRET_PARAMETERS) -> Masking:
     """Mask, in place, the text of personal pages and `rr-mask` elements in a segment's rrweb
-    events; `personal_before` when an earlier segment showed the page to be personal."""
+    events, and strip secret parameters from their URLs; `personal_before` when an earlier
+    segment showed the page to be personal."""
     urls = [page_url] if page_url else []
     metas = _of_type(events, _META)
     urls += [data["href"] for data in metas if isinstance(data.get("href"), str)]
@@ -256,7 +284,8 @@ def mask_personal_text(events: list[Any], page_url: str | None, patterns: list[s
                 if not (isinstance(event, dict) and event.get("type") == _CUSTOM)]
         dropped = len(events) - len(kept)
         events[:] = kept
-    masker = _Masker(personal)
+    masker = _Masker(personal, secret_names)
     for event in events:
         masker.event(event)
-    return Masking(masker.texts, personal, bool(_of_type(events, _FULL_SNAPSHOT)), dropped)
+    return Masking(masker.texts, personal, bool(_of_type(events, _FULL_SNAPSHOT)), masker.urls,
+                   dropped)

@@ -53,6 +53,22 @@ def test_text_rrweb_masked_already_is_not_rewritten():
     assert masking.texts == 0 and not masking.changed
 
 
+def test_every_url_an_element_carries_loses_its_secrets_whatever_its_tag():
+    form = {"type": 2, "tagName": "form", "childNodes": [], "id": 3, "attributes": {
+        "action": "/checkout/order-pay/12/?pay_for_order=true&key=wc_order_k",
+        "data-note": "?key=stays: not a URL attribute"}}
+    image = {"type": 2, "tagName": "img", "childNodes": [], "id": 4, "attributes": {
+        "srcset": "/a.png?token=t1 1x, /b.png?token=t2&w=2 2x"}}
+    events = [_snapshot(form, image)]
+
+    masking = _mask(events)
+
+    assert form["attributes"] == {"action": "/checkout/order-pay/12/?pay_for_order=true",
+                                  "data-note": "?key=stays: not a URL attribute"}
+    assert image["attributes"]["srcset"] == "/a.png 1x, /b.png?w=2 2x"
+    assert masking.urls == 2 and not masking.personal_page
+
+
 def test_a_hostile_shape_is_walked_past_not_crashed_on():
     events: list[Any] = [
         {"type": 2, "data": {"node": {"type": 2, "tagName": "body", "childNodes": 5,

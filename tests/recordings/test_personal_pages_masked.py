@@ -99,7 +99,10 @@ async def test_an_order_received_page_sent_in_clear_is_stored_and_served_masked(
     snapshot = json.dumps(events[1])
     # Masked as rrweb masks: same length, spaces kept, so the replay keeps its layout.
     assert json.dumps("********* *********") in snapshot
-    assert STYLE in served and '"mailto:' in served and "wc_order" in served
+    assert STYLE in served and '"mailto:' in served
+    # The order key in the meta event's address goes, as it went from the segment's page URL.
+    assert "wc_order" not in served and "wc_order" not in stored
+    assert events[0]["data"]["href"] == "https://shop.example/checkout/order-received/1234/"
     assert events[3]["data"]["text"] == "*** * ** ** ** **"
     [file] = [doc async for doc in deps.store.bucket("segments").files.find({})]
     assert file["metadata"]["textsMasked"] == 11
@@ -276,3 +279,41 @@ async def test_custom_events_on_a_personal_page_are_not_served(
     for secret in (*PERSONAL, "checkout of", "987.65"):
         assert secret not in served, secret
     assert CUSTOM in json.loads(await _served(fetch, tenant, ordinary))
+
+
+async def test_secret_parameters_leave_the_urls_recorded_inside_a_segment(
+        deps, fetch: Fetch, tenant: Tenant, send_segment: SendSegment):
+    """On an ordinary page too: the meta event's address, a link, an image (a name the site
+    added) and a link changed later lose their secrets; the other parameters stay."""
+    site = f"/api/v1/sites/{tenant.site_id}"
+    changed = await fetch(site, "PATCH", token=tenant.token,
+                          json_body={"settings": {"secretUrlParameters": ["Coupon_Secret"]}})
+    assert changed.code == 200, changed
+    order = "https://shop.example/checkout/order-received/77/"
+    events = page_events(PRODUCT)
+    events[0]["data"]["href"] = f"{PRODUCT}?key=wc_order_abc&color=blue"
+    body = events[1]["data"]["node"]["childNodes"][0]["childNodes"][1]
+    body["childNodes"] += [
+        _element(30, "a", [_text(31, "Your order")], href=f"{order}?key=wc_order_abc"),
+        _element(32, "img", [], src="https://cdn.shop.example/b.png?coupon_secret=s3cr3t&w=600"),
+    ]
+    events.append({"type": 3, "data": {"source": 0, "texts": [], "removes": [], "adds": [],
+                                       "attributes": [{"id": 30, "attributes": {
+                                           "href": f"{order}?order=77&key=wc_order_abc"}}]},
+                   "timestamp": 5})
+    recording = new_recording_id()
+    await send_segment(recording, 0, url=f"{PRODUCT}?key=wc_order_abc&color=blue",
+                       body=gzip_json(events))
+
+    await deps.segment_sweeper.sweep()
+
+    served = await _served(fetch, tenant, recording)
+    assert "wc_order" not in served and "s3cr3t" not in served
+    assert "wc_order" not in await _stored_segments_text(deps)
+    shown = json.loads(served)
+    assert shown[0]["data"]["href"] == f"{PRODUCT}?color=blue"
+    [link, image] = shown[1]["data"]["node"]["childNodes"][0]["childNodes"][1]["childNodes"][-2:]
+    assert link["attributes"]["href"] == order
+    assert image["attributes"]["src"] == "https://cdn.shop.example/b.png?w=600"
+    assert shown[-1]["data"]["attributes"][0]["attributes"]["href"] == f"{order}?order=77"
+    assert NAME in served and EMAIL in served  # an ordinary page keeps its text
