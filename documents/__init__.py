@@ -64,3 +64,5 @@ async def prepare_store(store: Store) -> None:
     await migrations.run_once(store, "recording-footage-v1", recordings.backfill_footage)
     # Visits and the session figures (issue 31), from the pageviews stored before them.
     await migrations.run_once(store, "visits-v1", derivation.rebuild_all_sites)
+    # Visits carry their journey, and the daily counts its outcome (documents/journeys.py).
+    await migrations.run_once(store, "journeys-v1", derivation.rebuild_all_sites)

@@ -1,10 +1,13 @@
 """Which errors, and which pages with rage and dead clicks, cost orders: the revenue at risk.
 
-For a date range, every session that started in it goes through the shop funnel
-(documents/funnels.py). A session *hit* by an error (or by a rage or dead click on a page)
-is compared with the sessions of the site that were not hit and reached the same funnel
-stage (none, product view, add to cart, checkout) as the hit session had reached when it was
-hit; each stage is one 2x2 table (hit or not, converted or not):
+For a date range, every session that started in it is counted by the shop funnel stage it
+reached (none, product view, add to cart, checkout) and whether it went on to a paid order;
+each session hit by an error (or by a rage or dead click on a page) is counted by the stage it
+had reached when first hit, too. The fold keeps these counts per day (documents/journeys.py),
+so a report reads a few documents per error and day, whatever the number of sessions. A
+session hit is compared with the sessions of the site that were not hit and reached the same
+stage as the hit session had when it was hit; each stage is one 2x2 table (hit or not,
+converted or not):
 
 * affected conversion a = x / n, the hit sessions that went on to a paid order, of the n hit
   sessions; a session that had paid before it was hit is not at risk and is left out, and so
@@ -19,24 +22,23 @@ hit; each stage is one 2x2 table (hit or not, converted or not):
   least MIN_AFFECTED sessions hit are adjusted together (Benjamini-Hochberg), and a drop is
   significant when its adjusted p-value is at most FALSE_DISCOVERY_RATE;
 * only then is there a figure: revenue at risk = (b - a) * n * average order value (the
-  range's paid orders in the reporting currency, net of refunds), with a 90 % interval: the
-  exact (Clopper-Pearson) intervals of a and of each stage's p_s, combined by recovering
-  their variance estimates (Newcombe; Zou and Donner). Otherwise the answer is "not enough
-  data", never a figure.
+  range's paid orders in the reporting currency, net of refunds, from the daily figures), with
+  a 90 % interval: the exact (Clopper-Pearson) intervals of a and of each stage's p_s, combined
+  by recovering their variance estimates (Newcombe; Zou and Donner). Otherwise the answer is
+  "not enough data", never a figure.
 
 The method, its assumptions and its references: decision "Issue 39" in docs/decisions.md; its
-error rate and power, measured by simulation: docs/performance.md. Computed when asked from
-raw facts (visits, commerce steps, error occurrences, interactions), restricted visitors left
-out, so erasure and restriction are exact (decision "Issue 31").
+error rate and power, measured by simulation: docs/performance.md. Restricted visitors are
+left out of the counts and erasure takes a visitor's sessions out of them, as it does of
+every daily figure (decision "Issue 39: reports read folded journeys").
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from typing import Any, TypeVar
@@ -44,9 +46,9 @@ from typing import Any, TypeVar
 import numpy as np
 from scipy.stats import binomtest, false_discovery_control, hypergeom
 
-from documents import commerce, error_records, funnels, interactions, visits
+from documents import commerce, funnels, journeys, rollups
+from documents.journeys import Stratum
 from documents.store import Store
-from documents.visitors import restricted_visitor_ids
 
 #: Fewer sessions hit give no figure and are not tested: the exact test could only call a
 #: total loss among them, and the interval of a figure from so few would span most of it.
@@ -59,8 +61,6 @@ INTERVAL = 0.90
 #: A stage's hypergeometric probabilities below this are left out of the convolution: a p-value
 #: loses less than 1e-25 even over supports of thousands, and a long support convolves fast.
 NEGLIGIBLE = 1e-30
-#: The shop funnel's steps before the order: the stages a session can have reached.
-STAGES = 3
 RULE = ("Revenue at risk compares the sessions hit with the sessions not hit that reached the "
         "same shop funnel stage (none, product view, cart, checkout). It is shown only when at "
         f"least {MIN_AFFECTED} sessions were hit and an exact test stratified by stage (exact "
@@ -73,29 +73,7 @@ RULE = ("Revenue at risk compares the sessions hit with the sessions not hit tha
         "Otherwise: not enough data. References: Mantel and Haenszel 1959; Benjamini and "
         "Hochberg 1995; Clopper and Pearson 1934; Newcombe 1998.")
 
-Key = tuple[str, str]
 Name = TypeVar("Name")
-
-
-@dataclass(frozen=True)
-class Funnelled:
-    """The range's sessions through the shop funnel, and what an order is worth."""
-
-    paths: dict[Key, funnels.SessionPath]
-    currency: str | None
-    #: Average net order value in minor units of `currency`; None without paid orders.
-    order_value: Fraction | None
-
-
-@dataclass(frozen=True)
-class Stratum:
-    """One funnel stage's 2x2 table: the sessions hit at it, and those not hit that reached
-    it, each with how many went on to a paid order."""
-
-    hit: int
-    hit_converted: int
-    comparable: int
-    comparable_converted: int
 
 
 @dataclass(frozen=True)
@@ -108,65 +86,6 @@ class Measure:
     baseline: Fraction
     p_value: float
     tables: tuple[Stratum, ...]
-
-
-def _paid_at(path: funnels.SessionPath) -> datetime | None:
-    return next((at for kind, at in path.commerce if kind == commerce.PAID), None)
-
-
-def _stage(path: funnels.SessionPath, until: datetime | None = None) -> int:
-    """How many of the shop funnel's steps before the order the session had reached."""
-    return sum(1 for at in path.reached[:STAGES] if until is None or at <= until)
-
-
-@dataclass(frozen=True)
-class _Read:
-    """What revenue at risk reads of a range on the event loop: its sessions, and what an
-    order is worth (the rest is CPU work, done through the caller's offload)."""
-
-    sessions: funnels.RangeSessions
-    currency: str | None
-    order_value: Fraction | None
-
-    def funnelled(self, page_matches: funnels.PageMatch, check: funnels.Checkpoint
-                  ) -> Funnelled:
-        """Every session of the range through the shop funnel (CPU only)."""
-        paths = funnels.paths_through(funnels.shop_funnel(), self.sessions,
-                                      page_matches=page_matches, check=check)
-        return Funnelled({(path.visitor_id, path.session_id): path for path in paths
-                          if path.session_id}, self.currency, self.order_value)
-
-
-async def _read(store: Store, site: dict[str, Any], first: date, last: date) -> _Read:
-    """The range's sessions, restricted visitors left out, and the average order value."""
-    sessions = await funnels.read_sessions(store, site["_id"], first, last)
-    start, end = funnels.day_bounds(first, last)
-    currency, _ = await commerce.reporting_currency(store, site["_id"], site.get("settings"))
-    nets = [order["net"] for order in await commerce.paid_orders(store, site["_id"], start, end)
-            if order["counted"] and order["currency"] == currency]
-    return _Read(sessions, currency, Fraction(sum(nets), len(nets)) if nets else None)
-
-
-def strata(hits: dict[Key, datetime], sessions: Funnelled) -> list[Stratum]:
-    """The stages' tables for the sessions `hits` names (each with its first hit)."""
-    hit: dict[int, list[bool]] = defaultdict(list)
-    for key, at in hits.items():
-        path = sessions.paths.get(key)
-        if path is None:
-            continue
-        paid = _paid_at(path)
-        if paid is not None and paid <= at:
-            continue
-        hit[_stage(path, at)].append(paid is not None)
-    reached: dict[int, list[bool]] = defaultdict(list)
-    for key, path in sessions.paths.items():
-        if key in hits:
-            continue
-        converted = _paid_at(path) is not None
-        for stage in range(_stage(path) + 1):
-            reached[stage].append(converted)
-    return [Stratum(len(hit[stage]), sum(hit[stage]), len(reached[stage]), sum(reached[stage]))
-            for stage in sorted(hit) if reached.get(stage)]
 
 
 def loss_p_value(tables: Sequence[Stratum]) -> float:
@@ -273,53 +192,55 @@ def judged(measures: Mapping[Name, Measure | None], order_value: Fraction | None
     return answers
 
 
-def _impacts(hits: dict[Name, dict[Key, datetime]], sessions: Funnelled
-             ) -> dict[Name, dict[str, Any]]:
-    return judged({name: measure(strata(hit, sessions)) for name, hit in hits.items()},
-                  sessions.order_value, sessions.currency)
+@dataclass(frozen=True)
+class _Read:
+    """What revenue at risk reads of a range: the stage tables of each error (or page) hit,
+    and what an order is worth in the reporting currency."""
+
+    tables: dict[str, list[Stratum]]
+    currency: str | None
+    #: Average net order value in minor units of `currency`; None without paid orders.
+    order_value: Fraction | None
+
+    def impacts(self, check: funnels.Checkpoint) -> dict[str, dict[str, Any]]:
+        """Each one's measure and answer, adjusted as one family (CPU only)."""
+        measures = {}
+        for name, tables in self.tables.items():
+            check()
+            measures[name] = measure(tables)
+        return judged(measures, self.order_value, self.currency)
 
 
-def _first_hits(rows: Iterable[tuple[str, str | None, str | None, datetime]]
-                ) -> dict[str, dict[Key, datetime]]:
-    """(what, visitorId, sessionId, at) rows as each thing's sessions and first hit in each."""
-    hits: dict[str, dict[Key, datetime]] = defaultdict(dict)
-    for what, visitor_id, session_id, at in rows:
-        if not visitor_id or not session_id:
-            continue
-        key = (visitor_id, session_id)
-        seen = hits[what].get(key)
-        hits[what][key] = at if seen is None or at < seen else seen
-    return hits
+async def _read(store: Store, site: dict[str, Any], first: date, last: date, hits: str
+                ) -> _Read:
+    """The range's outcome counts (`hits`: journeys.ERROR_HIT or PAGE_HIT) as stage tables,
+    and the average order value from the range's daily figures."""
+    counts = await rollups.session_figures(store, site["_id"], first, last,
+                                           dimensions=(journeys.STAGE, hits))
+    tables = journeys.strata_by_name(counts[journeys.STAGE].items(), counts[hits].items())
+    currency, _ = await commerce.reporting_currency(store, site["_id"], site.get("settings"))
+    days = rollups.period(await rollups.site_days(store, site["_id"], first, last), first, last)
+    orders = days.orders.get(currency or "", 0)
+    value = Fraction(days.revenue.get(currency or "", 0), orders) if orders > 0 else None
+    return _Read(tables, currency, value)
 
 
 async def error_impacts(store: Store, site: dict[str, Any], first: date, last: date,
-                        page_matches: funnels.PageMatch, offload: funnels.Offload
-                        ) -> dict[str, dict[str, Any]]:
+                        offload: funnels.Offload) -> dict[str, dict[str, Any]]:
     """Each error that hit a session of the range: its impact, by error id, the range's
     errors adjusted as one family. Read here, worked out through `offload` (a report thread
     with a time limit)."""
-    read = await _read(store, site, first, last)
-    start, end = funnels.day_bounds(first, last)
-    hits = _first_hits(await error_records.session_hits(
-        store, site["_id"], start, end + funnels.LATE_STEPS,
-        hidden=await restricted_visitor_ids(store, site["_id"])))
-    return await offload(lambda check: _impacts(hits, read.funnelled(page_matches, check)))
+    read = await _read(store, site, first, last, journeys.ERROR_HIT)
+    return await offload(read.impacts)
 
 
 async def page_impacts(store: Store, site: dict[str, Any], first: date, last: date,
-                       page_matches: funnels.PageMatch, offload: funnels.Offload
-                       ) -> list[dict[str, Any]]:
+                       offload: funnels.Offload) -> list[dict[str, Any]]:
     """The pages with rage or dead clicks in the range's sessions, each with its impact (the
     range's pages adjusted as one family): significant revenue at risk first, largest first,
     then by sessions hit. Read here, worked out through `offload`."""
-    read = await _read(store, site, first, last)
-    start, end = funnels.day_bounds(first, last)
-    hits = _first_hits([(visits.page_path(url), visitor_id, session_id, at)
-                        async for visitor_id, session_id, url, at in
-                        interactions.frustrated_clicks(
-                            store, site["_id"], start, end + funnels.LATE_STEPS,
-                            hidden=await restricted_visitor_ids(store, site["_id"]))])
-    impacts = await offload(lambda check: _impacts(hits, read.funnelled(page_matches, check)))
+    read = await _read(store, site, first, last, journeys.PAGE_HIT)
+    impacts = await offload(read.impacts)
     return sort_by_risk([{"page": page, **impact} for page, impact in impacts.items()], "page")
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from documents import heatmaps, recordings, rollups, sites, visitors
+from documents import heatmaps, journeys, recordings, rollups, sites, visitors, visits
 from documents.accounts import new_id
 from documents.store import (
     ASCENDING,
@@ -124,6 +124,8 @@ async def _fold(store: Store, site_id: str, facts: list[dict[str, Any]], *,
                 await rollups.chain_visit(store, counted, site_id, who, record,
                                           country=fact.get("country"),
                                           device=fact.get("device"), session=session)
+            if source.journey is not None and who:
+                await _join_journey(store, counted, source, fact, record, session=session)
             if source.heatmap and record.get("heatmap"):
                 shares.append(record["heatmap"])
             mark = source.mark(record)
@@ -133,6 +135,28 @@ async def _fold(store: Store, site_id: str, facts: list[dict[str, Any]], *,
                                    session=session)
     await heatmaps.add_to_aggregates(store, site_id, shares, session=session)
     await tally.write(store, session=session)
+
+
+async def _join_journey(store: Store, tally: rollups.Tally, source: rollups.FigureSource,
+                        fact: dict[str, Any], record: dict[str, Any], *, session: Any) -> None:
+    """Put a record into its session's journey (documents/journeys.py) and count the
+    difference it makes to the daily outcome counts."""
+    session_id = record.get("sessionId") or fact.get("sessionId")
+    if not session_id and not source.joins_without_session:
+        return
+    site_id, who = fact["siteId"], fact["visitorId"]
+    visit = await visits.journey_visit(store, site_id, who, session_id, record["at"],
+                                       session=session)
+    if visit is None:
+        return
+    assert source.journey is not None
+    changed = source.journey(journeys.of(visit), record, fact)
+    if changed is None:
+        return
+    after = {**visit, "journey": changed}
+    await visits.save_visit(store, after, session=session)
+    tally.visit(visit, -1)
+    tally.visit(after)
 
 
 async def fold_partition(store: Store, site_id: str, *, batch: int = FOLD_BATCH,

@@ -7,20 +7,22 @@ the matcher are passed in, as documents/ imports nothing of privacy/) or an even
 view (a pageview attributed to a product), an add to cart, a checkout started or a paid order
 (documents/commerce.py).
 
-A report is worked out when asked, from raw facts: the visits that started in the range
-(documents/visits.py, one indexed query) and their commerce steps (`commerce.session_steps`),
-restricted visitors left out by both. Nothing is kept, so erasure and restriction are exact
-by construction. What a report reads (`read_sessions`) is read on the event loop; what it then
-works out (`paths_through`, `report`) is CPU only and goes through the caller's offload, a
-report thread with a time limit (decision "Issue 39: reports that never freeze the server").
-The rules (decision "Issue 31" in docs/decisions.md):
+A report reads one document per session of the range: the visits that started in it
+(documents/visits.py, one indexed query), each with the journey the fold joined to it (its
+commerce steps and paid orders, documents/journeys.py), restricted visitors left out. Visits
+are the visitor's data, so erasure and restriction are exact. What a report reads
+(`read_sessions`) is read on the event loop; what it then works out (`paths_through`,
+`report`) is CPU only and goes through the caller's offload, a report thread with a time
+limit (decision "Issue 39: reports that never freeze the server"). The rules (decision
+"Issue 31" in docs/decisions.md):
 
 * a session is a browser session; it is in the range when it started on one of its days;
 * a session reaches step 1 at the first moment it matches it, and step k at the first moment
   at or after it reached step k-1 that it matches step k; steps are not skipped;
 * the window is the session: its pages (the first `visits.MAX_PAGES`) and the commerce events
-  the shop sent with its session id, up to LATE_STEPS after the range's last day; an event
-  sent without one (the plugin's) belongs to the visitor's visit that started last before it;
+  the shop sent with its session id; an event sent without one (the plugin's) belongs to the
+  visitor's visit that started last before it, if it came at most `journeys.LATE` after that
+  visit's last pageview;
 * the time between two steps is the time between the moments they were reached; the median
   is over the sessions that reached the later step.
 """
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from documents import commerce, visits
+from documents import commerce, journeys, visits
 from documents.accounts import new_id
 from documents.store import ASCENDING, Index, Store
 from documents.visitors import restricted_visitor_ids
@@ -44,15 +46,12 @@ COLLECTION = "funnels"
 MIN_STEPS, MAX_STEPS = 2, 8
 #: A site's own funnels: each report reads the range's visits, so the list stays short.
 MAX_FUNNELS_PER_SITE = 50
-PRODUCT_VIEW = "product_view"
+PRODUCT_VIEW = journeys.PRODUCT_VIEW
 #: The events a step can be, in the shop funnel's order.
 STEP_EVENTS = (PRODUCT_VIEW, commerce.ADD_TO_CART, commerce.CHECKOUT_STARTED, commerce.PAID)
 EVENT_LABELS = {PRODUCT_VIEW: "Product view", commerce.ADD_TO_CART: "Add to cart",
                 commerce.CHECKOUT_STARTED: "Checkout", commerce.PAID: "Order"}
 SHOP_FUNNEL_ID = "shop"
-#: Commerce steps are read this long after the range's last day: a session that started late
-#: on it goes on past midnight, and a payment may be confirmed after the visit.
-LATE_STEPS = timedelta(days=1)
 BREAKDOWN_ITEMS = 10
 BREAKDOWNS = ("device", "country", "source")
 #: Sessions a recordings filter by source or funnel step may name; beyond that, the first
@@ -252,23 +251,20 @@ def day_bounds(first: date, last: date) -> tuple[datetime, datetime]:
 
 @dataclass(frozen=True)
 class RangeSessions:
-    """What a report over a range reads: the visits that started in it and the commerce steps
-    of the range's sessions by (visitor, session id), restricted visitors left out."""
+    """What a report over a range reads: the visits that started in it, each with its
+    journey (its commerce steps), restricted visitors left out."""
 
     visits: list[dict[str, Any]]
-    shop: dict[tuple[str, str | None], list[tuple[str, datetime]]]
 
 
 async def read_sessions(store: Store, site_id: str, first: date, last: date, *,
                         source: str | None = None) -> RangeSessions:
-    """Every session that started between `first` and `last` (of `source` when given) and the
-    commerce steps that may fall in them; restricted visitors left out."""
-    start, end = day_bounds(first, last)
+    """Every session that started between `first` and `last` (of `source` when given), one
+    visit document each; restricted visitors left out."""
     hidden = await restricted_visitor_ids(store, site_id)
-    shop = await commerce.session_steps(store, site_id, start, end + LATE_STEPS)
     found = [visit async for visit in visits.visits_between(store, site_id, first, last,
                                                             hidden=hidden, source=source)]
-    return RangeSessions(found, shop)
+    return RangeSessions(found)
 
 
 def _no_limit() -> None:
@@ -280,8 +276,9 @@ def paths_through(funnel: dict[str, Any], sessions: RangeSessions, *, page_match
     """How far each session went through the funnel: CPU only, over what was read, calling
     `check` between sessions."""
     paths = []
-    for visit, steps in _with_steps(sessions.visits, sessions.shop, check):
+    for visit in sessions.visits:
         check()
+        steps = journeys.step_moments(visit)
         reached = walk([_moments(step, visit, steps, page_matches) for step in funnel["steps"]])
         paths.append(SessionPath(visit["visitorId"], visit.get("sessionId"),
                                  visit.get("device") or "unknown",
@@ -289,30 +286,6 @@ def paths_through(funnel: dict[str, Any], sessions: RangeSessions, *, page_match
                                  visits.source_label(visit.get("source")), reached,
                                  tuple(steps)))
     return paths
-
-
-def _with_steps(found: list[dict[str, Any]],
-                shop: dict[tuple[str, str | None], list[tuple[str, datetime]]],
-                check: Checkpoint) -> list[tuple[dict[str, Any], list[tuple[str, datetime]]]]:
-    """Each visit with its commerce steps: those sent with its session id, and those the shop
-    sent without one (the plugin's) that happened from its start until the visitor's next
-    visit of the range started, so each such step is in exactly one visit."""
-    by_visitor: dict[str, list[dict[str, Any]]] = {}
-    for visit in found:
-        by_visitor.setdefault(visit["visitorId"], []).append(visit)
-    placed = []
-    for visitor_id, theirs in by_visitor.items():
-        check()
-        theirs.sort(key=lambda visit: visit["startedAt"])
-        loose = shop.get((visitor_id, None), [])
-        for n, visit in enumerate(theirs):
-            until = theirs[n + 1]["startedAt"] if n + 1 < len(theirs) else None
-            mine = [step for step in loose if _aware(visit["startedAt"]) <= _aware(step[1])
-                    and (until is None or _aware(step[1]) < _aware(until))]
-            if visit.get("sessionId"):
-                mine += shop.get((visitor_id, visit["sessionId"]), [])
-            placed.append((visit, sorted(mine, key=lambda step: _aware(step[1]))))
-    return placed
 
 
 def _ratio(part: int, whole: int) -> float | None:

@@ -42,6 +42,7 @@ from documents import (
     commerce,
     error_records,
     interactions,
+    journeys,
     sites,
     visitors,
     visits,
@@ -312,6 +313,13 @@ class FigureSource:
     #: the figures as anyone's (privacy.subject_data.VISITOR_DATA; decision "An erased
     #: visitor's errors stay counted" in docs/decisions.md).
     kept_when_erased: bool = False
+    #: What a record adds to its session's journey (documents/journeys.py), given the record
+    #: and its fact: the journey after it, or None when it adds nothing.
+    journey: Callable[[dict[str, Any], dict[str, Any], dict[str, Any]],
+                      dict[str, Any] | None] | None = None
+    #: Whether a record sent without a browser session still joins a journey (the shop's
+    #: server-side steps and orders; an error or a click without one does not).
+    joins_without_session: bool = False
 
 
 def _events(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
@@ -319,7 +327,29 @@ def _events(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
 
 
 PAGEVIEW, INTERACTION, LEAD, ERROR = "pageview", "interaction", "lead", "error"
-ORDER = "order"
+ORDER, STEP = "order", "step"
+#: The commerce events that are steps of a session's journey, not of an order.
+_STEP_EVENTS = (commerce.ADD_TO_CART, commerce.CHECKOUT_STARTED)
+
+
+def _frustration(journey: dict[str, Any], record: dict[str, Any], _fact: dict[str, Any]
+                 ) -> dict[str, Any] | None:
+    if record.get("kind") not in CLICK_FIELDS:
+        return None
+    return journeys.with_frustration(journey, visits.page_path(record.get("url")), record["at"])
+
+
+def _error_hit(journey: dict[str, Any], record: dict[str, Any], fact: dict[str, Any]
+               ) -> dict[str, Any] | None:
+    error_id = record.get("errorId") or fact.get("errorId")
+    return journeys.with_error(journey, error_id, record["at"]) if error_id else None
+
+
+def _order_change(journey: dict[str, Any], record: dict[str, Any], fact: dict[str, Any]
+                  ) -> dict[str, Any] | None:
+    order_id = record.get("orderId") or fact.get("orderId")
+    return journeys.with_order_change(journey, order_id, record) if order_id else None
+
 
 FIGURE_SOURCES: tuple[FigureSource, ...] = (
     FigureSource(PAGEVIEW, activity.COLLECTION,
@@ -328,21 +358,37 @@ FIGURE_SOURCES: tuple[FigureSource, ...] = (
                  _events, lambda tally, who, r: tally.pageview(who, r["at"], r.get("url")),
                  chains_days=True),
     FigureSource(INTERACTION, interactions.COLLECTION,
-                 {"visitorId": 1, "events.at": 1, "events.url": 1, "events.kind": 1},
+                 {"visitorId": 1, "events.at": 1, "events.url": 1, "events.kind": 1,
+                  "events.sessionId": 1},
                  _events, lambda tally, _who, r: tally.click(r["at"], r.get("url"),
                                                              r.get("kind", "")),
                  mark=lambda r: r.get("kind") if r.get("kind") in CLICK_FIELDS else None,
-                 heatmap=True),
+                 heatmap=True, journey=_frustration),
     FigureSource(LEAD, "leads", {"visitorId": 1, "createdAt": 1},
                  lambda doc: [{"at": doc["createdAt"]}],
                  lambda tally, who, r: tally.lead(who, r["at"]), mark=lambda _r: "lead"),
-    FigureSource(ERROR, error_records.OCCURRENCES, {"visitorId": 1, "occurredAt": 1},
-                 lambda doc: [{"at": doc["occurredAt"]}],
+    FigureSource(ERROR, error_records.OCCURRENCES,
+                 {"visitorId": 1, "occurredAt": 1, "errorId": 1, "sessionId": 1},
+                 lambda doc: [{"at": doc["occurredAt"], "errorId": doc.get("errorId"),
+                               "sessionId": doc.get("sessionId")}],
                  lambda tally, who, r: tally.error(who, r["at"]), mark=lambda _r: "error",
-                 kept_when_erased=True),
+                 kept_when_erased=True, journey=_error_hit),
     # An order's records are its figure, and a fact's are the change to it (documents/commerce.py).
-    FigureSource(ORDER, commerce.ORDERS, {"visitorId": 1, "figure": 1},
-                 lambda doc: doc.get("figure") or [], Tally.order),
+    FigureSource(ORDER, commerce.ORDERS, {"visitorId": 1, "figure": 1, "sessionId": 1},
+                 lambda doc: [{**record, "orderId": doc["_id"],
+                               "sessionId": doc.get("sessionId")}
+                              for record in doc.get("figure") or []],
+                 Tally.order, journey=_order_change, joins_without_session=True),
+    # A session's add to cart and checkout: nothing in the daily figures, a step of its journey.
+    FigureSource(STEP, commerce.EVENTS, {"visitorId": 1, "occurredAt": 1, "type": 1,
+                                         "sessionId": 1},
+                 lambda doc: [{"at": doc["occurredAt"], "kind": doc["type"],
+                               "sessionId": doc.get("sessionId")}]
+                 if doc.get("type") in _STEP_EVENTS else [],
+                 lambda _tally, _who, _record: None,
+                 journey=lambda journey, r, _fact: journeys.with_step(journey, r["kind"],
+                                                                      r["at"]),
+                 joins_without_session=True),
 )
 SOURCES = {source.kind: source for source in FIGURE_SOURCES}
 #: The source stored in each collection (the retention purge counts what it removes).
@@ -480,6 +526,7 @@ async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None
     tally = Tally(site_id)
     active: dict[str, Counter[str]] = defaultdict(Counter)
     viewed: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    joinable: list[tuple[FigureSource, str, dict[str, Any]]] = []
     for source in FIGURE_SOURCES:
         # An error without a visitor (a session's only, or an erased visitor's) is counted,
         # as the fold counts its fact.
@@ -491,6 +538,8 @@ async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None
                     # A restricted visitor's days stay chained, to be counted when it is lifted.
                     active[visitor_id][day_of(record["at"])] += 1
                     viewed[visitor_id].append(record)
+                if source.journey is not None and visitor_id:
+                    joinable.append((source, visitor_id, record))
                 if visitor_id not in held:
                     source.count(tally, visitor_id, record)
     # The visitors' days and visits as folded stand for themselves: one whose pageviews the
@@ -538,10 +587,47 @@ async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None
         for visit in found.values():
             site_visits.append(folded_visits.pop(visit["_id"], visit))
     site_visits.extend(folded_visits.values())
+    _join_stored_journeys(site_id, site_visits, joinable)
     for visit in site_visits:
         if visit.get("visitorId") not in held:
             tally.visit(visit)
     return Stored(tally, chain, site_visits)
+
+
+def _join_stored_journeys(site_id: str, site_visits: list[dict[str, Any]],
+                          joinable: list[tuple[FigureSource, str, dict[str, Any]]]) -> None:
+    """Give each visit that carries no journey (worked out from stored pageviews, or folded
+    before journeys were kept) the journey its stored records make, joined as the fold joins
+    them (`visits.journey_visit`); a folded journey stands for itself, as a folded visit does."""
+    bare = {visit["_id"] for visit in site_visits if "journey" not in visit}
+    if not bare:
+        return
+    by_id = {visit["_id"]: visit for visit in site_visits}
+    by_visitor: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for visit in site_visits:
+        if visit["_id"] in bare:
+            visit["journey"] = journeys.empty()
+        if visit.get("pageviews"):
+            by_visitor[visit["visitorId"]].append(visit)
+    for theirs in by_visitor.values():
+        theirs.sort(key=lambda visit: journeys.aware(visit["startedAt"]))
+    for source, visitor_id, record in sorted(joinable,
+                                             key=lambda item: journeys.aware(item[2]["at"])):
+        at = journeys.aware(record["at"])
+        session_id = record.get("sessionId")
+        if session_id:
+            visit = by_id.get(visits.visit_id(site_id, visitor_id, f"s:{session_id}"))
+        elif source.joins_without_session:
+            visit = next((visit for visit in reversed(by_visitor[visitor_id])
+                          if journeys.aware(visit["startedAt"]) <= at), None)
+            if visit is not None and journeys.aware(visit["endedAt"]) + journeys.LATE < at:
+                visit = None
+        else:
+            visit = None
+        if visit is None or visit["_id"] not in bare:
+            continue
+        assert source.journey is not None
+        visit["journey"] = source.journey(visit["journey"], record, {}) or visit["journey"]
 
 
 async def kept_when_erased(store: Store, site_id: str, visitor_ids: list[str], *,
@@ -718,17 +804,19 @@ async def page_figures(store: Store, site_id: str, first: date, last: date
     return [row async for row in rows]
 
 
-async def session_figures(store: Store, site_id: str, first: date, last: date
+async def session_figures(store: Store, site_id: str, first: date, last: date, *,
+                          dimensions: Iterable[str] = visits.DIMENSIONS
                           ) -> dict[str, Counter[str]]:
-    """Sessions per dimension and value (`visits.DIMENSIONS`) that started between `first`
-    and `last`, one indexed query."""
+    """Sessions per dimension and value (`visits.DIMENSIONS`, or the journeys' outcome counts)
+    that started between `first` and `last`, one indexed query."""
+    dimensions = list(dimensions)
     rows = store.collection(SESSION_DAYS).aggregate([
         {"$match": {"siteId": site_id, "day": {"$in": _days(first, last)},
-                    "sessions": {"$gt": 0}}},
+                    "dimension": {"$in": dimensions}, "sessions": {"$gt": 0}}},
         {"$group": {"_id": {"dimension": "$dimension", "value": "$value"},
                     "sessions": {"$sum": "$sessions"}}},
     ])
-    figures: dict[str, Counter[str]] = {dimension: Counter() for dimension in visits.DIMENSIONS}
+    figures: dict[str, Counter[str]] = {dimension: Counter() for dimension in dimensions}
     async for row in rows:
         figures.setdefault(row["_id"]["dimension"], Counter())[row["_id"]["value"]] += int(
             row["sessions"])

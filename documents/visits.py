@@ -19,8 +19,9 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from documents import journeys
 from documents.retention import Expiry
-from documents.store import ASCENDING, Index, Store
+from documents.store import ASCENDING, DESCENDING, Index, Store
 
 COLLECTION = "visit_sessions"
 #: Pages kept per visit, the earliest first: funnels look at these. A visit of more pages
@@ -41,8 +42,8 @@ DIMENSIONS = ("all", "entry", "exit", "referrer", "source", "utmSource", "utmMed
 INDEXES = [
     # A site's visits by start: funnels over a date range, source filters.
     Index(COLLECTION, (("siteId", ASCENDING), ("startedAt", ASCENDING))),
-    # A visitor's visits: erasure, export, restriction.
-    Index(COLLECTION, (("siteId", ASCENDING), ("visitorId", ASCENDING))),
+    # A visitor's visits: erasure, export, restriction; the last before a moment (journeys).
+    Index(COLLECTION, (("siteId", ASCENDING), ("visitorId", ASCENDING), ("startedAt", ASCENDING))),
 ]
 #: A visit goes with the pageviews it was made of (retention's "activity"): when it started
 #: before the cutoff. What it added to the session figures stays, as anyone's.
@@ -124,21 +125,24 @@ def with_pageview(visit: dict[str, Any] | None, record: dict[str, Any], *, site_
                   visitor_id: str, country: Any, device: Any) -> dict[str, Any]:
     """The visit once this pageview (a fact's record: at, url, sessionId, source, product)
     is in it. The earliest pageview is the entry and gives the source; the latest is the exit
-    (of two at the same moment, the one folded later)."""
+    (of two at the same moment, the one folded later). A visit of no pageviews yet (a journey
+    record folded first) is filled as a new one, its journey kept."""
     at: datetime = record["at"]
     if at.tzinfo is None:
         at = at.replace(tzinfo=UTC)
     url = record.get("url")
     page = {"url": url[:MAX_URL] if isinstance(url, str) else None, "at": at,
             "product": bool(record.get("product"))}
-    if visit is None:
+    if visit is None or not visit.get("pageviews"):
         key = session_key(record)
-        return {"_id": visit_id(site_id, visitor_id, key), "siteId": site_id,
-                "visitorId": visitor_id, "sessionId": record.get("sessionId") or None,
-                "startedAt": at, "endedAt": at, "day": day_of(at),
-                "country": country.upper() if isinstance(country, str) and country else None,
-                "device": device or None, "entry": page_path(url), "exit": page_path(url),
-                "source": dict(record.get("source") or {}), "pageviews": 1, "pages": [page]}
+        new = {"_id": visit_id(site_id, visitor_id, key), "siteId": site_id,
+               "visitorId": visitor_id, "sessionId": record.get("sessionId") or None,
+               "startedAt": at, "endedAt": at, "day": day_of(at),
+               "country": country.upper() if isinstance(country, str) and country else None,
+               "device": device or None, "entry": page_path(url), "exit": page_path(url),
+               "source": dict(record.get("source") or {}), "pageviews": 1, "pages": [page],
+               "journey": (visit or {}).get("journey") or journeys.empty()}
+        return new
     visit = dict(visit)
     started = _aware(visit["startedAt"])
     if at < started:
@@ -158,9 +162,10 @@ def _aware(moment: datetime) -> datetime:
 
 def contributions(visit: dict[str, Any] | None) -> list[tuple[str, str, str]]:
     """(day, dimension, value) of each daily session figure the visit counts 1 in: all
-    sessions, its entry and exit pages, its referrer, source and UTM values, all on the day
-    it started."""
-    if visit is None:
+    sessions, its entry and exit pages, its referrer, source and UTM values, and its journey's
+    outcome (documents/journeys.py), all on the day it started. A visit of no pageviews yet
+    counts nothing."""
+    if visit is None or not visit.get("pageviews"):
         return []
     day = visit["day"]
     source = visit.get("source") or {}
@@ -170,7 +175,7 @@ def contributions(visit: dict[str, Any] | None) -> list[tuple[str, str, str]]:
             (day, "source", source_label(source))]
     keys += [(day, field, source[field]) for field in ("utmSource", "utmMedium", "utmCampaign")
              if source.get(field)]
-    return keys
+    return keys + journeys.outcome_contributions(visit)
 
 
 # Writes (by the fold and the rebuild only) ----------------------------------------------------
@@ -181,6 +186,33 @@ async def find_visit(store: Store, site_id: str, visitor_id: str, record: dict[s
     """The visit a pageview belongs to, as folded so far."""
     return await store.collection(COLLECTION).find_one(
         {"_id": visit_id(site_id, visitor_id, session_key(record))}, session=session)
+
+
+def journey_stub(site_id: str, visitor_id: str, session_id: str, at: datetime
+                 ) -> dict[str, Any]:
+    """A browser session's visit before any of its pageviews is folded: it holds the journey
+    records folded first, and counts nothing until its first pageview fills it."""
+    return {"_id": visit_id(site_id, visitor_id, f"s:{session_id}"), "siteId": site_id,
+            "visitorId": visitor_id, "sessionId": session_id, "startedAt": at, "endedAt": at,
+            "day": day_of(at), "pageviews": 0, "pages": []}
+
+
+async def journey_visit(store: Store, site_id: str, visitor_id: str, session_id: Any,
+                        at: datetime, *, session: Any) -> dict[str, Any] | None:
+    """The visit a journey record belongs to (documents/journeys.py): its browser session's
+    (a stub when none is folded yet), or for a record sent without one, the visitor's visit
+    that started last before it, if the record came at most `journeys.LATE` after that
+    visit's last pageview; None when there is no such visit."""
+    if isinstance(session_id, str) and session_id:
+        found = await store.collection(COLLECTION).find_one(
+            {"_id": visit_id(site_id, visitor_id, f"s:{session_id}")}, session=session)
+        return found or journey_stub(site_id, visitor_id, session_id, _aware(at))
+    found = await store.collection(COLLECTION).find_one(
+        {"siteId": site_id, "visitorId": visitor_id, "startedAt": {"$lte": at},
+         "pageviews": {"$gt": 0}}, sort=[("startedAt", DESCENDING)], session=session)
+    if found is None or _aware(found["endedAt"]) + journeys.LATE < _aware(at):
+        return None
+    return found
 
 
 async def save_visit(store: Store, visit: dict[str, Any], *, session: Any) -> None:
@@ -217,7 +249,8 @@ async def visits_between(store: Store, site_id: str, first: date, last: date, *,
     """The site's visits that started on the UTC days `first` to `last`, restricted visitors
     (`hidden`) left out, of one source (`source_label`) when given; one query on
     (siteId, startedAt)."""
-    query: dict[str, Any] = {"siteId": site_id, "startedAt": _day_bounds(first, last)}
+    query: dict[str, Any] = {"siteId": site_id, "startedAt": _day_bounds(first, last),
+                             "pageviews": {"$gt": 0}}
     if hidden:
         query["visitorId"] = {"$nin": hidden}
     if source is not None:
@@ -225,7 +258,8 @@ async def visits_between(store: Store, site_id: str, first: date, last: date, *,
     async for visit in store.collection(COLLECTION).find(query, {"source": 1, "visitorId": 1,
                                                                  "sessionId": 1, "country": 1,
                                                                  "device": 1, "pages": 1,
-                                                                 "startedAt": 1}):
+                                                                 "startedAt": 1,
+                                                                 "journey": 1}):
         yield visit
 
 
@@ -241,6 +275,6 @@ async def session_ids_from(store: Store, site_id: str, source: str, first: datet
                            last: datetime, *, limit: int) -> list[str]:
     """Browser session ids of the site's visits from `source` that started in [first, last)."""
     query = {"siteId": site_id, "startedAt": {"$gte": first, "$lt": last},
-             "sessionId": {"$ne": None}, **source_filter(source)}
+             "pageviews": {"$gt": 0}, "sessionId": {"$ne": None}, **source_filter(source)}
     cursor = store.collection(COLLECTION).find(query, {"sessionId": 1}).limit(limit)
     return [visit["sessionId"] async for visit in cursor]

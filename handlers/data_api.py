@@ -88,7 +88,7 @@ class ErrorTrendsHandler(SiteDataHandler):
         site = await self.readable_site(site_id)
         first, last = self.day_range()
         impacts = await conversion_impact.error_impacts(
-            self.deps.store, site, first, last, page_matcher(), self.deps.reports.limited())
+            self.deps.store, site, first, last, self.deps.reports.limited())
         ranked = await error_views.ranked_errors(
             self.deps.store, site["_id"], first=first, last=last,
             status=self.get_query_argument("status", None) or None,

@@ -87,7 +87,7 @@ class PagesAtRiskHandler(SiteDataHandler):
         site = await self.readable_site(site_id)
         first, last = self.day_range()
         pages = await conversion_impact.page_impacts(
-            self.deps.store, site, first, last, page_matcher(), self.deps.reports.limited())
+            self.deps.store, site, first, last, self.deps.reports.limited())
         self.write_json({"from": first.isoformat(), "to": last.isoformat(),
                                     "rule": conversion_impact.RULE, "items": pages})
 

@@ -108,9 +108,13 @@ async def record_commerce(intake: VisitorIntake, site: dict[str, Any], payload: 
                                      seen_at=event["occurredAt"], session=session)
         recorded = await commerce.record_event(intake.store, site["_id"], event, session=session)
         if recorded.figure_change:
-            await derivation.add_fact(intake.store, site["_id"],
-                                      (recorded.order or {}).get("visitorId"), rollups.ORDER,
-                                      recorded.figure_change, session=session)
+            await _order_fact(intake, site["_id"], event["orderId"], recorded.order,
+                              recorded.figure_change, session=session)
+        elif event["type"] in (commerce.ADD_TO_CART, commerce.CHECKOUT_STARTED) and visitor_id:
+            # A step of the session's journey (documents/journeys.py), folded in later.
+            await derivation.add_fact(intake.store, site["_id"], visitor_id, rollups.STEP, [
+                {"at": event["occurredAt"], "kind": event["type"]}],
+                sessionId=event.get("sessionId"), session=session)
 
     try:
         stored = await intake.store.write_once(write)
@@ -129,6 +133,16 @@ async def record_commerce(intake: VisitorIntake, site: dict[str, Any], payload: 
     return Outcome(True, None, payload["eventId"])
 
 
+async def _order_fact(intake: VisitorIntake, site_id: str, shop_order_id: str,
+                      order: dict[str, Any] | None, change: list[dict[str, Any]], *,
+                      session: Any) -> None:
+    """The fact that moves the figures, and the order's session journey, by `change`."""
+    order = order or {}
+    await derivation.add_fact(intake.store, site_id, order.get("visitorId"), rollups.ORDER,
+                              change, orderId=commerce.order_id(site_id, shop_order_id),
+                              sessionId=order.get("sessionId"), session=session)
+
+
 def _dropped(intake: VisitorIntake, reason: str) -> Outcome:
     """Count and answer a step of an order whose steps are dropped, under the order's reason."""
     intake.count("commerce", "dropped", reason)
@@ -145,8 +159,7 @@ async def _drop_order(intake: VisitorIntake, site_id: str, event: dict[str, Any]
                                                      reason, at=event["recordedAt"],
                                                      session=session)
         if removed is not None and removed.figure_change:
-            await derivation.add_fact(intake.store, site_id,
-                                      (removed.order or {}).get("visitorId"), rollups.ORDER,
-                                      removed.figure_change, session=session)
+            await _order_fact(intake, site_id, event["orderId"], removed.order,
+                              removed.figure_change, session=session)
 
     await intake.store.transaction(work)

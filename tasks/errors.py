@@ -225,7 +225,8 @@ async def keep_occurrence(store: Store, occurrence: error_records.Occurrence) ->
         # Five worker threads keep occurrences at once: a day's or a recording's shared
         # document updated here would make them conflict; an insert of its own cannot.
         await derivation.add_fact(store, occurrence.site_id, occurrence.visitor_id,
-                                  rollups.ERROR, [{"at": occurrence.occurred_at}],
+                                  rollups.ERROR, [{"at": occurrence.occurred_at,
+                                                   "errorId": occurrence.error_id}],
                                   sessionId=occurrence.session_id, session=session)
         return True
 
