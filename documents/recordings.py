@@ -486,27 +486,41 @@ async def claim_unchecked_segment(store: Store, *, now: datetime,
     return await store.bucket(SEGMENTS_BUCKET).files.find_one_and_update(
         {"metadata.consoleChecked": False,
          "$or": [{"metadata.leaseUntil": None}, {"metadata.leaseUntil": {"$lt": now}}]},
-        {"$set": {"metadata.leaseUntil": lease_until}},
+        {"$set": {"metadata.leaseUntil": lease_until, "metadata.held": False}},
         sort=[("uploadDate", ASCENDING)],
         return_document=ReturnDocument.AFTER,
     )
 
 
-async def earlier_segments_of_page(store: Store, file: dict[str, Any]
-                                   ) -> list[dict[str, Any]]:
-    """The metadata of the segments sent before this one for the same recording and page."""
+async def previous_segments(store: Store, file: dict[str, Any]) -> list[dict[str, Any]]:
+    """The metadata of the segment the client sent just before this one (one seq less): sent
+    for the same recording id, or filed under the id this one was sent for, since a client told
+    its recording goes on under a successor keeps numbering its segments on. One, as a rule."""
     metadata = file["metadata"]
     cursor = store.bucket(SEGMENTS_BUCKET).files.find(
-        {"metadata.sentFor": metadata["sentFor"], "metadata.seq": {"$lt": metadata["seq"]},
-         "metadata.siteId": metadata["siteId"], "metadata.pageUrl": metadata.get("pageUrl")},
-        {"metadata.consoleChecked": 1, "metadata.personalPage": 1})
+        {"metadata.siteId": metadata["siteId"], "metadata.seq": metadata["seq"] - 1,
+         "$or": [{"metadata.sentFor": metadata["sentFor"]},
+                 {"metadata.recordingId": metadata["sentFor"]}]},
+        {"metadata.consoleChecked": 1, "metadata.personalPage": 1, "metadata.rejected": 1})
     return [doc["metadata"] async for doc in cursor]
 
 
 async def postpone_check(store: Store, file_id: str, *, until: datetime) -> None:
-    """Leave the segment unchecked, out of every sweeper's reach until `until`."""
+    """Leave the segment unchecked, out of every sweeper's reach until `until` or until the
+    segment before it is checked (`release_next_segment`)."""
     await store.bucket(SEGMENTS_BUCKET).files.update_one(
-        {"_id": file_id}, {"$set": {"metadata.leaseUntil": until}})
+        {"_id": file_id}, {"$set": {"metadata.leaseUntil": until, "metadata.held": True}})
+
+
+async def release_next_segment(store: Store, file: dict[str, Any]) -> None:
+    """Put the segment sent just after this one within every sweeper's reach now, if it is
+    held waiting for this one (never one a sweeper is checking: claiming clears `held`)."""
+    metadata = file["metadata"]
+    await store.bucket(SEGMENTS_BUCKET).files.update_many(
+        {"metadata.siteId": metadata["siteId"], "metadata.seq": metadata["seq"] + 1,
+         "metadata.sentFor": {"$in": [metadata["sentFor"], metadata["recordingId"]]},
+         "metadata.consoleChecked": False, "metadata.held": True},
+        {"$set": {"metadata.leaseUntil": None, "metadata.held": False}})
 
 
 async def mark_segment_checked(store: Store, file_id: str, *, console_events: int,

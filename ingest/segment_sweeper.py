@@ -12,12 +12,18 @@ docs/decisions.md). For each unchecked segment it:
    masks the text of the customer's own pages (privacy/personal_pages.py: the site's
    `personalPages` at upload time, and anything inside `rr-mask`), strips secret parameters
    from the URLs inside the events (the site's `secretUrlParameters` as they are now),
-   recompresses, and swaps the file for the rewritten one in one transaction (fresh file id).
-   A segment without a full snapshot learns whether its page is personal from the earlier
-   segments of that page; while one of them is still unchecked it waits (DEFER_SECONDS)
-   rather than guess;
+   recompresses, and swaps the file for the rewritten one in one transaction (fresh file id);
 4. or marks it checked as it is, or rejects it (content dropped, key kept) when it is too large
    inflated, not gzip, or not an rrweb event array.
+
+A segment that does not begin a page (no meta event, no full snapshot) names nodes only by id:
+whether its page is personal is the verdict on the segment the client sent just before it
+(`metadata.personalPage`). Until that one is checked, arrived or not, the segment is held
+unchecked, so never served (decision "Personal pages masked whatever the order" in
+docs/decisions.md); checking the segment before releases it at once, and a held segment is
+looked at again every HOLD_SECONDS. When the one before can no longer come (the segment is the
+first of its tab, the one before was rejected, or the recording has ended and LATE_SECONDS
+have passed since the segment arrived), its page is taken as personal and masked whole.
 
 Each pass also ends the recordings idle past RECORDING_INACTIVITY_SECONDS
 (`RecordingLifecycle.end_idle`, one conditional update), so an abandoned recording does not
@@ -58,8 +64,12 @@ CHECKED_METRIC = "recording_segments_checked_total"
 CHECKED_HELP = "Recording segments checked by the sweeper, by result."
 IDLE_ENDED_METRIC = "recordings_ended_idle_total"
 IDLE_ENDED_HELP = "Recordings the sweeper ended for inactivity."
-#: How long a segment waits for the earlier segments of its page to be checked first.
-DEFER_SECONDS = 5.0
+#: How often a held segment is looked at again (the segment before it releases it sooner).
+HOLD_SECONDS = 60.0
+#: How long after a held segment arrived, once its recording has ended, the segment before it
+#: is given up for lost: the loader sends a segment only after the one before it was stored or
+#: its retries (1, 2 and 4 s) failed; only a page being left sends several side by side.
+LATE_SECONDS = 60.0
 
 
 class SegmentRejected(ValueError):
@@ -71,7 +81,7 @@ class SegmentRejected(ValueError):
 
 
 class SegmentDeferred(Exception):
-    """The segment's page is known only from earlier segments not checked yet."""
+    """The segment's page is known only from the segment before it, not checked yet."""
 
 
 @dataclass(frozen=True)
@@ -121,9 +131,9 @@ def check_segment(data: bytes, *, keep_console: bool, max_inflated_bytes: int,
                   personal_before: bool | None = False,
                   secret_names: frozenset[str] = DEFAULT_SECRET_PARAMETERS) -> SegmentCheck:
     """Inflate, parse, (unless console is kept) strip, mask personal text and strip URL
-    secrets in one segment; CPU-bound, run in a thread. `personal_before` is None when an
-    earlier segment of the page is not checked yet: a segment that cannot decide by itself is
-    then SegmentDeferred."""
+    secrets in one segment; CPU-bound, run in a thread. `personal_before` is None while the
+    segment before this one is not checked: a segment that cannot decide by itself is then
+    SegmentDeferred."""
     text = inflate(data, max_inflated_bytes)
     try:
         events = json.loads(text)
@@ -136,12 +146,11 @@ def check_segment(data: bytes, *, keep_console: bool, max_inflated_bytes: int,
         events = [event for event in events if not _is_console_event(event)]
     try:
         masking = mask_personal_text(events, page_url, list(personal_pages),
-                                     personal_before=bool(personal_before),
-                                     secret_names=secret_names)
+                                     personal_before=personal_before, secret_names=secret_names)
     except RecursionError:
         # A page nested deeper than the masker walks cannot be shown to be masked.
         raise SegmentRejected("too_deep") from None
-    if personal_before is None and not masking.full_snapshot and not masking.personal_page:
+    if masking.undecided:
         raise SegmentDeferred
     if (keep_console or console == 0) and not masking.changed:
         return SegmentCheck(console, personal_page=masking.personal_page)
@@ -151,21 +160,22 @@ def check_segment(data: bytes, *, keep_console: bool, max_inflated_bytes: int,
                         masking.custom_events)
 
 
+def _page_verdict(previous: list[dict[str, Any]]) -> bool | None:
+    """What the segment sent before says of the page: personal (a rejected one cannot say it
+    is not), not, or None while it is not here or not checked."""
+    checked = [metadata for metadata in previous if metadata.get("consoleChecked")]
+    if any(metadata.get("personalPage") or metadata.get("rejected") for metadata in checked):
+        return True
+    if previous and len(checked) == len(previous):
+        return False
+    return None
+
+
 def _rewritten_result(verdict: SegmentCheck, console_removed: int) -> str:
     """The metric's name for a rewritten segment, by the most telling change."""
     if verdict.texts_masked or verdict.custom_events_dropped:
         return "text_masked"
     return "console_removed" if console_removed else "url_stripped"
-
-
-def _personal_before(earlier: list[dict[str, Any]]) -> bool | None:
-    """What the earlier segments of a page say of it: personal, not, or None while one of them
-    is unchecked."""
-    if any(metadata.get("personalPage") for metadata in earlier):
-        return True
-    if all(metadata.get("consoleChecked") for metadata in earlier):
-        return False
-    return None
 
 
 class SegmentSweeper:
@@ -203,7 +213,6 @@ class SegmentSweeper:
         """Check one leased segment and record the verdict; returns it."""
         data = await self.store.bucket(recordings.SEGMENTS_BUCKET).read(file["_id"])
         metadata = file["metadata"]
-        earlier = await recordings.earlier_segments_of_page(self.store, file)
         site = await sites.find_site(self.store, metadata["siteId"],
                                      {"settings.secretUrlParameters": 1})
         try:
@@ -212,12 +221,12 @@ class SegmentSweeper:
                 max_inflated_bytes=self.max_inflated_bytes, page_url=metadata.get("pageUrl"),
                 # Segments stored before the setting existed get WooCommerce's defaults.
                 personal_pages=metadata.get("personalPages", DEFAULT_PERSONAL_PAGES),
-                personal_before=_personal_before(earlier),
+                personal_before=await self._personal_before(file),
                 secret_names=secret_parameters(site or {}))
         except SegmentDeferred:
             await recordings.postpone_check(
                 self.store, file["_id"],
-                until=datetime.now(UTC) + timedelta(seconds=DEFER_SECONDS))
+                until=datetime.now(UTC) + timedelta(seconds=HOLD_SECONDS))
             result = "deferred"
         except SegmentRejected as rejected:
             await recordings.reject_segment(self.store, file["_id"], rejected.reason)
@@ -234,8 +243,36 @@ class SegmentSweeper:
                     self.store, file, new_id(), verdict.data, console_removed=removed,
                     texts_masked=verdict.texts_masked, personal_page=verdict.personal_page)
                 result = _rewritten_result(verdict, removed)
+        if result != "deferred":
+            await recordings.release_next_segment(self.store, file)
         self.metrics.count(CHECKED_METRIC, CHECKED_HELP, result=result)
         return result
+
+    async def _personal_before(self, file: dict[str, Any]) -> bool | None:
+        """Whether the segment sent before this one was of a personal page; None while it may
+        still come or be checked."""
+        metadata = file["metadata"]
+        if metadata["seq"] == 0:
+            # The first segment of its tab has none before it: a page's beginning it should
+            # hold, or it is nothing to trust.
+            return True
+        before = _page_verdict(await recordings.previous_segments(self.store, file))
+        if before is None and await self._given_up(metadata):
+            return True
+        return before
+
+    async def _given_up(self, metadata: dict[str, Any]) -> bool:
+        """The segment before this one is taken as lost: its recording has ended and
+        LATE_SECONDS have passed since this one arrived."""
+        received = metadata.get("receivedAt")
+        if isinstance(received, datetime) and received.tzinfo is None:
+            received = received.replace(tzinfo=UTC)  # some back-ends give naive UTC back
+        if isinstance(received, datetime) \
+                and self.lifecycle.clock() - received < timedelta(seconds=LATE_SECONDS):
+            return False
+        recording = await recordings.find_recording(self.store, metadata["siteId"],
+                                                    metadata["recordingId"])
+        return recording is None or recording.get("status") != "active"
 
     async def end_idle_recordings(self) -> int:
         """End the recordings idle past the inactivity threshold now; returns how many."""

@@ -10,8 +10,10 @@ whole, head included (its title, the words of its meta tags), when:
   WooCommerce's own addresses by default) matches the URL the segment was sent for or one its
   meta events name;
 * or the segment's full snapshot (or a node it adds) shows `rr-mask` on `<html>` or `<body>`;
-* or the caller says an earlier segment of the page was personal (`personal_before`): the
-  segments after the full snapshot name nodes only by id.
+* or the segment begins a page (rrweb's meta event) without its snapshot: the body is unseen;
+* or the segment does not begin a page and the segment sent before it was personal
+  (`personal_before`): such a segment names nodes only by id. Unknown (None), the segment is
+  left as it is and said to be `undecided`; the sweeper holds it until it is known.
 
 Elsewhere an element carrying `rr-mask`, and what is inside it, is masked as rrweb does it.
 Masking is rrweb's own: each character that is not whitespace becomes `*`, so the replay keeps
@@ -254,12 +256,12 @@ class Masking:
     texts: int
     #: The whole page is personal: by its address, by `rr-mask` on `<body>`, or as said before.
     personal_page: bool
-    #: The segment holds a full snapshot, so it decides about its page by itself.
-    full_snapshot: bool
     #: URLs that lost secret parameters.
     urls: int = 0
     #: Custom events dropped.
     custom_events: int = 0
+    #: Whether the page is personal depends on the segment before, unknown: nothing was done.
+    undecided: bool = False
 
     @property
     def changed(self) -> bool:
@@ -268,16 +270,25 @@ class Masking:
 
 
 def mask_personal_text(events: list[Any], page_url: str | None, patterns: list[str], *,
-                       personal_before: bool = False,
+                       personal_before: bool | None = False,
                        secret_names: frozenset[str] = DEFAULT_SECRET_PARAMETERS) -> Masking:
     """Mask, in place, the text of personal pages and `rr-mask` elements in a segment's rrweb
-    events, and strip secret parameters from their URLs; `personal_before` when an earlier
-    segment showed the page to be personal."""
+    events, and strip secret parameters from their URLs; `personal_before` says whether the
+    segment sent before this one was of a personal page (None: not known yet)."""
     urls = [page_url] if page_url else []
     metas = _of_type(events, _META)
     urls += [data["href"] for data in metas if isinstance(data.get("href"), str)]
-    personal = personal_before or any(is_personal_page(url, patterns) for url in urls) \
+    has_snapshot = bool(_of_type(events, _FULL_SNAPSHOT))
+    starts_page = has_snapshot or bool(metas)
+    personal = any(is_personal_page(url, patterns) for url in urls) \
         or any(_masks_the_page(node) for node in _serialised_nodes(events))
+    if not personal and starts_page and not has_snapshot:
+        # A page's beginning whose snapshot went in the next segment: its body is unseen.
+        personal = True
+    if not personal and not starts_page:
+        if personal_before is None:
+            return Masking(0, False, undecided=True)
+        personal = personal_before
     dropped = 0
     if personal:
         kept = [event for event in events
@@ -287,5 +298,4 @@ def mask_personal_text(events: list[Any], page_url: str | None, patterns: list[s
     masker = _Masker(personal, secret_names)
     for event in events:
         masker.event(event)
-    return Masking(masker.texts, personal, bool(_of_type(events, _FULL_SNAPSHOT)), masker.urls,
-                   dropped)
+    return Masking(masker.texts, personal, masker.urls, dropped)

@@ -45,6 +45,24 @@ def test_a_personal_pages_technical_meta_tags_stay_and_the_others_are_masked():
         "width=device-width", "*" * 13, "********* *********"]
 
 
+def test_a_segment_that_does_not_begin_a_page_waits_for_the_one_before_unless_its_address_decides():
+    events = [_text_change()]
+
+    assert _mask(events, personal_before=None).undecided
+    assert events == [_text_change()]
+    assert _mask(events, CHECKOUT, personal_before=None).personal_page
+    assert NAME not in str(events)
+
+
+def test_a_page_begun_without_its_snapshot_is_taken_as_personal():
+    """rrweb's meta event went alone in one segment and the snapshot in the next: the body of
+    this page is unseen, so what follows it is masked should the snapshot be lost."""
+    masking = _mask([{"type": 4, "data": {"href": PAGE}, "timestamp": 1}],
+                    personal_before=False)
+
+    assert masking.personal_page and not masking.undecided
+
+
 def test_text_rrweb_masked_already_is_not_rewritten():
     events = [{"type": 3, "data": {"source": 5, "id": 4, "text": "*** ****"}, "timestamp": 1}]
 

@@ -8,9 +8,10 @@ import gzip
 import json
 from typing import Any
 
+from ingest.segment_sweeper import LATE_SECONDS
 from privacy.personal_pages import mask
 from tests.recordings.conftest import SendSegment
-from tests.recordings.kit import gzip_json, new_recording_id
+from tests.recordings.kit import FakeClock, context, gzip_json, new_recording_id
 from tests.support.app import Fetch, Tenant, all_documents_text
 
 NAME = "Annabelle Quinteros"
@@ -171,7 +172,8 @@ def later_events() -> list[dict[str, Any]]:
 async def test_later_segments_of_a_page_with_rr_mask_are_masked_even_checked_first(
         deps, fetch: Fetch, tenant: Tenant, send_segment: SendSegment):
     """A later segment names nodes only by id, so it takes its page's verdict from the segment
-    with the snapshot; checked before that one, it waits for it rather than guess."""
+    with the snapshot; checked before that one, it waits for it rather than guess, and checking
+    the snapshot releases it at once."""
     recording = new_recording_id()
     url = "https://shop.example/kasse/"
     await send_segment(recording, 0, url=url,
@@ -181,9 +183,7 @@ async def test_later_segments_of_a_page_with_rr_mask_are_masked_even_checked_fir
     later = await files.find_one({"metadata.seq": 1})
 
     assert await deps.segment_sweeper.check(later) == "deferred"
-    assert await deps.segment_sweeper.sweep() == 1  # the snapshot; the later one still waits
-    await files.update_one({"metadata.seq": 1}, {"$set": {"metadata.leaseUntil": None}})
-    assert await deps.segment_sweeper.sweep() == 1
+    assert await deps.segment_sweeper.sweep() == 2  # the snapshot, then the later one
 
     served = await _served(fetch, tenant, recording)
     for personal in PERSONAL:
@@ -245,6 +245,27 @@ def page_with_head(url: str, *, body_class: str = "rr-mask") -> list[dict[str, A
     return events
 
 
+def typed_events() -> list[dict[str, Any]]:
+    """A later segment: the name shown again, an address added, an e-mail typed."""
+    return [*later_events(), {"type": 3, "data": {"source": 5, "id": 11, "text": EMAIL,
+                                                  "isChecked": False}, "timestamp": 7}]
+
+
+async def _listed(fetch: Fetch, tenant: Tenant, recording_id: str) -> list[dict[str, Any]]:
+    """The recording's segments as the replay lists them."""
+    listed = await fetch(f"/api/v1/sites/{tenant.site_id}/recordings/{recording_id}/segments",
+                         token=tenant.token)
+    assert listed.code == 200, listed
+    return listed.json()["segments"]
+
+
+async def _end(fetch: Fetch, tenant: Tenant, recording_id: str) -> None:
+    ended = await fetch("/ingest/recordings/end", "POST",
+                        headers={"X-Service-Key": tenant.api_key},
+                        json_body=context(recordingId=recording_id))
+    assert ended.code == 200, ended
+
+
 async def test_a_page_with_rr_mask_on_its_body_serves_no_text_of_its_head_either(
         deps, fetch: Fetch, tenant: Tenant, send_segment: SendSegment):
     """`<head>` comes before `<body>` in the snapshot: the page is personal from its title on."""
@@ -259,6 +280,106 @@ async def test_a_page_with_rr_mask_on_its_body_serves_no_text_of_its_head_either
     assert json.dumps(mask(TITLE)) in served
     for needed in (VIEWPORT, SHEET, SCRIPT, STYLE):
         assert needed in served, needed
+
+
+async def test_a_later_segment_that_arrives_first_is_held_then_served_masked(
+        deps, fetch: Fetch, tenant: Tenant, send_segment: SendSegment):
+    """The wrong order: the segment after the snapshot (the name, an address, a typed e-mail)
+    reaches the service and its sweeper before the one whose snapshot shows `rr-mask` on
+    `<body>`. It is not served until that one has come, then served masked."""
+    recording = new_recording_id()
+    later = await send_segment(recording, 1, url=KASSE, body=gzip_json(typed_events()))
+
+    assert await deps.segment_sweeper.sweep() == 0
+    assert await _listed(fetch, tenant, recording) == []
+    held = await fetch(f"/api/v1/sites/{tenant.site_id}/segments/{later.json()['id']}",
+                       token=tenant.token)
+    assert held.code == 404, held
+
+    await send_segment(recording, 0, url=KASSE,
+                       body=gzip_json(page_events(KASSE, body_class="rr-mask")))
+    assert await deps.segment_sweeper.sweep() == 2
+
+    assert sorted(segment["seq"] for segment in await _listed(fetch, tenant, recording)) \
+        == [0, 1]
+    served = await _served(fetch, tenant, recording)
+    stored = await _stored_segments_text(deps)
+    for personal in PERSONAL:
+        assert personal not in served and personal not in stored, personal
+
+
+async def test_a_later_segment_of_an_ordinary_page_that_arrives_first_keeps_its_text(
+        deps, fetch: Fetch, tenant: Tenant, send_segment: SendSegment):
+    recording = new_recording_id()
+    await send_segment(recording, 1, url=PRODUCT, body=gzip_json(typed_events()))
+    assert await deps.segment_sweeper.sweep() == 0
+
+    await send_segment(recording, 0, url=PRODUCT, body=gzip_json(page_events(PRODUCT)))
+    assert await deps.segment_sweeper.sweep() == 2
+
+    served = await _served(fetch, tenant, recording)
+    assert typed_events() in [json.loads(text) for text in served.split("\n")]
+
+
+async def test_a_later_segment_whose_first_never_comes_is_served_masked_once_its_recording_ended(
+        deps, fetch: Fetch, tenant: Tenant, clock: FakeClock, send_segment: SendSegment):
+    """The segment with the snapshot was lost: the later one is not held for ever, and with no
+    way to know its page it is masked whole."""
+    recording = new_recording_id()
+    await send_segment(recording, 1, url=PRODUCT, body=gzip_json(typed_events()))
+    assert await deps.segment_sweeper.sweep() == 0
+    await _end(fetch, tenant, recording)
+    held = await deps.store.bucket("segments").files.find_one({})
+
+    # Ended, but the segment before may still be on its way (a page being left sends several).
+    assert await deps.segment_sweeper.check(held) == "deferred"
+    assert await _listed(fetch, tenant, recording) == []
+    clock.advance(LATE_SECONDS)
+    # The sweeper's next look at it (HOLD_SECONDS later).
+    assert await deps.segment_sweeper.check(held) == "text_masked"
+
+    served = await _served(fetch, tenant, recording)
+    for personal in PERSONAL:
+        assert personal not in served, personal
+
+
+async def test_a_later_segment_with_no_page_to_take_its_verdict_from_is_masked_whole(
+        deps, fetch: Fetch, tenant: Tenant, send_segment: SendSegment):
+    """The first segment of a tab that begins no page, and one after a segment that was
+    rejected: nothing says their page is ordinary, so it is taken as personal, at once."""
+    first, after_rejected = new_recording_id(), new_recording_id()
+    await send_segment(first, 0, url=PRODUCT, body=gzip_json(typed_events()))
+    await send_segment(after_rejected, 0, url=PRODUCT, body=gzip.compress(b"{not json"))
+    await send_segment(after_rejected, 1, url=PRODUCT, body=gzip_json(typed_events()))
+
+    assert await deps.segment_sweeper.sweep() == 3
+
+    for recording in (first, after_rejected):
+        served = await _served(fetch, tenant, recording)
+        for personal in PERSONAL:
+            assert personal not in served, personal
+
+
+async def test_a_segment_sent_for_the_continuing_recording_takes_its_page_from_the_one_before(
+        deps, fetch: Fetch, tenant: Tenant, send_segment: SendSegment):
+    """A recording that ends mid-page goes on under a successor; the client sends its next
+    segments for that one and keeps their numbers, so the segment before is found by either
+    id and nothing waits."""
+    recording = new_recording_id()
+    await send_segment(recording, 0, url=KASSE,
+                       body=gzip_json(page_events(KASSE, body_class="rr-mask")))
+    await _end(fetch, tenant, recording)
+    moved = await send_segment(recording, 1, url=KASSE, body=gzip_json(later_events()))
+    successor = moved.json()["recordingId"]
+    assert successor != recording
+    await send_segment(successor, 2, url=KASSE, body=gzip_json(typed_events()))
+
+    assert await deps.segment_sweeper.sweep() == 3
+
+    served = await _served(fetch, tenant, successor)
+    assert len(await _listed(fetch, tenant, successor)) == 2
+    for personal in PERSONAL:
+        assert personal not in served, personal
 
 
 async def test_custom_events_on_a_personal_page_are_not_served(
