@@ -1,7 +1,8 @@
 """The plugin's commerce events (issue 31 point 1), through WooCommerce's public hooks against
 the stand-in of its API: add to cart, checkout started on the classic and the block checkout,
 the order placed, and the order's later life, paid, refunded, failed, cancelled. Revenue counts
-paid orders only; a payment that fails never counts."""
+paid orders only; a payment that fails never counts. Paid is when WooCommerce records the
+payment (issue 40 point 2), shown per kind of gateway: online, cash on delivery, bank transfer."""
 
 from __future__ import annotations
 
@@ -123,3 +124,87 @@ async def test_a_gpc_visitors_cart_and_order_are_not_sent(open_shop: ShopFactory
     await shop.http(f"/?fake_wc_order={order_id}&payment_complete=1")
     assert await shop.wp.php("return \\VisitorService\\Outbox::backlog();") == 0
     assert await documents(deps, commerce.EVENTS, shop.tenant.site_id) == []
+
+
+# Paid means paid (issue 40 point 2): order_paid when WooCommerce records the payment, by the
+# gateway's payment_complete or by date_paid, never for a status alone; one per order.
+
+async def _checkout(shop: Shop, gateway: str) -> int:
+    """An order of one mug placed through the classic checkout, paid with `gateway`; its id."""
+    basket = "%7B%22" + str(shop.wp.product_id) + "%22%3A1%7D"
+    placed = await shop.http(
+        f"/?fake_wc_checkout=1&email={gateway}@example.com&payment_method={gateway}",
+        headers={"Cookie": f"svc_vid=visitor-{gateway}-1; fake_wc_cart={basket}"})
+    return int(re.search(rb"Order (\d+) received", placed.body).group(1))
+
+
+async def _steps(deps, shop: Shop, order_id: int) -> list[str]:
+    """Each step the plugin sent for an order, once per event id: still in its outbox (where
+    every event is kept before the request that made it ends), or delivered to the service. The
+    outbox first: a row leaves it only after the service stored its event."""
+    kept = await shop.wp.php("""global $wpdb; return $wpdb->get_col("SELECT body FROM
+        {$wpdb->prefix}visitor_service_outbox WHERE path = '/ingest/commerce'");""")
+    sent = {body["eventId"]: body["type"] for body in map(json.loads, kept)
+            if body.get("orderId") == str(order_id)}
+    for doc in await documents(deps, commerce.EVENTS, shop.tenant.site_id):
+        if doc.get("orderId") == str(order_id):
+            sent[doc["_id"].split(":", 1)[1]] = doc["type"]
+    return sorted(sent.values())
+
+
+async def _status_in_shop(shop: Shop, order_id: int) -> str:
+    return await shop.wp.php(f"return wc_get_order({order_id})->status;")
+
+
+async def test_an_online_payment_is_paid_when_the_gateway_completes_it(
+        open_shop: ShopFactory, deps):
+    shop = await open_shop({"recordings": False})
+    order_id = await _checkout(shop, "stripe")
+    assert await _status_in_shop(shop, order_id) == "pending"
+    assert await _steps(deps, shop, order_id) == ["order_placed"]
+    # The provider's callback: payment_complete records the payment, paid at once.
+    await shop.http(f"/?fake_wc_order={order_id}&payment_complete=1")
+    assert await _steps(deps, shop, order_id) == ["order_paid", "order_placed"]
+    await _events(deps, shop, 2)
+    assert (await _order(deps, shop, order_id))["status"] == "paid"
+    assert await _money(deps, shop) == {"EUR": 1250}
+    # Shipped later: Completed is no second payment.
+    await shop.http(f"/?fake_wc_order={order_id}&status=completed")
+    assert await _steps(deps, shop, order_id) == ["order_paid", "order_placed"]
+
+
+async def test_cash_on_delivery_is_paid_at_completed_and_one_cancelled_before_never_counts(
+        open_shop: ShopFactory, deps):
+    shop = await open_shop({"recordings": False})
+    delivered, refused = await _checkout(shop, "cod"), await _checkout(shop, "cod")
+    # Processing is where cash on delivery waits for the parcel: not paid.
+    for order_id in (delivered, refused):
+        assert await _status_in_shop(shop, order_id) == "processing"
+        assert await _steps(deps, shop, order_id) == ["order_placed"]
+    await _events(deps, shop, 2)
+    assert await _money(deps, shop) == {}
+    # The parcel is refused and the order cancelled: it never counted as revenue.
+    await shop.http(f"/?fake_wc_order={refused}&status=cancelled")
+    assert await _steps(deps, shop, refused) == ["order_cancelled", "order_placed"]
+    # The other is paid on delivery: Completed, where WooCommerce sets its date_paid.
+    await shop.http(f"/?fake_wc_order={delivered}&status=completed")
+    assert await _steps(deps, shop, delivered) == ["order_paid", "order_placed"]
+    await _events(deps, shop, 4)
+    assert [(await _order(deps, shop, order_id))["status"] for order_id in (delivered, refused)
+            ] == ["paid", "cancelled"]
+    assert await _money(deps, shop) == {"EUR": 1250}
+
+
+async def test_a_bank_transfer_is_paid_when_the_shop_marks_it_paid(open_shop: ShopFactory, deps):
+    shop = await open_shop({"recordings": False})
+    order_id = await _checkout(shop, "bacs")
+    assert await _status_in_shop(shop, order_id) == "on-hold"  # awaiting the transfer
+    assert await _steps(deps, shop, order_id) == ["order_placed"]
+    # The money arrived and the shop moves the order on to Processing: date_paid, paid.
+    await shop.http(f"/?fake_wc_order={order_id}&status=processing")
+    assert await _steps(deps, shop, order_id) == ["order_paid", "order_placed"]
+    await shop.http(f"/?fake_wc_order={order_id}&status=completed")
+    assert await _steps(deps, shop, order_id) == ["order_paid", "order_placed"]
+    await _events(deps, shop, 2)
+    assert (await _order(deps, shop, order_id))["status"] == "paid"
+    assert await _money(deps, shop) == {"EUR": 1250}

@@ -8,13 +8,17 @@
  *              wc_get_checkout_url, the woocommerce_checkout_order_processed hook; for commerce
  *              events wc_get_product, wc_get_order, order meta, refunds, the checkout shortcode
  *              and block, and the hooks woocommerce_add_to_cart, woocommerce_before_checkout_form,
- *              woocommerce_payment_complete, woocommerce_order_status_changed and
- *              woocommerce_order_refunded), and nothing more. WooCommerce itself cannot be
+ *              woocommerce_payment_complete, woocommerce_update_order,
+ *              woocommerce_order_status_changed and woocommerce_order_refunded; for payments
+ *              WC_Order's payment_complete(), update_status(), get_date_paid() and
+ *              save_meta_data(), with date_paid set as WC_Order::save() sets it, cash on
+ *              delivery's at Completed), and nothing more. WooCommerce itself cannot be
  *              installed from the registries these tests may use.
  *
  * The cart lives in the cookie fake_wc_cart ({"productId": quantity}), the session id in the
  * cookie fake_wc_session. GET /?fake_wc_checkout=1&email=… places an order from the cart
- * (with &block=1 through the block checkout's Store API hook); POST /?wc-ajax=checkout&email=…
+ * (with &block=1 through the block checkout's Store API hook; with &payment_method=cod or bacs
+ * the gateway then moves it to processing or on-hold, as WooCommerce's own offline gateways do); POST /?wc-ajax=checkout&email=…
  * places it as the classic checkout's AJAX request does, answering JSON. The checkout and My
  * Account pages are the pages with the slugs checkout and my-account; the order-received page
  * is the checkout page with ?order-received=ID (WooCommerce's endpoint, as a query argument).
@@ -118,12 +122,16 @@ final class Fake_WC_Order_Item
 
 final class Fake_WC_Order
 {
+    /** The status change save() reports, as WC_Order::set_status() records it. */
+    private ?string $transitionFrom = null;
+
     /**
      * @param array<string, array<string, mixed>> $lines
      * @param array<string, string> $meta
      */
     public function __construct(private int $id, private string $email, private array $lines,
-        private array $meta = [], public string $status = 'pending')
+        private array $meta = [], public string $status = 'pending', private string $paymentMethod = '',
+        private ?int $datePaid = null)
     {
     }
 
@@ -137,15 +145,95 @@ final class Fake_WC_Order
         $this->meta[$key] = $value;
     }
 
-    /** Kept in an option, where wc_get_order() finds it on a later request. */
+    /** As WC_Data::save_meta_data(): the meta alone, without the order's save hooks. */
+    public function save_meta_data(): void
+    {
+        $this->store();
+    }
+
+    public function get_payment_method(): string
+    {
+        return $this->paymentMethod;
+    }
+
+    /** As WC_Order: when WooCommerce recorded the payment, or null. */
+    public function get_date_paid(): ?DateTimeImmutable
+    {
+        return $this->datePaid === null ? null : new DateTimeImmutable('@' . $this->datePaid);
+    }
+
+    public function set_status(string $status): void
+    {
+        $this->transitionFrom ??= $this->status;
+        $this->status = $status;
+    }
+
+    /** As WC_Abstract_Order::update_status(): set_status() and save(), which fires the hooks. */
+    public function update_status(string $status): bool
+    {
+        $this->set_status($status);
+        $this->save();
+        return true;
+    }
+
+    /**
+     * As WC_Order::payment_complete(): on an order awaiting payment, date_paid, the status that
+     * means paid, save(), then woocommerce_payment_complete.
+     */
+    public function payment_complete(string $transactionId = ''): bool
+    {
+        if (!in_array($this->status, ['on-hold', 'pending', 'failed', 'cancelled'], true)) {
+            return false;
+        }
+        $this->datePaid ??= time();
+        $this->set_status($this->paymentCompleteStatus());
+        $this->save();
+        do_action('woocommerce_payment_complete', $this->id, $transactionId);
+        return true;
+    }
+
+    /**
+     * As WooCommerce's woocommerce_payment_complete_order_status filter: processing, except for
+     * cash on delivery, whose gateway makes it completed (paid when the parcel is).
+     */
+    private function paymentCompleteStatus(): string
+    {
+        return $this->paymentMethod === 'cod' ? 'completed' : 'processing';
+    }
+
+    /**
+     * As WC_Order::save(): date_paid set when the order reaches its payment-complete status
+     * (maybe_set_date_paid), the order stored, woocommerce_new_order or woocommerce_update_order,
+     * then the status change's hooks.
+     */
     public function save(): int
+    {
+        $paidStatus = $this->paymentCompleteStatus();
+        if ($this->datePaid === null && ($this->status === $paidStatus
+                || ($paidStatus === 'processing' && $this->status === 'completed'))) {
+            $this->datePaid = time();
+        }
+        $new = !isset(((array) get_option('fake_wc_orders', []))[$this->id]);
+        $this->store();
+        do_action($new ? 'woocommerce_new_order' : 'woocommerce_update_order', $this->id, $this);
+        if ($this->transitionFrom !== null && $this->transitionFrom !== $this->status) {
+            $from = $this->transitionFrom;
+            $this->transitionFrom = null;
+            do_action('woocommerce_order_status_changed', $this->id, $from, $this->status, $this);
+        }
+        $this->transitionFrom = null;
+        return $this->id;
+    }
+
+    /** Kept in an option, where wc_get_order() finds it on a later request. */
+    private function store(): void
     {
         $orders = (array) get_option('fake_wc_orders', []);
         $orders[$this->id] = ['email' => $this->email, 'lines' => array_map(
             static fn ($line) => array_diff_key($line, ['data' => 1]), $this->lines),
-            'meta' => $this->meta, 'status' => $this->status];
+            'meta' => $this->meta, 'status' => $this->status, 'payment_method' => $this->paymentMethod,
+            'date_paid' => $this->datePaid];
         update_option('fake_wc_orders', $orders, false);
-        return $this->id;
     }
 
     public function get_id(): int
@@ -223,7 +311,8 @@ function wc_get_order($id = false)
     }
     $lines = array_map(static fn ($line) => $line + ['data' => new Fake_WC_Product((int) $line['product_id'])],
         (array) $kept['lines']);
-    return new Fake_WC_Order($id, (string) $kept['email'], $lines, (array) $kept['meta'], (string) $kept['status']);
+    return new Fake_WC_Order($id, (string) $kept['email'], $lines, (array) $kept['meta'], (string) $kept['status'],
+        (string) ($kept['payment_method'] ?? ''), isset($kept['date_paid']) ? (int) $kept['date_paid'] : null);
 }
 
 /**
@@ -319,12 +408,20 @@ add_action('template_redirect', static function (): void {
         return;
     }
     $email = sanitize_email(wp_unslash((string) ($_GET['email'] ?? '')));
-    $order = new Fake_WC_Order(random_int(1000, 999999), $email, WC()->cart->get_cart());
+    $gateway = sanitize_key((string) ($_GET['payment_method'] ?? ''));
+    $order = new Fake_WC_Order(random_int(1000, 999999), $email, WC()->cart->get_cart(), [], 'pending', $gateway);
     $order->save();
     if (isset($_GET['block'])) {
         do_action('woocommerce_store_api_checkout_order_processed', $order);
     } else {
         do_action('woocommerce_checkout_order_processed', $order->get_id(), ['billing_email' => $email], $order);
+    }
+    // Then the gateway's process_payment(), as WooCommerce's offline gateways do it: cash on
+    // delivery puts the order in processing (unpaid: paid at Completed), a bank transfer on hold.
+    // An online gateway leaves it pending until its callback (payment_complete, below).
+    $offline = ['cod' => 'processing', 'bacs' => 'on-hold'];
+    if (isset($offline[$gateway])) {
+        $order->update_status($offline[$gateway]);
     }
     WC()->cart->empty_cart();
     if ($ajax) {
@@ -372,15 +469,10 @@ add_action('wp_loaded', static function (): void {
     if (!$order instanceof Fake_WC_Order) {
         wp_send_json(['error' => 'no such order'], 404);
     }
-    $status = isset($_GET['payment_complete']) ? 'processing' : sanitize_key((string) ($_GET['status'] ?? ''));
-    if ($status !== '') {
-        $from = $order->status;
-        $order->status = $status;
-        $order->save();
-        do_action('woocommerce_order_status_changed', $id, $from, $status, $order);
-        if (isset($_GET['payment_complete'])) {
-            do_action('woocommerce_payment_complete', $id);
-        }
+    if (isset($_GET['payment_complete'])) {
+        $order->payment_complete('txn-' . $id);
+    } elseif (isset($_GET['status'])) {
+        $order->update_status(sanitize_key((string) $_GET['status']));
     }
     if (isset($_GET['refund'])) {
         $orders = (array) get_option('fake_wc_orders', []);

@@ -36,15 +36,19 @@ final class WooCommerce
         add_action('woocommerce_add_to_cart', [self::class, 'addedToCart'], 10, 4);
         add_action('woocommerce_before_checkout_form', [self::class, 'checkoutStarted']);
         add_filter('render_block_woocommerce/checkout', [self::class, 'blockCheckoutRendered']);
+        // Paid is when WooCommerce records the payment: the gateway's payment_complete, or
+        // date_paid set on a save (cash on delivery at Completed, a bank transfer marked paid).
         add_action('woocommerce_payment_complete', [self::class, 'paymentComplete']);
-        add_action('woocommerce_order_status_changed', [self::class, 'statusChanged'], 10, 3);
+        add_action('woocommerce_update_order', [self::class, 'orderSaved'], 10, 2);
+        add_action('woocommerce_order_status_changed', [self::class, 'statusChanged'], 10, 4);
         add_action('woocommerce_order_refunded', [self::class, 'refunded'], 10, 2);
     }
 
     /** The order meta that says the plugin reported the order's placing. */
     private const REPORTED = '_visitor_service_reported';
-    /** Order statuses that mean the money was taken, and what the others report. */
-    private const PAID_STATUSES = ['processing', 'completed'];
+    /** The order meta that says the plugin reported its payment: one paid event per order. */
+    private const PAID = '_visitor_service_paid';
+    /** What a status reports by itself; no status alone means paid. */
     private const STATUS_EVENTS = ['cancelled' => 'order_cancelled', 'failed' => 'order_failed'];
 
     /**
@@ -117,18 +121,18 @@ final class WooCommerce
     /**
      * A later step of an order the plugin reported as placed. It happens on a request that is
      * not the visitor's (a payment provider's callback, the shop's back office), so it carries
-     * no visitor: the service finds the order by its id. Its id is the step's own, so hooks that
-     * report the same step twice (payment complete, then the status change) store it once.
+     * no visitor: the service finds the order by its id. Its id is the step's own, so a step
+     * reported twice (two requests marking one order paid at once) is stored once.
      *
-     * @param object $order a WC_Order
+     * @param object|null $order a WC_Order
      * @param array<string, mixed> $extra
      */
-    private static function sendOrderEvent($order, string $type, string $step, array $extra = []): void
+    private static function sendOrderEvent($order, string $type, string $step, array $extra = []): bool
     {
         if (!is_object($order) || !Options::configured() || !$order->get_meta(self::REPORTED)) {
-            return;
+            return false;
         }
-        Outbox::accept('/ingest/commerce', [
+        return Outbox::accept('/ingest/commerce', [
             'eventId' => self::orderKey($order) . '-' . $step,
             'type' => $type,
             'orderId' => (string) $order->get_id(),
@@ -136,29 +140,69 @@ final class WooCommerce
         ] + $extra);
     }
 
-    /** @param mixed $orderId */
+    /**
+     * woocommerce_payment_complete($order_id): the gateway took the money.
+     *
+     * @param mixed $orderId
+     */
     public static function paymentComplete($orderId): void
     {
-        self::sendOrderEvent(self::order($orderId), 'order_paid', 'paid');
+        self::sendPaid(self::order($orderId));
     }
 
     /**
-     * woocommerce_order_status_changed($order_id, $from, $to): processing or completed means
-     * paid (a gateway without payment_complete, or an order marked paid by hand); cancelled and
-     * failed are reported as such. "refunded" is left to woocommerce_order_refunded, which
-     * carries the amount.
+     * woocommerce_update_order($order_id, $order): an order was saved; paid once WooCommerce set
+     * its date_paid. That is how offline payments are recorded: cash on delivery at Completed
+     * (its gateway makes Completed the payment-complete status), a bank transfer or cheque when
+     * the shop moves it on to Processing, an order marked paid through the REST API.
+     *
+     * @param mixed $orderId
+     * @param mixed $order a WC_Order (older callers pass the id alone)
+     */
+    public static function orderSaved($orderId, $order = null): void
+    {
+        $order = is_object($order) ? $order : self::order($orderId);
+        if (is_object($order) && method_exists($order, 'get_date_paid') && $order->get_date_paid() !== null) {
+            self::sendPaid($order);
+        }
+    }
+
+    /**
+     * One paid event per order, whichever hook saw the payment first: the order's meta says it
+     * was kept (saved alone, so no other save hook runs), and the event's id is the order's own.
+     *
+     * @param object|null $order a WC_Order
+     */
+    private static function sendPaid($order): void
+    {
+        if (!is_object($order) || $order->get_meta(self::PAID)) {
+            return;
+        }
+        if (self::sendOrderEvent($order, 'order_paid', 'paid')) {
+            $order->update_meta_data(self::PAID, '1');
+            $order->save_meta_data();
+        }
+    }
+
+    /**
+     * woocommerce_order_status_changed($order_id, $from, $to, $order): cancelled and failed are
+     * reported as such. A status by itself never means paid: processing is where cash on
+     * delivery waits, unpaid, for the parcel; only a date_paid WooCommerce recorded does (a
+     * store that changes the status without the save hook). "refunded" is left to
+     * woocommerce_order_refunded, which carries the amount.
      *
      * @param mixed $orderId
      * @param mixed $from
      * @param mixed $to
+     * @param mixed $order
      */
-    public static function statusChanged($orderId, $from = '', $to = ''): void
+    public static function statusChanged($orderId, $from = '', $to = '', $order = null): void
     {
+        self::orderSaved($orderId, $order);
         $to = (string) $to;
-        if (in_array($to, self::PAID_STATUSES, true)) {
-            self::paymentComplete($orderId);
-        } elseif (isset(self::STATUS_EVENTS[$to])) {
-            self::sendOrderEvent(self::order($orderId), self::STATUS_EVENTS[$to], $to);
+        if (isset(self::STATUS_EVENTS[$to])) {
+            $order = is_object($order) ? $order : self::order($orderId);
+            self::sendOrderEvent($order, self::STATUS_EVENTS[$to], $to);
         }
     }
 
