@@ -100,6 +100,19 @@ async def test_the_owner_chooses_which_forms_count_comments_only_when_chosen(
         ("wpforms-on@example.com", "wpforms:5", "Carla Customer")]
 
 
+async def test_a_comment_leads_page_is_the_post_it_was_left_on(open_shop: ShopFactory, deps):
+    shop = await open_shop({"recordings": False})
+    post, permalink = await shop.wp.php("""
+        update_option('visitor_service_form_sources', ['comments']);
+        $post = wp_insert_post(['post_type' => 'post', 'post_status' => 'publish',
+            'post_title' => 'Mug care', 'comment_status' => 'open']);
+        return [$post, get_permalink($post)];""")
+    await _comment(shop, post, "reader@example.com")
+    lead = (await eventually(lambda: _leads(deps, shop, 1), message="the comment's lead"))[0]
+    # The form posts to wp-comments-post.php; the page the reader was on is the post.
+    assert lead["url"] == permalink and permalink.startswith(shop.url + "/mug-care")
+
+
 async def test_a_form_under_gpc_or_without_the_visitor_id_is_not_a_lead(
         open_shop: ShopFactory, deps):
     shop = await open_shop({"recordings": False})

@@ -72,7 +72,7 @@ async def test_a_full_outbox_refuses_new_items_and_counts_them(open_shop: ShopFa
     assert await shop.wp.php("return \\VisitorService\\Outbox::backlog();") == 1000
     assert (await _counts(shop))["outbox_full"] == 3
     page = await _settings_page(shop)
-    assert "1000 leads and survey answers are waiting to be sent." in page
+    assert "1000 leads are waiting to be sent." in page
     assert ("3 leads, survey answers and shop events were refused because the outbox was "
             "full.") in page
 
@@ -97,10 +97,10 @@ async def test_retry_now_sends_the_backlog_while_the_owner_waits(
     await log_in(admin, shop, ADMIN)
     page = await admin.new_page()
     await page.goto(shop.url + "/wp-admin/options-general.php?page=visitor-service")
-    assert "2 leads and survey answers are waiting" in await page.text_content(
+    assert "2 leads are waiting to be sent." in await page.text_content(
         "#visitor-service-backlog")
     await submit(page, "#retry-now", "**retried=1")
-    assert "0 leads and survey answers are waiting" in await page.text_content(
+    assert "Nothing is waiting to be sent." in await page.text_content(
         "#visitor-service-backlog")
     assert await page.locator("#retry-now").count() == 0
     leads = await documents(deps, "leads", shop.tenant.site_id)

@@ -1,6 +1,7 @@
 """No visitor waits on the service (issue 33): with the service hung, on `php -S` (no PHP-FPM,
 so nothing can release a response early), a lead, a survey answer and a checkout answer at once,
-are kept in the outbox, and are delivered by a request of their own."""
+are kept in the outbox, and are delivered by a request of their own. Nor does the owner: "Check
+connection" answers within 3 s (issue 40)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 from typing import Any
 
 from tests.support.browser import eventually
+from tests.support.processes import free_port
 from tests.wordpress.conftest import Shop, ShopFactory, documents
 
 JSON = {"Content-Type": "application/json"}
@@ -100,3 +102,30 @@ async def test_with_the_service_hung_leads_surveys_and_checkouts_answer_without_
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_check_connection_answers_within_three_seconds_with_the_service_hung_or_gone(
+        open_shop: ShopFactory):
+    shop = await open_shop({"recordings": False})
+    hung = await HungService().start()
+    try:
+        hung_check = await _check_connection(shop, hung.url)
+    finally:
+        await hung.close()
+    assert hung_check["ok"] is False
+    assert 2.5 <= hung_check["took"] <= 3.3, hung_check  # it waited its 3 s, and no longer
+    assert hung_check["messages"] == [f"The service at {hung.url} did not answer within 3 "
+                                      "seconds: it may be stopped or overloaded."]
+    gone = f"http://127.0.0.1:{free_port()}"  # nothing listens: refused at once
+    gone_check = await _check_connection(shop, gone)
+    assert gone_check["took"] < 1, gone_check
+    assert len(gone_check["messages"]) == 1
+    assert gone_check["messages"][0].startswith(f"The service at {gone} could not be reached (")
+
+
+async def _check_connection(shop: Shop, url: str) -> dict[str, Any]:
+    """Settings → "Check connection" against `url`, with the time it took inside PHP."""
+    return await shop.wp.php(f"""update_option('visitor_service_url', '{url}');
+        $started = microtime(true);
+        $check = \\VisitorService\\Settings::checkConnection();
+        return $check + ['took' => microtime(true) - $started];""")

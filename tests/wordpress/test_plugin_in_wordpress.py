@@ -282,7 +282,7 @@ async def test_a_lead_accepted_while_the_service_is_down_arrives_once_when_it_is
     assert pageview == 202
     settings_page = await shop.wp.php("""wp_set_current_user(1); ob_start();
         \\VisitorService\\Settings::render(); return ob_get_clean();""")
-    assert "1 lead or survey answer is waiting to be sent." in settings_page
+    assert "1 lead is waiting to be sent." in settings_page
     assert "1 pageview was dropped while the service was unreachable." in settings_page
     assert "1 PHP error was dropped while the service was unreachable." in settings_page
     assert shop.tenant.api_key not in settings_page
@@ -452,3 +452,12 @@ async def test_deactivation_stops_collection_and_uninstall_removes_everything(
         assert left == {"options": [], "table": None}
     finally:
         await shop.wp.php("activate_plugin('visitor-service/visitor-service.php'); return 1;")
+
+
+async def test_the_plugin_declares_itself_compatible_with_order_tables_and_the_block_checkout(
+        wordpress):
+    # WooCommerce counts a declaration made while before_woocommerce_init runs (the stand-in too).
+    declared = await wordpress.php("return $GLOBALS['fake_wc_compatibility'] ?? null;")
+    plugin = "visitor-service/visitor-service.php"
+    assert declared == {"custom_order_tables": {plugin: True},
+                        "cart_checkout_blocks": {plugin: True}}

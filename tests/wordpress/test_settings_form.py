@@ -1,11 +1,14 @@
 """Settings → Visitor Service as the shop owner uses it: the form itself, in real Chromium.
 
 Issue 33: the API key saved through the form (options.php) is never autoloaded, and a copy left
-in the database once the key moves to wp-config.php is deleted, with a notice.
+in the database once the key moves to wp-config.php is deleted, with a notice. Issue 40: what waits
+in the outbox is counted by kind.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from playwright.async_api import Browser, BrowserContext, Page
@@ -82,3 +85,36 @@ async def test_moving_the_key_to_wp_config_deletes_the_database_copy_and_says_so
     finally:
         flag.unlink()
         await admin.close()
+
+
+async def test_the_settings_page_counts_what_waits_to_be_sent_by_kind(open_shop: ShopFactory):
+    shop = await open_shop({"recordings": False})
+    assert await _waiting(shop) == ["Nothing is waiting to be sent."]
+    bodies = [("/ingest/leads", {"leadId": "l1", "email": "a@example.com"}),
+              ("/ingest/surveys", {"surveyId": "nps", "responseId": "r1"}),
+              ("/ingest/surveys", {"surveyId": "nps", "responseId": "r2"}),
+              ("/ingest/commerce", {"eventId": "e1", "type": "order_placed", "orderId": "7"}),
+              ("/ingest/commerce", {"eventId": "e2", "type": "order_paid", "orderId": "7"}),
+              ("/ingest/commerce", {"eventId": "e3", "type": "add_to_cart", "productId": "2"}),
+              ("/ingest/commerce", {"eventId": "e4", "type": "checkout_started"})]
+    # Kept as a delivery that failed leaves them: tried, due again in an hour.
+    await shop.wp.php(f"""global $wpdb;
+        foreach (json_decode('{json.dumps(bodies)}', true) as [$path, $body]) {{
+            $wpdb->insert(\\VisitorService\\Outbox::table(), ['path' => $path,
+                'body' => wp_json_encode($body), 'attempts' => 1,
+                'next_attempt_at' => time() + 3600, 'created_at' => time()]);
+        }}
+        return true;""")
+    assert await _waiting(shop) == [
+        "2 order events (placed, paid, refunded or cancelled) are waiting to be sent.",
+        "1 lead is waiting to be sent.",
+        "2 survey answers are waiting to be sent.",
+        "2 cart and checkout events are waiting to be sent."]
+
+
+async def _waiting(shop: Shop) -> list[str]:
+    """The Delivery section's lines, as the owner reads them."""
+    page = await shop.wp.php("""wp_set_current_user(1); ob_start();
+        \\VisitorService\\Settings::render(); return ob_get_clean();""")
+    listed = re.search(r'<ul id="visitor-service-backlog">(.*?)</ul>', page, re.S)
+    return re.findall(r"<li>(.*?)</li>", listed.group(1)) if listed else []

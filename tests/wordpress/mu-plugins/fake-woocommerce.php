@@ -12,7 +12,8 @@
  *              woocommerce_order_status_changed and woocommerce_order_refunded; for payments
  *              WC_Order's payment_complete(), update_status(), get_date_paid() and
  *              save_meta_data(), with date_paid set as WC_Order::save() sets it, cash on
- *              delivery's at Completed), and nothing more. WooCommerce itself cannot be
+ *              delivery's at Completed; before_woocommerce_init and FeaturesUtil's
+ *              declare_compatibility(), in fake-woocommerce-features.php), and nothing more. WooCommerce itself cannot be
  *              installed from the registries these tests may use.
  *
  * The cart lives in the cookie fake_wc_cart ({"productId": quantity}), the session id in the
@@ -362,6 +363,11 @@ add_action('wp_loaded', static function (): void {
         wc_load_cart();
     }
 });
+
+// As WooCommerce::init() on init, before its own setup: where extensions declare compatibility.
+add_action('init', static function (): void {
+    do_action('before_woocommerce_init');
+}, 0);
 
 function get_woocommerce_currency(): string
 {

@@ -69,13 +69,17 @@ final class Forms
         return array_values(array_intersect(self::SOURCES, array_map('strval', (array) $value)));
     }
 
-    /** Keeps one submission as a lead, when its source counts and the visitor may be followed. */
+    /**
+     * Keeps one submission as a lead, when its source counts and the visitor may be followed.
+     * Its URL is the page the form was on: $url when the hook knows it, else the request's page.
+     */
     public static function capture(
         string $source,
         string $formId,
         string $email,
         string $name = '',
-        string $phone = ''
+        string $phone = '',
+        ?string $url = null
     ): void {
         $email = trim($email);
         $visitor = Request::cookieVisitorId();
@@ -89,7 +93,7 @@ final class Forms
             'leadId' => Request::newId(),
             'kind' => 'form',
             'visitorId' => $visitor,
-            'url' => Request::pageUrl(),
+            'url' => $url ?? Request::pageUrl(),
             'email' => $email,
             'name' => mb_substr(trim($name), 0, 200),
             'phone' => mb_substr(trim($phone), 0, 50),
@@ -225,7 +229,8 @@ final class Forms
 
     /**
      * WordPress's comment_post($comment_id, $comment_approved, $commentdata): the commenter's
-     * e-mail address and name; not for spam, and only when the owner chose comments.
+     * e-mail address and name; not for spam, and only when the owner chose comments. The form
+     * posts to wp-comments-post.php, so the lead's page is the post's permalink.
      *
      * @param mixed $commentId
      * @param mixed $approved
@@ -237,9 +242,17 @@ final class Forms
         if ($approved === 'spam' || ($data['comment_type'] ?? 'comment') !== 'comment') {
             return;
         }
-        $postId = (string) ($data['comment_post_ID'] ?? '');
+        $postId = (int) ($data['comment_post_ID'] ?? 0);
         $email = (string) ($data['comment_author_email'] ?? '');
-        self::capture('comments', 'post-' . $postId, $email, (string) ($data['comment_author'] ?? ''));
+        $permalink = $postId > 0 ? get_permalink($postId) : false;
+        self::capture(
+            'comments',
+            'post-' . $postId,
+            $email,
+            (string) ($data['comment_author'] ?? ''),
+            '',
+            is_string($permalink) ? $permalink : null
+        );
     }
 
     /**

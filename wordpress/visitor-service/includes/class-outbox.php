@@ -1,7 +1,8 @@
 <?php
 
 /**
- * The durable outbox: leads and survey answers the route accepted, until the service has them.
+ * The durable outbox: leads, survey answers and shop events (carts, checkouts, orders), kept until
+ * the service has them.
  *
  * @package VisitorService
  */
@@ -24,6 +25,8 @@ final class Outbox
     public const SCHEDULE = 'visitor_service_five_minutes';
     /** Ingest paths whose items are kept until delivered. */
     public const DURABLE = ['/ingest/leads', '/ingest/surveys', '/ingest/commerce'];
+    /** What each path's items are, for the settings screen (commerce splits into orders and shop). */
+    private const KINDS = ['/ingest/leads' => 'leads', '/ingest/surveys' => 'surveys', '/ingest/commerce' => 'shop'];
     private const BATCH = 50;
     private const MAX_BACKOFF = 6 * HOUR_IN_SECONDS;
     /** Seconds one send may wait for the service (never on a visitor's request). */
@@ -288,6 +291,33 @@ final class Outbox
             }
         }
         return true;
+    }
+
+    /**
+     * The items the service does not have yet, per kind: leads, survey answers, order events
+     * (placed, paid, refunded, cancelled, failed: those with an orderId) and the other shop
+     * events (carts, checkouts started).
+     *
+     * @return array<string, int> kind => items, only the kinds that have some, orders first
+     */
+    public static function backlogByKind(): array
+    {
+        global $wpdb;
+        // phpcs:ignore WordPress.DB.DirectDatabaseQuery, VisitorService.DB.DirectDatabaseQuery -- the plugin's own outbox table; its rows change with every send, so a cache would be stale
+        $rows = $wpdb->get_results($wpdb->prepare(
+            "SELECT path, body LIKE %s AS about_order, COUNT(*) AS items FROM {$wpdb->prefix}visitor_service_outbox"
+                . ' GROUP BY path, about_order',
+            '%' . $wpdb->esc_like('"orderId":') . '%'
+        ));
+        $kinds = ['orders' => 0, 'leads' => 0, 'surveys' => 0, 'shop' => 0, 'other' => 0]; // as listed
+        foreach (is_array($rows) ? $rows : [] as $row) {
+            $kind = self::KINDS[(string) $row->path] ?? 'other';
+            if ($kind === 'shop' && (int) $row->about_order === 1) {
+                $kind = 'orders';
+            }
+            $kinds[$kind] += (int) $row->items;
+        }
+        return array_filter($kinds);
     }
 
     /** How many accepted items the service does not have yet. */

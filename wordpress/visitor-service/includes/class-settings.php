@@ -20,6 +20,8 @@ final class Settings
 {
     private const PAGE = 'visitor-service';
     private const GROUP = 'visitor_service';
+    /** How long "Check connection" may wait for the service, both of its calls together. */
+    private const CHECK_SECONDS = 3.0;
 
     public static function hooks(): void
     {
@@ -142,7 +144,16 @@ final class Settings
             update_option(Options::LAST_CHECK, $result + ['at' => time()], false);
             return $result;
         }
-        [$config, $origin] = self::readSiteSettings();
+        // One budget for both calls: the owner waits for the answer, and a hung service must
+        // not hold the settings screen (both calls at 5 s each took 10 s).
+        $deadline = microtime(true) + self::CHECK_SECONDS;
+        [$config, $origin] = self::readSiteSettings(self::CHECK_SECONDS);
+        if ($config['status'] === 0) {
+            // Unreachable or silent: the second call would fail the same way.
+            $result = ['ok' => false, 'messages' => [self::unreachable($config['error'], $deadline)]];
+            update_option(Options::LAST_CHECK, $result + ['at' => time()], false);
+            return $result;
+        }
         if ($config['status'] === 200) {
             $messages[] = __('Public key and this site\'s origin: accepted.', 'visitor-service');
         } else {
@@ -153,19 +164,41 @@ final class Settings
                 /* translators: %s: the error */
                 : sprintf(__('Public key refused or service unreachable (%s).', 'visitor-service'), $config['error']);
         }
-        $ingest = Client::post('/ingest/visitors', [], 5.0);
+        $left = $deadline - microtime(true);
+        $ingest = $left > 0.2 ? Client::post('/ingest/visitors', [], $left)
+            : ['status' => 0, 'body' => null, 'error' => ''];
         if (in_array($ingest['status'], [400, 422], true)) {
             $messages[] = __('API key: accepted.', 'visitor-service');
         } else {
             $ok = false;
-            $messages[] = $ingest['status'] === 401
-                ? __('API key refused by the service.', 'visitor-service')
+            if ($ingest['status'] === 401) {
+                $messages[] = __('API key refused by the service.', 'visitor-service');
+            } elseif ($ingest['status'] === 0) {
+                $messages[] = self::unreachable($ingest['error'], $deadline);
+            } else {
                 /* translators: %s: the error */
-                : sprintf(__('API key could not be checked (%s).', 'visitor-service'), $ingest['error']);
+                $messages[] = sprintf(__('API key could not be checked (%s).', 'visitor-service'), $ingest['error']);
+            }
         }
         $result = ['ok' => $ok, 'messages' => $messages];
         update_option(Options::LAST_CHECK, $result + ['at' => time()], false);
         return $result;
+    }
+
+    /** Why the service did not answer "Check connection": silent past the budget, or unreachable. */
+    private static function unreachable(string $error, float $deadline): string
+    {
+        if (microtime(true) >= $deadline - 0.1) {
+            /* translators: 1: the service URL, 2: seconds waited */
+            $silent = __(
+                'The service at %1$s did not answer within %2$d seconds: it may be stopped or overloaded.',
+                'visitor-service'
+            );
+            return sprintf($silent, Options::serviceUrl(), (int) self::CHECK_SECONDS);
+        }
+        /* translators: 1: the service URL, 2: the error */
+        $unreachable = __('The service at %1$s could not be reached (%2$s).', 'visitor-service');
+        return sprintf($unreachable, Options::serviceUrl(), $error);
     }
 
     /**
@@ -174,18 +207,19 @@ final class Settings
      *
      * @return array{0: array{status: int, body: mixed, error: string}, 1: string}
      */
-    public static function readSiteSettings(): array
+    public static function readSiteSettings(float $timeout = 5.0): array
     {
         $home = wp_parse_url(home_url('/'));
         $origin = ($home['scheme'] ?? 'https') . '://' . ($home['host'] ?? '')
             . (isset($home['port']) ? ':' . $home['port'] : '');
         $configPath = '/sdk/v1/' . rawurlencode(Options::publicKey()) . '/config';
-        $config = Client::get($configPath, ['Origin' => $origin]);
+        $config = Client::get($configPath, ['Origin' => $origin], $timeout);
         if ($config['status'] === 200 && is_array($config['body'])) {
             update_option(Options::REQUIRE_CONSENT, !empty($config['body']['requireConsent']) ? 1 : 0, false);
             update_option(Options::SETTINGS_READ_AT, time(), false);
         } elseif ($config['status'] === 200) {
-            $config['status'] = 0;
+            // Something answered at that address, but not the service.
+            $config = ['status' => 0, 'body' => null, 'error' => 'HTTP 200: not the service\'s settings'];
         }
         return [$config, $origin];
     }
@@ -279,19 +313,13 @@ final class Settings
             ? __('The site requires consent: nothing is sent for visitors who have not given it.', 'visitor-service')
             : __('The site does not require consent before collecting.', 'visitor-service')) . '</p>';
         echo '<h2>' . esc_html__('Delivery', 'visitor-service') . '</h2>';
-        $backlog = Outbox::backlog();
-        $waiting = sprintf(
-            /* translators: %d: number of leads and survey answers not delivered yet */
-            _n(
-                '%d lead or survey answer is waiting to be sent.',
-                '%d leads and survey answers are waiting to be sent.',
-                $backlog,
-                'visitor-service'
-            ),
-            $backlog
-        );
-        echo '<p id="visitor-service-backlog">' . esc_html($waiting) . '</p>';
-        if ($backlog > 0) {
+        $backlog = Outbox::backlogByKind();
+        echo '<ul id="visitor-service-backlog">';
+        foreach (self::backlogLines($backlog) as $line) {
+            echo '<li>' . esc_html($line) . '</li>';
+        }
+        echo '</ul>';
+        if ($backlog !== []) {
             echo '<form method="post" action="' . esc_url(admin_url('admin-post.php')) . '">';
             echo '<input type="hidden" name="action" value="visitor_service_retry_now">';
             wp_nonce_field('visitor_service_retry_now');
@@ -313,6 +341,71 @@ final class Settings
             echo '<p id="visitor-service-proxy-hint">' . esc_html(implode(' ', $hint)) . '</p>';
         }
         echo '</div>';
+    }
+
+    /**
+     * One sentence per kind of item waiting in the outbox, with its count; one when none waits.
+     *
+     * @param array<string, int> $backlog kind => items (Outbox::backlogByKind)
+     * @return list<string>
+     */
+    private static function backlogLines(array $backlog): array
+    {
+        if ($backlog === []) {
+            return [__('Nothing is waiting to be sent.', 'visitor-service')];
+        }
+        $lines = [];
+        foreach ($backlog as $kind => $items) {
+            $lines[] = sprintf(self::backlogSentence($kind, $items), $items);
+        }
+        return $lines;
+    }
+
+    /** The sentence for $items waiting items of one kind, with %d for the count. */
+    private static function backlogSentence(string $kind, int $items): string
+    {
+        switch ($kind) {
+            case 'leads':
+                /* translators: %d: number of leads (form submissions, checkouts) not delivered yet */
+                return _n(
+                    '%d lead is waiting to be sent.',
+                    '%d leads are waiting to be sent.',
+                    $items,
+                    'visitor-service'
+                );
+            case 'surveys':
+                /* translators: %d: number of survey answers not delivered yet */
+                return _n(
+                    '%d survey answer is waiting to be sent.',
+                    '%d survey answers are waiting to be sent.',
+                    $items,
+                    'visitor-service'
+                );
+            case 'orders':
+                /* translators: %d: number of order events not delivered yet */
+                return _n(
+                    '%d order event (placed, paid, refunded or cancelled) is waiting to be sent.',
+                    '%d order events (placed, paid, refunded or cancelled) are waiting to be sent.',
+                    $items,
+                    'visitor-service'
+                );
+            case 'shop':
+                /* translators: %d: number of cart and checkout events not delivered yet */
+                return _n(
+                    '%d cart or checkout event is waiting to be sent.',
+                    '%d cart and checkout events are waiting to be sent.',
+                    $items,
+                    'visitor-service'
+                );
+            default:
+                /* translators: %d: number of other items not delivered yet */
+                return _n(
+                    '%d other item is waiting to be sent.',
+                    '%d other items are waiting to be sent.',
+                    $items,
+                    'visitor-service'
+                );
+        }
     }
 
     /**
@@ -346,10 +439,10 @@ final class Settings
                 $count('errors')
             ),
             sprintf(
-                /* translators: %d: number of leads and survey answers */
+                /* translators: %d: number of leads, survey answers and shop events (carts, orders) */
                 _n(
-                    '%d lead or survey answer was refused by the service as invalid.',
-                    '%d leads and survey answers were refused by the service as invalid.',
+                    '%d lead, survey answer or shop event was refused by the service as invalid.',
+                    '%d leads, survey answers and shop events were refused by the service as invalid.',
                     $count('rejected'),
                     'visitor-service'
                 ),

@@ -292,12 +292,19 @@ final class WooCommerce
         }
     }
 
-    /** Declares that the plugin works with WooCommerce's custom order tables. */
+    /**
+     * before_woocommerce_init: the plugin works with WooCommerce's custom order tables (orders
+     * only through wc_get_order() and the order object) and with the block cart and checkout
+     * (the Store API's checkout hook and the checkout block's render filter).
+     */
     public static function declareCompatibility(): void
     {
         $util = '\Automattic\WooCommerce\Utilities\FeaturesUtil';
-        if (class_exists($util)) {
-            $util::declare_compatibility('custom_order_tables', VISITOR_SERVICE_FILE, true);
+        if (!class_exists($util)) {
+            return;
+        }
+        foreach (['custom_order_tables', 'cart_checkout_blocks'] as $feature) {
+            $util::declare_compatibility($feature, VISITOR_SERVICE_FILE, true);
         }
     }
 
