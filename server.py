@@ -35,6 +35,7 @@ from config import Settings, SettingsError, load_settings
 from config.logging import configure_logging, log_request
 from config.metrics import Metrics
 from demo import seed_demo, seed_demo_activity
+from derived import derivation, store_setup
 from documents.accounts import is_family_revoked
 from documents.requests import SubjectDigester
 from documents.sites import KeyHasher, SiteKeyring
@@ -103,7 +104,7 @@ async def build_deps(settings: Settings, *, store: Store | None = None,
     while a process runs (the schemas, the user-agent parser, the password hasher) are built here
     unless given, so a process that builds many apps builds them once."""
     store = store or open_store(settings.mongodb_uri, settings.mongodb_database)
-    await documents.prepare_store(store)
+    await store_setup.prepare_store(store)
     sealer = SecretSealer(settings.master_key)
     issuer = TokenIssuer(settings.secret_key, settings.public_url)
     auth = AuthService(
@@ -470,11 +471,11 @@ async def _replay_erasures(settings: Settings, args: argparse.Namespace) -> None
 async def _quarantine(settings: Settings, args: argparse.Namespace) -> None:
     async def work(deps: Deps) -> None:
         if args.requeue:
-            requeued = await documents.derivation.requeue_quarantined(deps.store, args.requeue)
+            requeued = await derivation.requeue_quarantined(deps.store, args.requeue)
             print(json.dumps({"site": args.requeue, "requeued": requeued}))
             return
-        for fact in await documents.derivation.quarantined_facts(deps.store, args.site_id):
-            held = fact[documents.derivation.QUARANTINED]
+        for fact in await derivation.quarantined_facts(deps.store, args.site_id):
+            held = fact[derivation.QUARANTINED]
             print(json.dumps({"site": fact["siteId"], "kind": fact["kind"],
                               "recordedAt": fact["recordedAt"].isoformat(),
                               "reason": held["reason"], "since": held["at"].isoformat()}))
@@ -484,7 +485,7 @@ async def _quarantine(settings: Settings, args: argparse.Namespace) -> None:
 
 async def _rebuild_figures(settings: Settings, args: argparse.Namespace) -> None:
     async def work(deps: Deps) -> None:
-        await documents.derivation.rebuild_site(deps.store, args.site_id)
+        await derivation.rebuild_site(deps.store, args.site_id)
         print(json.dumps({"site": args.site_id, "rebuilt": True}))
 
     await _with_real_store(settings, work)

@@ -22,7 +22,7 @@ What an order adds to the figures is its `figure`: nothing until it is paid; onc
 order and its total less its refunds, on the UTC day it was paid; nothing again when it is
 cancelled or failed after payment, or refunded in full. The ingest transaction stores the
 event and the new summary and records the difference between the order's old and new figure
-as an unfolded fact (documents/derivation.py, kind `rollups.ORDER`): the daily figures are
+as an unfolded fact (derived/derivation.py, kind `daily_figures.ORDER`): the daily figures are
 only touched by the fold, and a visitor's share is the sum of their orders' figures, so
 erasure and restriction stay exact (decision "Issue 31" in docs/decisions.md).
 
@@ -500,7 +500,7 @@ def _figure(now: Any, before: Any, change_now: Any, change_before: Any) -> dict[
 
 def money_overview(now: Any, before: Any, currency: str | None,
                    source: str | None) -> dict[str, Any]:
-    """The overview's commerce figures from two periods of daily figures (rollups.Period):
+    """The overview's commerce figures from two periods of daily figures (daily_figures.Period):
     orders, conversion rate (paid orders per visitor), revenue, average order value and revenue
     per visitor, each against the previous period; revenue and its ratios in the reporting
     `currency` only, other currencies listed apart, never summed. Money as decimal text."""

@@ -73,7 +73,7 @@ async def read_image(store: Store, site_id: str, file_id: str) -> bytes | None:
 # events, `xSum`/`ySum` (page position fallbacks). Scroll documents (kind "scroll", no target)
 # hold `views`, `foldSum` and `reach.<depth>`: how many views reached each depth bucket. Nothing
 # in them names a visitor; each raw interaction event keeps the `heatmap` contribution it adds,
-# which the derivation folds in (documents/derivation.py), so erasure subtracts exactly the
+# which the derivation folds in (derived/derivation.py), so erasure subtracts exactly the
 # visitor's folded share (decisions "Heatmaps (issue 22)" and "Figures are derived off the
 # request path").
 
@@ -183,7 +183,7 @@ async def subtract_visitor(store: Store, site_id: str, visitor_id: str, *,
                            session: Any = None) -> int:
     """Remove the visitor's share from the aggregates (erasure); returns the shares removed.
 
-    `unfolded` are shares of stored events not added yet (documents/derivation.py): left out.
+    `unfolded` are shares of stored events not added yet (derived/derivation.py): left out.
     """
     cursor = interactions.visitor_events(store, site_id, visitor_id, session=session)
     pending = Counter(repr(sorted(share.items())) for share in unfolded or [])

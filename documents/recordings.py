@@ -4,7 +4,7 @@ A recording (spec §2 "Recording session") belongs to a visitor and has a start,
 pages recorded. It also holds what the recordings list filters by: the visitor's country and
 device as it started, and its `marks`, how many errors, rage and dead clicks and leads fell in
 its window, counted by the derivation's fold of what ingest stored (`add_marks`,
-documents/derivation.py);
+derived/derivation.py);
 recordings stored before they were kept get them once from `backfill_facts` (decision
 "Recording facts" in docs/decisions.md).
 

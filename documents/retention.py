@@ -36,7 +36,7 @@ from documents.store import ASCENDING, DESCENDING, DuplicateKeyError, Index, Sto
 RUNS = "retention_runs"
 STATUS = "retention_status"
 #: The lease key the purge takes in the background loops' lease collection
-#: (documents/derivation.py `claim`): one purge runner at a time across every process.
+#: (derived/derivation.py `claim`): one purge runner at a time across every process.
 LEASE_KEY = "retention-purge"
 
 INDEXES = [

@@ -1,5 +1,6 @@
-"""Where each collection would live in a sharded cluster: its intended shard key, or why it
-stays unsharded (on the primary shard).
+"""Where each raw collection would live in a sharded cluster: its intended shard key, or why it
+stays unsharded (on the primary shard). The derived layer's collections are placed the same way
+in derived/store_setup.py, with the keys named here.
 
 Nothing here runs against the store: a replica set needs none of it. It is the plan the
 indexes and queries are kept ready for, checked by tests/documents/test_shard_keys.py: every
@@ -22,7 +23,6 @@ from documents import (
     activity,
     audit,
     commerce,
-    derivation,
     engagement,
     error_outbox,
     error_records,
@@ -35,12 +35,10 @@ from documents import (
     recordings,
     requests,
     retention,
-    rollups,
     sites,
     statement_nonces,
     surveys,
     visitors,
-    visits,
 )
 
 
@@ -52,10 +50,10 @@ class Placement:
     why: str
 
 
-_SITE = ("siteId",)
-_BY_SITE = "read and written per site"
-_VISITOR = ("siteId", "visitorId")
-_BY_VISITOR = "a visitor's records, read per site or per visitor"
+SITE = ("siteId",)
+BY_SITE = "read and written per site"
+VISITOR = ("siteId", "visitorId")
+BY_VISITOR = "a visitor's records, read per site or per visitor"
 _SMALL = "small, read by its own keys (accounts and settings): stays on the primary shard"
 _SEGMENTS_FILES = f"{recordings.SEGMENTS_BUCKET}.files"
 _SEGMENTS_CHUNKS = f"{recordings.SEGMENTS_BUCKET}.chunks"
@@ -78,7 +76,6 @@ SHARD_KEYS: dict[str, Placement] = {
     # per site, written by the one runner.
     retention.RUNS: Placement(None, "a document per purge run"),
     retention.STATUS: Placement(None, _SMALL),
-    derivation.LEASES: Placement(None, "one lease per site"),
     notifications.CHANNELS: Placement(None, _SMALL),
     audit.COLLECTION: Placement(None, "per organization, written by hand-made actions"),
     requests.COLLECTION: Placement(None, "per organization, written by hand-made requests"),
@@ -93,44 +90,35 @@ SHARD_KEYS: dict[str, Placement] = {
     # A shop's visitors' data: one shard per visitor in the common case (the profile upsert,
     # the bucket appends, the visitor page, export and erasure); a site's queries name its
     # prefix and go to the shards holding the site.
-    visitors.COLLECTION: Placement(_VISITOR, _BY_VISITOR),
-    activity.COLLECTION: Placement(_VISITOR, _BY_VISITOR),
-    interactions.COLLECTION: Placement(_VISITOR, _BY_VISITOR),
-    recordings.COLLECTION: Placement(_VISITOR, _BY_VISITOR),
-    leads.COLLECTION: Placement(_VISITOR, _BY_VISITOR),
-    engagement.CHAT_TRANSCRIPTS: Placement(_VISITOR, _BY_VISITOR),
-    engagement.CONSENT_DECISIONS: Placement(_VISITOR, _BY_VISITOR),
-    engagement.SURVEY_RESPONSES: Placement(_VISITOR, _BY_VISITOR),
-    error_records.OCCURRENCES: Placement(_VISITOR, _BY_VISITOR),
-    error_records.SESSION_LINKS: Placement(_VISITOR, _BY_VISITOR),
-    rollups.VISITOR_DAYS: Placement(_VISITOR, _BY_VISITOR),
-    visits.COLLECTION: Placement(_VISITOR, _BY_VISITOR),
-    commerce.EVENTS: Placement(_VISITOR, _BY_VISITOR),
-    derivation.COLLECTION: Placement(_VISITOR, _BY_VISITOR + "; folded per site"),
-    recordings.MARKS_PENDING: Placement(_VISITOR, _BY_VISITOR + "; added per site"),
+    visitors.COLLECTION: Placement(VISITOR, BY_VISITOR),
+    activity.COLLECTION: Placement(VISITOR, BY_VISITOR),
+    interactions.COLLECTION: Placement(VISITOR, BY_VISITOR),
+    recordings.COLLECTION: Placement(VISITOR, BY_VISITOR),
+    leads.COLLECTION: Placement(VISITOR, BY_VISITOR),
+    engagement.CHAT_TRANSCRIPTS: Placement(VISITOR, BY_VISITOR),
+    engagement.CONSENT_DECISIONS: Placement(VISITOR, BY_VISITOR),
+    engagement.SURVEY_RESPONSES: Placement(VISITOR, BY_VISITOR),
+    error_records.OCCURRENCES: Placement(VISITOR, BY_VISITOR),
+    error_records.SESSION_LINKS: Placement(VISITOR, BY_VISITOR),
+    commerce.EVENTS: Placement(VISITOR, BY_VISITOR),
+    recordings.MARKS_PENDING: Placement(VISITOR, BY_VISITOR + "; added per site"),
     # A site's own figures and settings.
     error_records.ERRORS: Placement(("siteId", "fingerprint"),
                                     "one aggregate per (site, fingerprint)"),
-    surveys.COLLECTION: Placement(_SITE, _BY_SITE),
-    surveys.COUNTERS: Placement(_SITE, _BY_SITE),
-    notifications.DELIVERIES: Placement(_SITE, _BY_SITE),
-    rollups.SITE_DAYS: Placement(_SITE, _BY_SITE + " (read by `_id`, which starts with it)"),
-    rollups.PAGE_DAYS: Placement(_SITE, _BY_SITE),
-    rollups.SESSION_DAYS: Placement(_SITE, _BY_SITE),
-    funnels.COLLECTION: Placement(_SITE, _BY_SITE),
-    heatmaps.COUNTS: Placement(_SITE, _BY_SITE),
+    surveys.COLLECTION: Placement(SITE, BY_SITE),
+    surveys.COUNTERS: Placement(SITE, BY_SITE),
+    notifications.DELIVERIES: Placement(SITE, BY_SITE),
+    funnels.COLLECTION: Placement(SITE, BY_SITE),
+    heatmaps.COUNTS: Placement(SITE, BY_SITE),
     # An order's events can arrive without the visitor (a payment confirmed later), so an
     # order is found by its own key: by site, like the site's figures.
-    commerce.ORDERS: Placement(_SITE, _BY_SITE + "; one per (site, order), found by `_id`"),
+    commerce.ORDERS: Placement(SITE, BY_SITE + "; one per (site, order), found by `_id`"),
 }
 
 #: Query shapes that do not name their collection's shard key (its first field), and why they
 #: may scatter over every shard.
 SCATTERS: dict[tuple[str, frozenset[str]], str] = {
     (heatmaps.RENDERS, frozenset()): "unsharded queue",
-    (derivation.COLLECTION, frozenset()): (
-        "the lag gauge's one sorted read of the oldest fact, every few seconds: one index "
-        "entry per shard"),
     (recordings.COLLECTION, frozenset({"status"})): (
         "the idle sweep across sites (recordings.end_idle_recordings), every few seconds off "
         "the request path; one index range per shard"),

@@ -11,18 +11,13 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from derived import conversion_impact, funnel_reports
 from derived.views import charts, overview, paging
 from derived.views import errors as error_views
 from derived.views import leads as lead_views
 from derived.views import recordings as recording_views
 from derived.views import visitors as visitor_views
-from documents import (
-    conversion_impact,
-    error_records,
-    funnels,
-    recordings,
-    visitors,
-)
+from documents import error_records, recordings, visitors
 from handlers.site_api import (
     CLIENT_ID,
     PLUGIN_DOWNLOAD_PATH,
@@ -82,7 +77,7 @@ class ErrorsHandler(SiteDataHandler):
 class ErrorTrendsHandler(SiteDataHandler):
     """GET .../error-trends?from=&to=&status=&source=&page=&sort=&limit=: the errors that
     occurred in a date range, with occurrences, visitors affected, a per-day trend and the
-    revenue at risk (documents/conversion_impact.py)."""
+    revenue at risk (derived/conversion_impact.py)."""
 
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
@@ -181,7 +176,7 @@ class RecordingsHandler(SiteDataHandler):
             return None
         first, last = self.day_range()
         step = self.optional_number("stoppedAt")
-        return await funnels.recording_sessions(
+        return await funnel_reports.recording_sessions(
             self.deps.store, site["_id"], first, last, source=source, funnel_id=funnel_id,
             step=int(step) if step is not None else None, page_matches=page_matcher(),
             offload=self.deps.reports.limited())

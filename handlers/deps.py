@@ -49,7 +49,7 @@ class Deps:
     bus: EventBus
     recordings: RecordingLifecycle
     segment_sweeper: SegmentSweeper
-    #: Folds new data into the dashboard's figures (documents/derivation.py).
+    #: Folds new data into the dashboard's figures (derived/derivation.py).
     derivation: FigureDeriver
     #: Removes what is past each site's retention (privacy/retention.py).
     purge: RetentionPurger

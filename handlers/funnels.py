@@ -1,11 +1,12 @@
 """Funnels and revenue at risk in the dashboard API: funnel definitions (owners and admins
 change them, members read), a funnel's report over a date range, and the pages with rage and
-dead clicks ranked by the revenue they put at risk (documents/funnels.py and
-documents/conversion_impact.py say how each is worked out)."""
+dead clicks ranked by the revenue they put at risk (derived/funnel_reports.py and
+derived/conversion_impact.py say how each is worked out)."""
 
 from __future__ import annotations
 
-from documents import conversion_impact, funnels
+from derived import conversion_impact, funnel_reports
+from documents import funnels
 from handlers.site_api import SITE_ID, UUID, SiteDataHandler
 from privacy.exclusion import page_matcher, validate_pattern
 
@@ -74,7 +75,7 @@ class FunnelReportHandler(SiteDataHandler):
         funnel = await funnels.find_funnel(self.deps.store, site["_id"], funnel_id)
         first, last = self.day_range()
         source = self.get_query_argument("source", None) or None
-        self.write_json(await funnels.funnel_report(
+        self.write_json(await funnel_reports.funnel_report(
             self.deps.store, site["_id"], funnel, first, last, source=source,
             page_matches=page_matcher(), offload=offload))
 

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import activity, derivation, engagement, leads, rollups, visitors, visits
+from derived import daily_figures, derivation, visits
+from documents import activity, engagement, leads, visitors
 from documents.accounts import new_id
 from ingest.intake import Outcome, VisitorIntake, parse_time
 from ingest.recordings import RecordingLifecycle
@@ -43,7 +44,7 @@ async def record_pageview(intake: VisitorIntake, site: dict[str, Any], payload: 
         event["product"] = attribution
     if payload.get("wpUserId"):
         event["wpUserId"] = str(payload["wpUserId"])
-    # Where the visit came from, as the landing pageview's raw facts (documents/visits.py);
+    # Where the visit came from, as the landing pageview's raw facts (derived/visits.py);
     # after the gate, so addresses in the URL and referrer are already anonymised.
     source = visits.landing_source(payload["url"], payload.get("referrer"),
                                    visits.own_hostnames(site.get("allowedOrigins", ())))
@@ -63,10 +64,10 @@ async def record_pageview(intake: VisitorIntake, site: dict[str, Any], payload: 
         await activity.append_pageview(intake.store, site["_id"], payload["visitorId"], event,
                                        ordinal=int(counts.get("pageviews", 1)),
                                        may_repeat="pageviewId" in payload, session=session)
-        # What the pageview adds to the figures is folded in later (documents/derivation.py):
+        # What the pageview adds to the figures is folded in later (derived/derivation.py):
         # an insert of its own, which no other visitor's request can conflict with.
         await derivation.add_fact(
-            intake.store, site["_id"], payload["visitorId"], rollups.PAGEVIEW,
+            intake.store, site["_id"], payload["visitorId"], daily_figures.PAGEVIEW,
             [{"at": at, "url": payload["url"], "sessionId": event["sessionId"],
               "source": source, "product": bool(attribution)}], country=facts.country,
             device=facts.device_type if facts.device_type != "unknown" else None,
@@ -135,9 +136,9 @@ async def record_lead(intake: VisitorIntake, bus: EventBus, recordings: Recordin
             counts={"leads": 1}, display_name=display_name, email=email, refuse_held=True,
             session=session,
         )
-        # Its day's count and its recording's mark are folded in later (documents/derivation.py).
+        # Its day's count and its recording's mark are folded in later (derived/derivation.py).
         await derivation.add_fact(intake.store, site["_id"], payload["visitorId"],
-                                  rollups.LEAD, [{"at": at}],
+                                  daily_figures.LEAD, [{"at": at}],
                                   sessionId=payload.get("sessionId"), session=session)
 
     try:

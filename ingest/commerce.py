@@ -14,7 +14,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import commerce, derivation, rollups, visitors
+from derived import daily_figures, derivation
+from documents import commerce, visitors
 from errors import InvalidInput
 from ingest.intake import Outcome, VisitorIntake, parse_time
 
@@ -111,8 +112,8 @@ async def record_commerce(intake: VisitorIntake, site: dict[str, Any], payload: 
             await _order_fact(intake, site["_id"], event["orderId"], recorded.order,
                               recorded.figure_change, session=session)
         elif event["type"] in (commerce.ADD_TO_CART, commerce.CHECKOUT_STARTED) and visitor_id:
-            # A step of the session's journey (documents/journeys.py), folded in later.
-            await derivation.add_fact(intake.store, site["_id"], visitor_id, rollups.STEP, [
+            # A step of the session's journey (derived/journeys.py), folded in later.
+            await derivation.add_fact(intake.store, site["_id"], visitor_id, daily_figures.STEP, [
                 {"at": event["occurredAt"], "kind": event["type"]}],
                 sessionId=event.get("sessionId"), session=session)
 
@@ -138,7 +139,7 @@ async def _order_fact(intake: VisitorIntake, site_id: str, shop_order_id: str,
                       session: Any) -> None:
     """The fact that moves the figures, and the order's session journey, by `change`."""
     order = order or {}
-    await derivation.add_fact(intake.store, site_id, order.get("visitorId"), rollups.ORDER,
+    await derivation.add_fact(intake.store, site_id, order.get("visitorId"), daily_figures.ORDER,
                               change, orderId=commerce.order_id(site_id, shop_order_id),
                               sessionId=order.get("sessionId"), session=session)
 

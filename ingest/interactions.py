@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from documents import derivation, heatmaps, interactions, rollups, visitors
+from derived import daily_figures, derivation
+from documents import heatmaps, interactions, visitors
 from documents.accounts import new_id
 from documents.store import Store
 from ingest.intake import VisitorIntake, parse_time
@@ -74,7 +75,7 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
     async def write(session: Any) -> None:
         # The events, the profile's count and the fact that counts them go together: a batch
         # is counted (heatmap cells, page figures, recording marks, folded in later by
-        # documents/derivation.py) exactly when it is stored, and a retry stores it all once.
+        # derived/derivation.py) exactly when it is stored, and a retry stores it all once.
         if batch_id is None:
             await interactions.append_interactions(store, site_id, visitor_id, admitted,
                                                    cap=cap, session=session)
@@ -83,10 +84,10 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
                                             cap=cap, session=session)
         await visitors.touch(store, site_id, visitor_id, seen_at=now, facts=facts,
                              counts={"interactions": len(admitted)}, session=session)
-        await derivation.add_fact(store, site_id, visitor_id, rollups.INTERACTION, [
+        await derivation.add_fact(store, site_id, visitor_id, daily_figures.INTERACTION, [
             {name: event[name] for name in ("at", "url", "kind", "heatmap") if name in event}
             for event in admitted
-            if "heatmap" in event or event["kind"] in rollups.CLICK_FIELDS],
+            if "heatmap" in event or event["kind"] in daily_figures.CLICK_FIELDS],
             sessionId=body.get("sessionId"), session=session)
 
     if not await store.write_once(write):

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from documents import audit, commerce, derivation, error_records, recordings, visitors
+from derived import derivation
+from documents import audit, commerce, error_records, recordings, visitors
 from documents import requests as request_log
 from documents.store import Store
 from errors import NotFound

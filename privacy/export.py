@@ -17,11 +17,11 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from derived import daily_figures, derivation, visits
 from documents import (
     activity,
     audit,
     commerce,
-    derivation,
     engagement,
     error_outbox,
     error_records,
@@ -30,9 +30,7 @@ from documents import (
     leads,
     recordings,
     retention,
-    rollups,
     visitors,
-    visits,
 )
 from documents import requests as request_log
 from documents.store import ASCENDING, Store
@@ -297,7 +295,7 @@ class VisitorExport:
             yield {"sessionId": link.get("sessionId"), "errorId": link.get("errorId")}
 
     async def _active_days(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for day in self._find(rollups.VISITOR_DAYS, query, "day"):
+        async for day in self._find(daily_figures.VISITOR_DAYS, query, "day"):
             yield {key: day.get(key) for key in ("day", "pageviews", "country", "device")}
 
     async def _visits(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:

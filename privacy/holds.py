@@ -7,7 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from documents import audit, derivation, visitors
+from derived import derivation
+from documents import audit, visitors
 from documents import requests as request_log
 from documents.store import Store
 from errors import NotFound

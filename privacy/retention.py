@@ -10,10 +10,10 @@ are anonymised rather than deleted (privacy/erasure.py does both). Unlike erasur
 taken out of the figures: the daily figures, page figures and heatmap counts keep what purged
 data added, as anonymous aggregates; a visitor's chain of days goes with the visitor (decision
 "Issue 32: retention" in docs/decisions.md). Each batch that removes counted data also keeps
-what that data was counted as in the figures' retained share (`documents.rollups.retain`), so
+what that data was counted as in the figures' retained share (`derived.daily_figures.retain`), so
 a rebuild of the figures adds it back to what is still stored.
 
-A site is purged under its fold lease (documents/derivation.py), as a folder folds it: its
+A site is purged under its fold lease (derived/derivation.py), as a folder folds it: its
 pending facts are folded first, a purged visitor's facts that came since are folded in the
 batch that removes the visitor, and every batch renews the lease and commits only while it is
 held.
@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from derived import daily_figures, derivation, visits
 from documents import (
     activity,
     commerce,
-    derivation,
     engagement,
     error_records,
     heatmaps,
@@ -40,10 +40,8 @@ from documents import (
     recordings,
     requests,
     retention,
-    rollups,
     sites,
     visitors,
-    visits,
 )
 from documents.retention import Expiry
 from documents.store import Store
@@ -113,12 +111,12 @@ async def _visitors(store: Store, site_id: str, before: datetime, limit: int, se
         await derivation.fold_visitors(store, site_id, ids, session=session)
         # Their records that erasure keeps go on being counted as no one's.
         counted = _StoredCount(store, site_id, ids,
-                               await rollups.kept_when_erased(store, site_id, ids,
-                                                              session=session), session)
+                               await daily_figures.kept_when_erased(store, site_id, ids,
+                                                                    session=session), session)
         before_purge = await counted.measure()
         await erasure.purge_visitors(store, site_id, tuple(ids),
                                      consent_before=cutoffs["consent"], session=session)
-        await rollups.retain(store, before_purge, await counted.measure(), session=session)
+        await daily_figures.retain(store, before_purge, await counted.measure(), session=session)
     return len(ids), len(ids)
 
 
@@ -126,26 +124,27 @@ async def _visitors(store: Store, site_id: str, before: datetime, limit: int, se
 class _StoredCount:
     """What some visitors' stored data, and some records that may come to name no one, add to
     the figures as a rebuild counts them: measured before and after a batch, the difference is
-    what the batch removed from what a rebuild would find (`rollups.retain`)."""
+    what the batch removed from what a rebuild would find (`daily_figures.retain`)."""
 
     store: Store
     site_id: str
     visitor_ids: list[str]
-    records: list[tuple[rollups.FigureSource, list[Any]]]
+    records: list[tuple[daily_figures.FigureSource, list[Any]]]
     session: Any
 
-    async def measure(self) -> rollups.Tally:
-        tally = (await rollups.count_stored(self.store, self.site_id, self.visitor_ids,
-                                            session=self.session)).tally
+    async def measure(self) -> daily_figures.Tally:
+        tally = (await daily_figures.count_stored(self.store, self.site_id, self.visitor_ids,
+                                                  session=self.session)).tally
         for source, ids in self.records:
-            await rollups.count_anonymous(self.store, tally, source, ids, session=self.session)
+            await daily_figures.count_anonymous(self.store, tally, source, ids,
+                                                session=self.session)
         return tally
 
 
 def _retaining(step: Batch, expiry: Expiry, extra: dict[str, Any] | None = None) -> Batch:
     """`step`, keeping in the figures' retained share what the data it removes or anonymises
-    was counted as, so that a rebuild adds it back (`rollups.retain`)."""
-    source = rollups.SOURCE_IN.get(expiry.collection)
+    was counted as, so that a rebuild adds it back (`daily_figures.retain`)."""
+    source = daily_figures.SOURCE_IN.get(expiry.collection)
 
     async def batch(store: Store, site_id: str, before: datetime, limit: int, session: Any,
                     cutoffs: dict[str, datetime]) -> tuple[int, int]:
@@ -159,7 +158,7 @@ def _retaining(step: Batch, expiry: Expiry, extra: dict[str, Any] | None = None)
             [(source, [doc["_id"] for doc in taken])] if source else [], session)
         before_step = await counted.measure()
         result = await step(store, site_id, before, limit, session, cutoffs)
-        await rollups.retain(store, before_step, await counted.measure(), session=session)
+        await daily_figures.retain(store, before_step, await counted.measure(), session=session)
         return result
     return batch
 
@@ -185,7 +184,7 @@ class KindPurge:
 
 _RECENT_RECORDINGS, _RECENT_PAGEVIEWS, _RECENT_LEADS = (
     _recent("recording"), _recent("pageview"), _recent("lead"))
-#: Visits are made of pageviews (documents/visits.py): removed with them, not counted again.
+#: Visits are made of pageviews (derived/visits.py): removed with them, not counted again.
 _VISITS = _retaining(_delete(visits.EXPIRY), visits.EXPIRY)
 
 PURGES: dict[str, KindPurge] = {

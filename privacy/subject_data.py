@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from derived import daily_figures, derivation, visits
 from documents import (
     activity,
     commerce,
-    derivation,
     engagement,
     error_outbox,
     error_records,
@@ -24,9 +24,7 @@ from documents import (
     interactions,
     leads,
     recordings,
-    rollups,
     visitors,
-    visits,
 )
 from documents.store import Store
 
@@ -178,15 +176,15 @@ VISITOR_DATA: tuple[VisitorDataSource, ...] = (
                       "errorRecords",
                       "Error records kept without the visitor (anonymised)"),
     # The days the visitor was active, with country and device: the chain the overview's
-    # distinct-visitor figures are kept on (documents/rollups.py).
-    VisitorDataSource(rollups.VISITOR_DAYS, "activeDays", "delete", _by_visitor, "activeDays",
+    # distinct-visitor figures are kept on (derived/daily_figures.py).
+    VisitorDataSource(daily_figures.VISITOR_DAYS, "activeDays", "delete", _by_visitor, "activeDays",
                       "Days the visitor was active, as the overview counts visitors"),
     # The visitor's visits (entry and exit pages, where they came from, the pages seen), as
-    # the overview's session figures and funnels read them (documents/visits.py).
+    # the overview's session figures and funnels read them (derived/visits.py).
     VisitorDataSource(visits.COLLECTION, "visits", "delete", _by_visitor, "visits",
                       "Visits: where each session came from and the pages it saw"),
     # What the visitor's latest records add to the figures, not folded in yet
-    # (documents/derivation.py); erasure deletes them and takes out only the folded share.
+    # (derived/derivation.py); erasure deletes them and takes out only the folded share.
     VisitorDataSource(derivation.COLLECTION, "pendingFigureFacts", "delete", _by_visitor,
                       "pendingFigureFacts",
                       "Activity not yet counted in the figures"),

@@ -1,6 +1,6 @@
 """The derivation stage's runner: folds unfolded facts into the figures on a short interval.
 
-The fold itself is documents/derivation.py. Where it runs: in the server process on the
+The fold itself is derived/derivation.py. Where it runs: in the server process on the
 embedded default (one process, nothing else to install), in the worker when REDIS_URL is set
 (`visitor-service worker`), so that web processes in production only measure the lag. Several
 runners may run side by side: a lease per site keeps them off each other's work, and the
@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 
 from config.background import PeriodicTask
 from config.metrics import Metrics
-from documents import derivation
+from derived import derivation
 from documents.accounts import new_id
 from documents.store import Store
 

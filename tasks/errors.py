@@ -19,7 +19,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from config.metrics import Metrics
-from documents import derivation, error_records, rollups
+from derived import daily_figures, derivation
+from documents import error_records
 from documents.accounts import new_id
 from documents.store import Store
 from errors import InvalidInput
@@ -216,7 +217,7 @@ def occurrence_from_job(job: dict[str, Any]) -> error_records.Occurrence:
 
 async def keep_occurrence(store: Store, occurrence: error_records.Occurrence) -> bool:
     """Store what the visitor hit, with the fact that counts it on its day and on the
-    recording it happened in (folded in later, documents/derivation.py), together and once
+    recording it happened in (folded in later, derived/derivation.py), together and once
     per job."""
 
     async def keep(session: Any) -> bool:
@@ -225,8 +226,8 @@ async def keep_occurrence(store: Store, occurrence: error_records.Occurrence) ->
         # Five worker threads keep occurrences at once: a day's or a recording's shared
         # document updated here would make them conflict; an insert of its own cannot.
         await derivation.add_fact(store, occurrence.site_id, occurrence.visitor_id,
-                                  rollups.ERROR, [{"at": occurrence.occurred_at,
-                                                   "errorId": occurrence.error_id}],
+                                  daily_figures.ERROR, [{"at": occurrence.occurred_at,
+                                                         "errorId": occurrence.error_id}],
                                   sessionId=occurrence.session_id, session=session)
         return True
 

@@ -31,7 +31,8 @@ from urllib.parse import urlsplit
 from tornado.httpclient import HTTPClientError
 
 from config.background import PeriodicTask
-from documents import heatmaps, recordings, rollups, sites
+from derived import daily_figures
+from documents import heatmaps, recordings, sites
 from documents.sites import normalise_origin
 from documents.store import Store
 from errors import InvalidInput
@@ -96,13 +97,13 @@ async def pages_view(store: Store, site: dict[str, Any], first: date, last: date
     """The site's pages with views and interaction counts over the days.
 
     A page's views are its pageviews, read from the figure the overview's top pages read
-    (`rollups.page_figures`), gathered by the site's grouping rules; the interaction counts
+    (`daily_figures.page_figures`), gathered by the site's grouping rules; the interaction counts
     are the heatmap's own.
     """
     rows = await heatmaps.read_pages(store, site["_id"], _day(first), _day(last))
     rules = page_group_rules(site)
     pageviews: Counter[str] = Counter()
-    for row in await rollups.page_figures(store, site["_id"], first, last):
+    for row in await daily_figures.page_figures(store, site["_id"], first, last):
         pageviews[page_of(row["_id"], rules)] += row["pageviews"]
     return {"from": _day(first), "to": _day(last),
             "pages": heatmaps.summarise_pages(rows, pageviews)}

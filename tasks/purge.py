@@ -4,7 +4,7 @@ The purge itself is privacy/retention.py. It runs where the derivation runs, wit
 shape (tasks/derivation.py): in the server process on the embedded default, in the worker when
 REDIS_URL is set; server processes then only read its state for /metrics. One runner at a time
 across every process: it holds the lease `documents.retention.LEASE_KEY` in the background
-loops' lease collection (`documents.derivation.claim`, one upsert on a unique `_id`) and renews
+loops' lease collection (`derived.derivation.claim`, one upsert on a unique `_id`) and renews
 it before every batch; a runner that finds it held skips the pass, and one that loses it stops.
 
 A pass that fails is counted (`retention_purge_failures_total`), recorded on the run (which the
@@ -27,7 +27,8 @@ from typing import Protocol
 
 from config.background import PeriodicTask
 from config.metrics import Metrics
-from documents import derivation, retention, sites
+from derived import derivation
+from documents import retention, sites
 from documents.accounts import new_id
 from documents.store import Store
 from instants import format_instant

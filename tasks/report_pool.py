@@ -8,7 +8,7 @@ started), or raises Unavailable, a 503 with Retry-After. So does a report that f
 thread taken and as many reports already waiting for one (REPORT_THREADS each).
 
 A Python thread cannot be stopped from outside, so the computation is given a checkpoint to call
-as it goes (`documents.funnels.Checkpoint`): past the limit it raises, and the thread is free
+as it goes (`derived.funnel_reports.Checkpoint`): past the limit it raises, and the thread is free
 again within one step of the computation, not when it would have finished.
 """
 

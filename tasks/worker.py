@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import documents
 from config import Settings, SettingsError
 from config.metrics import Metrics
+from derived import store_setup
 from documents.store import Store, open_store
 from privacy.sealing import SecretSealer
 from realtime.bus import EventBus, RedisBus
@@ -95,7 +95,7 @@ async def open_worker_clients(settings: Settings, *, store: Store | None = None
     """
     owns_store = store is None
     store = store or open_store(settings.mongodb_uri, settings.mongodb_database)
-    await documents.prepare_store(store)
+    await store_setup.prepare_store(store)
     notifier = Notifier(store, SecretSealer(settings.master_key), public_url=settings.public_url,
                         max_attempts=settings.notify_max_attempts,
                         retry_seconds=settings.notify_retry_seconds,

@@ -235,7 +235,8 @@ def test_the_client_address_comes_from_x_forwarded_for_only_via_a_trusted_proxy(
 async def test_an_operator_lists_facts_set_aside_and_puts_them_back(tmp_path):
     """`quarantine` shows what the fold set aside, with its reason and no visitor data, and
     `--requeue` puts a site's back in line; `rebuild-figures` rebuilds a site under its lease."""
-    from documents import derivation, prepare_store, rollups
+    from derived import daily_figures, derivation
+    from derived.store_setup import prepare_store
     from documents.store import open_store
     from tests.support.secantus import running_secantus
 
@@ -244,7 +245,7 @@ async def test_an_operator_lists_facts_set_aside_and_puts_them_back(tmp_path):
         await prepare_store(store)
         recorded = datetime.datetime.now(datetime.UTC)
         await store.collection(derivation.COLLECTION).insert_one({
-            "_id": "fact-1", "siteId": "site-1", "visitorId": "ada", "kind": rollups.ORDER,
+            "_id": "fact-1", "siteId": "site-1", "visitorId": "ada", "kind": daily_figures.ORDER,
             "recordedAt": recorded, "records": [{"at": recorded, "currency": "EUR"}],
             "quarantined": {"reason": "FigureOverflow", "at": recorded}})
         env = {**os.environ, "MONGODB_URI": mongodb_uri, "MONGODB_DATABASE": "operator_cli",
@@ -259,7 +260,7 @@ async def test_an_operator_lists_facts_set_aside_and_puts_them_back(tmp_path):
 
         [listed] = cli("quarantine")
         assert (listed["site"], listed["kind"], listed["reason"]) == (
-            "site-1", rollups.ORDER, "FigureOverflow")
+            "site-1", daily_figures.ORDER, "FigureOverflow")
         assert "ada" not in json.dumps(listed)
         assert cli("quarantine", "--requeue", "site-1") == [{"site": "site-1", "requeued": 1}]
         assert cli("quarantine") == []

@@ -32,7 +32,8 @@ from typing import Any
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 from bench.tenant import create_tenant
-from documents import activity, commerce, error_records, interactions, rollups, visitors
+from derived import daily_figures
+from documents import activity, commerce, error_records, interactions, visitors
 from documents.recordings import backfill_facts
 from documents.store import Store
 from ingest.commerce import commerce_event
@@ -182,7 +183,7 @@ async def seed(store: Store, site_id: str, counts: dict[str, int], now: datetime
             {"_id": visitors.profile_id(site_id, lead["visitorId"])},
             {"$inc": {"counts.leads": 1}})
     # The daily figures ingest keeps, computed from the seeded data as an upgrade would.
-    await rollups.rebuild_site(store, site_id)
+    await daily_figures.rebuild_site(store, site_id)
     # The recordings' country, device and marks, which ingest keeps as events arrive, given by
     # the backfill of recordings stored before they were kept, as an upgrade would.
     await backfill_facts(store)

@@ -43,7 +43,8 @@ from typing import Any, TypeVar
 
 from bench.loadgen import ROOT, cpu_seconds
 from bench.tenant import BenchTenant, create_tenant
-from documents import accounts, derivation, rollups
+from derived import daily_figures, derivation
+from documents import accounts
 from documents.store import Store
 from ingest.activity import record_pageview
 from tests.support.secantus import running_secantus
@@ -67,7 +68,8 @@ IPS = ("81.2.69.160", "85.214.132.117")
 REFERRERS = (None, "https://www.google.com/", "https://news.example/story")
 #: The fields that say which figure a document is, not what it counts.
 KEY_FIELDS = {"_id", "siteId", "day", "slot", "page", "dimension", "value"}
-FIGURES = (rollups.SITE_DAYS, rollups.PAGE_DAYS, rollups.SESSION_DAYS, rollups.VISITOR_DAYS)
+FIGURES = (daily_figures.SITE_DAYS, daily_figures.PAGE_DAYS, daily_figures.SESSION_DAYS,
+           daily_figures.VISITOR_DAYS)
 
 
 def _pageviews(site_ids: list[str], facts: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
@@ -139,7 +141,7 @@ async def check(store: Store, site_ids: list[str], facts: int, folded: int) -> d
     """Whether every fact was counted once and the figures equal a rebuild's, site by site."""
     left = await store.collection(derivation.COLLECTION).count_documents({})
     counted = 0
-    async for doc in store.collection(rollups.SITE_DAYS).find({}, {"pageviews": 1}):
+    async for doc in store.collection(daily_figures.SITE_DAYS).find({}, {"pageviews": 1}):
         counted += int(doc.get("pageviews") or 0)
     documents = 0
     differing: dict[str, int] = {}

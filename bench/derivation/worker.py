@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from documents import derivation
+from derived import derivation
 from documents.store import open_store
 
 #: A pass that found every pending site held by the other worker waits this long before the

@@ -43,11 +43,11 @@ import tornado.netutil
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 from tornado.websocket import websocket_connect
 
-import documents
 import server
 from bench.loadgen import free_port, run_load, start_process, wait_for_port
 from config import load_settings
 from demo import seed_demo
+from derived import store_setup
 from documents.store import Store
 
 SECONDS = float(os.environ.get("BENCH_SOAK_SECONDS", "300"))
@@ -387,7 +387,7 @@ async def calibrate(serials: dict[str, list[int]]) -> dict[str, Any]:
         for kind in ITEM_REQUESTS:
             await send_all(warm_key, kind, list(range(1, CALIBRATION_WARMUP_ITEMS + 1)))
         await _drop_every_collection(deps.store)
-        await deps.store.ensure_indexes(documents.declared_indexes())
+        await deps.store.ensure_indexes(store_setup.declared_indexes())
         api_key = await new_site()
         # Only from here on: what the warm-up allocated is not the run's data.
         tracemalloc.start()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from documents import rollups
+from derived import daily_figures
 from documents.store import Store
 from errors import InvalidInput
 
@@ -50,10 +50,10 @@ def chart_range(start: str | None, end: str | None, today: date) -> tuple[date, 
 async def daily_counts(store: Store, site_id: str, first: date, last: date
                        ) -> list[dict[str, Any]]:
     """Pageviews and error occurrences per UTC day, every day of the range, from the daily
-    figures kept at ingest (documents/rollups.py; restricted visitors are not in them)."""
-    days = await rollups.site_days(store, site_id, first, last)
+    figures kept at ingest (derived/daily_figures.py; restricted visitors are not in them)."""
+    days = await daily_figures.site_days(store, site_id, first, last)
     return [{"day": day, "pageviews": figures["pageviews"], "errors": figures["errors"]}
-            for day, figures in rollups.period(days, first, last).per_day.items()]
+            for day, figures in daily_figures.period(days, first, last).per_day.items()]
 
 
 # Days as instants, for the queries that read over a range -----------------------------------

@@ -97,7 +97,7 @@ async def ranked_errors(store: Store, site_id: str, *, first: date, last: date,
                         ) -> dict[str, Any]:
     """The site's errors that occurred between `first` and `last` (UTC days), with their
     occurrences, visitors affected and a per-day trend in that range, sorted by `sort`.
-    `impacts` (documents/conversion_impact.py) gives each error its revenue at risk; sorted
+    `impacts` (derived/conversion_impact.py) gives each error its revenue at risk; sorted
     by it, the significant figures come first, largest first, then the errors by sessions hit.
 
     Counted from the occurrences, which are kept for errors tied to a visitor or a session (as

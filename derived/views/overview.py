@@ -8,8 +8,9 @@ from collections import Counter
 from datetime import date, timedelta
 from typing import Any
 
+from derived import daily_figures, derivation
 from derived.views.charts import _day_bounds
-from documents import commerce, derivation, error_records, rollups, visitors
+from documents import commerce, error_records, visitors
 from documents.store import Store
 
 #: Rows of each overview ranking.
@@ -41,16 +42,16 @@ async def overview(store: Store, site_id: str, first: date, last: date, *,
     the most rage and dead clicks, and the visitors' countries and devices; the money figures
     in the site's reporting currency (`settings`; documents/commerce.py).
 
-    Everything but the top errors comes from the daily figures (documents/rollups.py), which
+    Everything but the top errors comes from the daily figures (derived/daily_figures.py), which
     leave restricted visitors out as every other read does."""
     restricted = await visitors.restricted_visitor_ids(store, site_id)
     hidden: dict[str, Any] = {"visitorId": {"$nin": restricted}} if restricted else {}
     before_first, before_last = previous_period(first, last)
-    days = await rollups.site_days(store, site_id, before_first, last)
-    now, before = rollups.period(days, first, last), rollups.period(days, before_first,
-                                                                   before_last)
-    pages = await rollups.page_figures(store, site_id, first, last)
-    sessions = await rollups.session_figures(store, site_id, first, last)
+    days = await daily_figures.site_days(store, site_id, before_first, last)
+    now, before = daily_figures.period(days, first, last), daily_figures.period(
+        days, before_first, before_last)
+    pages = await daily_figures.page_figures(store, site_id, first, last)
+    sessions = await daily_figures.session_figures(store, site_id, first, last)
     start, end = _day_bounds(first, last)
     top_errors = await error_records.occurrences_counted_by(
         store, {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end}, **hidden},
@@ -87,7 +88,7 @@ async def overview(store: Store, site_id: str, first: date, last: date, *,
 
 def _traffic(sessions: dict[str, Counter[str]]) -> dict[str, Any]:
     """Where the period's sessions came from and where they entered and left, each ranked
-    with its share of all sessions (documents/visits.py says how a source is named)."""
+    with its share of all sessions (derived/visits.py says how a source is named)."""
     total = sessions["all"]["sessions"]
     return {"sessions": total,
             **{name: _ranked(sessions[dimension], total) for name, dimension in (
@@ -97,7 +98,7 @@ def _traffic(sessions: dict[str, Counter[str]]) -> dict[str, Any]:
                 ("exitPages", "exit"))}}
 
 
-def _figures(period: rollups.Period) -> dict[str, float]:
+def _figures(period: daily_figures.Period) -> dict[str, float]:
     return {"visitors": period.visitors, "pageviews": period.pageviews,
             "errors": period.errors, "leads": period.leads,
             "leadsPerVisitor": round(period.leads / period.visitors, 4) if period.visitors

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
+from derived.daily_figures import page_path
 from derived.views.charts import _bounds
 from derived.views.paging import Page, keyset_page, readable
 from documents import error_records, interactions, leads, recordings, visitors
-from documents.rollups import page_path
 from documents.store import ASCENDING, Store
 from errors import InvalidInput, NotFound
 

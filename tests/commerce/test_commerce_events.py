@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from documents import commerce, derivation, rollups
+from derived import daily_figures, derivation
+from documents import commerce
 from tests.support.app import Fetch, Tenant
 from tests.support.ingest import Ingest
 
@@ -25,7 +26,7 @@ def _at(day: date, hour: int = 10) -> str:
 async def _money(store, site_id: str) -> dict[str, dict[str, dict[str, int]]]:
     """The daily money figures, slots summed: {day: {"orders"|"revenue": {currency: n}}}."""
     days: dict[str, dict[str, dict[str, int]]] = {}
-    async for doc in store.collection(rollups.SITE_DAYS).find({"siteId": site_id}):
+    async for doc in store.collection(daily_figures.SITE_DAYS).find({"siteId": site_id}):
         for name in ("orders", "revenue"):
             for currency, amount in (doc.get(name) or {}).items():
                 figures = days.setdefault(doc["day"], {}).setdefault(name, {})

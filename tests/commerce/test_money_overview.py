@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from documents import rollups
+from derived import daily_figures
 from tests.support.app import Fetch, Tenant
 from tests.support.ingest import Ingest
 
@@ -149,7 +149,7 @@ async def test_erasure_takes_the_visitors_orders_out_of_the_money_figures(
     assert values["revenuePerVisitor"][0] == "6.66"
     # The same as a rebuild from what is left, and nothing of b's orders is held.
     before_rebuild = await _money(fetch, tenant, viewer_token, t)
-    await rollups.rebuild_site(deps.store, tenant.site_id)
+    await daily_figures.rebuild_site(deps.store, tenant.site_id)
     assert await _money(fetch, tenant, viewer_token, t) == before_rebuild
     for collection in ("orders", "commerce_events"):
         assert await deps.store.collection(collection).count_documents({"visitorId": "b"}) == 0

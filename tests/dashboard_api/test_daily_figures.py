@@ -1,4 +1,4 @@
-"""The daily figures behind the overview and the daily chart (documents/rollups.py), kept as
+"""The daily figures behind the overview and the daily chart (derived/daily_figures.py), kept as
 data arrives: the distinct visitors of any range are exact, whatever order pageviews arrive
 in; what ingest keeps equals what the stored data adds up to; erasure takes a visitor's share
 out, and a restriction takes it out until it is lifted."""
@@ -9,8 +9,8 @@ import random
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-import documents
-from documents import derivation, error_records, migrations, rollups
+from derived import daily_figures, derivation, store_setup
+from documents import error_records, migrations
 from tasks.errors import keep_occurrence
 from tests.support.app import Fetch, Tenant
 from tests.support.ingest import Ingest
@@ -42,7 +42,8 @@ async def _overview(fetch: Fetch, tenant: Tenant, token: str, first: date, last:
 async def _figures(store, site_id: str) -> dict[str, dict[str, Any]]:
     """Every day document of the site, without zero counts (a moved visitor leaves a 0)."""
     kept: dict[str, dict[str, Any]] = {}
-    for collection in (rollups.SITE_DAYS, rollups.PAGE_DAYS, rollups.VISITOR_DAYS):
+    for collection in (daily_figures.SITE_DAYS, daily_figures.PAGE_DAYS,
+                       daily_figures.VISITOR_DAYS):
         async for doc in store.collection(collection).find({"siteId": site_id}):
             visitors = {key: n for key, n in (doc.pop("visitors", None) or {}).items() if n}
             fields = {key: value for key, value in doc.items() if value != 0}
@@ -54,7 +55,7 @@ async def _figures(store, site_id: str) -> dict[str, dict[str, Any]]:
 
 
 async def _as_rebuilt(store, site_id: str) -> dict[str, dict[str, Any]]:
-    await rollups.rebuild_site(store, site_id)
+    await daily_figures.rebuild_site(store, site_id)
     return await _figures(store, site_id)
 
 
@@ -178,9 +179,9 @@ async def test_a_store_from_before_the_figures_gets_them_once_at_start_up(
     await _mixed_traffic(ingest, deps, tenant)
     kept = await _figures(deps.store, tenant.site_id)
     # As a store written by the version before: no figures, the migration never run.
-    for collection in (*rollups.COLLECTIONS, migrations.COLLECTION):
+    for collection in (*daily_figures.COLLECTIONS, migrations.COLLECTION):
         await deps.store.collection(collection).delete_many({})
-    await documents.prepare_store(deps.store)
+    await store_setup.prepare_store(deps.store)
     assert await _figures(deps.store, tenant.site_id) == kept
     assert await migrations.run_once(deps.store, "daily-figures-v1",
                                      derivation.rebuild_all_sites) is False

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from documents import rollups
+from derived import daily_figures
 from tests.support.app import Fetch, Tenant, all_documents_text
 from tests.support.ingest import Ingest, send_errors
 
@@ -47,7 +47,7 @@ async def _what_the_owner_reads(fetch: Fetch, tenant: Tenant, deps) -> tuple:
 async def _error_documents(deps, tenant: Tenant) -> dict[str, int]:
     """The error count of each of the site's day documents that has one."""
     return {doc["_id"]: doc["errors"] async for doc in deps.store.collection(
-        rollups.SITE_DAYS).find({"siteId": tenant.site_id}) if doc.get("errors")}
+        daily_figures.SITE_DAYS).find({"siteId": tenant.site_id}) if doc.get("errors")}
 
 
 @pytest.mark.parametrize("when", ["folded", "not folded", "restricted"])
@@ -61,7 +61,7 @@ async def test_an_erased_visitors_error_stays_listed_and_counted_without_them(
                                      _report("v-bob", 10)])
     if when == "not folded":
         pending = await deps.store.collection("unfolded_facts").count_documents(
-            {"visitorId": "v-ann", "kind": rollups.ERROR})
+            {"visitorId": "v-ann", "kind": daily_figures.ERROR})
         assert pending == 2
     else:
         assert await _what_the_owner_reads(fetch, tenant, deps) == (
@@ -87,7 +87,7 @@ async def test_an_erased_visitors_error_stays_listed_and_counted_without_them(
     # The figures are what a rebuild from the stored data makes of them, document for document.
     kept = await _error_documents(deps, tenant)
     assert sum(kept.values()) == 3
-    await rollups.rebuild_site(deps.store, tenant.site_id)
+    await daily_figures.rebuild_site(deps.store, tenant.site_id)
     assert await _error_documents(deps, tenant) == kept
     # Nothing of Ann's is left: not her id, session, address in the URL or e-mail in a context.
     text = await all_documents_text(deps.store)

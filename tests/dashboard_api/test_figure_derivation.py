@@ -1,4 +1,4 @@
-"""Figures derived off the request path (documents/derivation.py): ingest writes raw facts and
+"""Figures derived off the request path (derived/derivation.py): ingest writes raw facts and
 touches no figure; the fold counts each fact once, whatever folders race or die; erasure and
 restriction stay exact whether or not a fact was folded; the lag is visible."""
 
@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from documents import derivation, heatmaps, recordings, rollups, visits
+from derived import daily_figures, derivation, visits
+from documents import heatmaps, recordings
 from tests.dashboard_api.test_daily_figures import (
     DE_IP,
     DESKTOP,
@@ -30,7 +31,7 @@ from tests.support.ingest import Ingest
 
 #: Every collection a figure lives in (a recording's marks are its `marks` field), and what
 #: only the fold writes: visits and marks waiting for their recording.
-FIGURES = {*rollups.COLLECTIONS, heatmaps.COUNTS, visits.COLLECTION, recordings.MARKS_PENDING}
+FIGURES = {*daily_figures.COLLECTIONS, heatmaps.COUNTS, visits.COLLECTION, recordings.MARKS_PENDING}
 WRITES = {"insert_one", "insert_many", "update_one", "update_many", "replace_one", "delete_one",
           "delete_many", "find_one_and_update", "find_one_and_delete"}
 
@@ -104,7 +105,7 @@ async def test_each_fact_is_folded_once_when_folders_race_and_one_dies_mid_batch
     assert facts == 18  # the retried pageview was stored, and so recorded, once
 
     # A folder dies half-way through its batch: nothing of it stays, every fact is still there.
-    faults.fail(rollups.SITE_DAYS, "update_one", skip=1)
+    faults.fail(daily_figures.SITE_DAYS, "update_one", skip=1)
     with pytest.raises(InjectedFault):
         await derivation.fold_partition(store, site_id, batch=5)
     faults.clear()
@@ -129,7 +130,7 @@ async def test_each_fact_is_folded_once_when_folders_race_and_one_dies_mid_batch
     kept = await _figures(store, site_id)
     assert kept == await _as_rebuilt(store, site_id)
     assert sum(doc.get("pageviews", 0) for key, doc in kept.items()
-               if key.startswith(rollups.SITE_DAYS)) == facts
+               if key.startswith(daily_figures.SITE_DAYS)) == facts
 
 
 async def test_an_erasure_between_ingest_and_folding_leaves_no_share_behind(

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from documents import derivation, rollups
+from derived import daily_figures, derivation
 from tests.dashboard_api.test_daily_figures import SHOP, _today
 from tests.support.app import Fetch, Tenant
 
@@ -30,26 +30,27 @@ async def _send(fetch: Fetch, tenant: Tenant, kind: str, body: dict) -> None:
 
 
 async def _site_day(deps, tenant: Tenant, who: str) -> dict:
-    doc_id = rollups.site_day_id(tenant.site_id, _today().isoformat(), rollups.slot_of(who))
-    return await deps.store.collection(rollups.SITE_DAYS).find_one({"_id": doc_id}) or {}
+    doc_id = daily_figures.site_day_id(tenant.site_id, _today().isoformat(),
+                                       daily_figures.slot_of(who))
+    return await deps.store.collection(daily_figures.SITE_DAYS).find_one({"_id": doc_id}) or {}
 
 
 async def _pageviews_today(deps, tenant: Tenant) -> int:
     today = _today()
-    period = rollups.period(await rollups.site_days(deps.store, tenant.site_id, today, today),
-                            today, today)
+    period = daily_figures.period(
+        await daily_figures.site_days(deps.store, tenant.site_id, today, today), today, today)
     return period.pageviews
 
 
 async def test_a_sum_that_would_overflow_sets_its_fact_aside_and_every_site_keeps_updating(
         fetch: Fetch, make_tenant, deps):
     rich, other = await make_tenant("rich"), await make_tenant("other")
-    await deps.store.collection(rollups.SITE_DAYS).update_one(
-        {"_id": rollups.site_day_id(rich.site_id, _today().isoformat(),
-                                    rollups.slot_of("whale"))},
+    await deps.store.collection(daily_figures.SITE_DAYS).update_one(
+        {"_id": daily_figures.site_day_id(rich.site_id, _today().isoformat(),
+                                          daily_figures.slot_of("whale"))},
         {"$set": {"revenue": {"EUR": NEAR_THE_TOP}, "orders": {"EUR": 1},
                   "siteId": rich.site_id, "day": _today().isoformat(),
-                  "slot": rollups.slot_of("whale")}}, upsert=True)
+                  "slot": daily_figures.slot_of("whale")}}, upsert=True)
     for step in ({"eventId": "o1-placed", "type": "order_placed", "total": "10.00",
                   "currency": "EUR"}, {"eventId": "o1-paid", "type": "order_paid"}):
         await _send(fetch, rich, "commerce", {"visitorId": "whale", "orderId": "o1", **step})
@@ -73,7 +74,7 @@ async def test_a_sum_that_would_overflow_sets_its_fact_aside_and_every_site_keep
     assert "derivation_lag_seconds 0.0\n" in metrics  # the set-aside fact is not a lag
     [listed] = await derivation.quarantined_facts(deps.store)
     assert (listed["siteId"], listed["kind"], listed["quarantined"]["reason"]) == (
-        rich.site_id, rollups.ORDER, "FigureOverflow")
+        rich.site_id, daily_figures.ORDER, "FigureOverflow")
     assert "whale" not in repr(listed)
 
     # New data keeps flowing on both sites.
@@ -83,9 +84,9 @@ async def test_a_sum_that_would_overflow_sets_its_fact_aside_and_every_site_keep
     assert (await _pageviews_today(deps, rich), await _pageviews_today(deps, other)) == (4, 4)
 
     # Once the operator has dealt with the cause, the fact is put back and counted once.
-    await deps.store.collection(rollups.SITE_DAYS).update_one(
-        {"_id": rollups.site_day_id(rich.site_id, _today().isoformat(),
-                                    rollups.slot_of("whale"))},
+    await deps.store.collection(daily_figures.SITE_DAYS).update_one(
+        {"_id": daily_figures.site_day_id(rich.site_id, _today().isoformat(),
+                                          daily_figures.slot_of("whale"))},
         {"$set": {"revenue.EUR": 0, "orders.EUR": 0}})
     assert await derivation.requeue_quarantined(deps.store, rich.site_id) == 1
     await deps.derivation.fold()
@@ -103,7 +104,7 @@ async def test_a_fact_that_cannot_be_read_is_set_aside_and_a_failing_site_waits_
             await _send(fetch, tenant, "pageviews", {"visitorId": f"v{n}", "url": f"{SHOP}/"})
     # A fact written by a version with another record shape, between the first site's others.
     async def odd(session) -> None:
-        await derivation.add_fact(deps.store, first.site_id, "v9", rollups.PAGEVIEW,
+        await derivation.add_fact(deps.store, first.site_id, "v9", daily_figures.PAGEVIEW,
                                   [{"url": f"{SHOP}/"}], session=session)
     await deps.store.transaction(odd)
     await _send(fetch, first, "pageviews", {"visitorId": "v2", "url": f"{SHOP}/"})
@@ -139,7 +140,7 @@ async def test_folding_4000_facts_never_holds_the_event_loop(tenant: Tenant, dep
         for _ in range(4000):
             who = f"v{chance.randrange(100)}"
             at = now - timedelta(days=chance.randrange(3), seconds=chance.randrange(3600))
-            await derivation.add_fact(store, site_id, who, rollups.PAGEVIEW, [{
+            await derivation.add_fact(store, site_id, who, daily_figures.PAGEVIEW, [{
                 "at": at, "url": f"{SHOP}/p{chance.randrange(40)}",
                 "sessionId": f"{who}-{at.date()}", "source": {"medium": "direct"},
                 "product": False}], country="DE", device="desktop", session=session)

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from documents import derivation, rollups
+from derived import daily_figures, derivation
 from tests.dashboard_api.test_daily_figures import _as_rebuilt, _figures
 from tests.dashboard_api.test_figure_derivation import _pageviews, _pending
 from tests.support.app import Tenant
@@ -20,7 +20,7 @@ from tests.support.ingest import Ingest
 
 def _pageviews_counted(figures: dict[str, dict]) -> int:
     return sum(doc.get("pageviews", 0) for key, doc in figures.items()
-               if key.startswith(rollups.SITE_DAYS))
+               if key.startswith(daily_figures.SITE_DAYS))
 
 
 async def _each_counted_once(store, site_id: str, facts: int) -> None:

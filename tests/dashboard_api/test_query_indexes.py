@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-import documents
-from documents import commerce, derivation, error_records, funnels, heatmaps, rollups, visits
+from derived import daily_figures, derivation, store_setup, visits
+from documents import commerce, error_records, funnels, heatmaps
 
-DECLARED = documents.declared_indexes()
+DECLARED = store_setup.declared_indexes()
 
 SHAPES = [
     # ranked_errors: occurrences in a date range, and the same filtered by a page prefix.
@@ -40,10 +40,10 @@ SHAPES = [
     ("visitors", {"siteId", "device.type"}, "lastSeen"),
     # the overview and the daily chart: a site's pages over days (its days are read by
     # `_id`), and the top errors of a range (the occurrences' shape above); the leads list.
-    (rollups.PAGE_DAYS, {"siteId"}, "day"),
+    (daily_figures.PAGE_DAYS, {"siteId"}, "day"),
     ("leads", {"siteId"}, "createdAt"),
     # a visitor's active days: the day before and after a new one, and their share.
-    (rollups.VISITOR_DAYS, {"siteId", "visitorId"}, "day"),
+    (daily_figures.VISITOR_DAYS, {"siteId", "visitorId"}, "day"),
     # requests: a subject's requests (erasure forgets the id; a new request checks for one).
     ("dsr_requests", {"siteId", "subjectDigest"}, None),
     # the request log, newest first.
@@ -81,7 +81,7 @@ SHAPES = [
     # (erasure, export, their share); the overview's session figures over days.
     (visits.COLLECTION, {"siteId"}, "startedAt"),
     (visits.COLLECTION, {"siteId", "visitorId"}, None),
-    (rollups.SESSION_DAYS, {"siteId"}, "day"),
+    (daily_figures.SESSION_DAYS, {"siteId"}, "day"),
     # ...a range's carts and checkouts, and its paid orders (commerce.session_steps).
     (commerce.EVENTS, {"siteId", "type"}, "occurredAt"),
     (commerce.ORDERS, {"siteId"}, "paidAt"),

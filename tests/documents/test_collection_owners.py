@@ -1,6 +1,8 @@
 """Each collection family's module owns its collection (issue 29 point 1, docs/architecture.md
 "Where things go"): it is the one module that spells the collection's name, and every other
-module reaches the collection through it, by a function or by the family's constant.
+module reaches the collection through it, by a function or by the family's constant. The
+families are the raw ones in documents/ and the derived layer's own (derived/, its read models
+in derived/views/ excepted: they own none).
 
 A name counts as spelled where the code hands it to the store or keeps it as a name: an
 argument of `collection()`, `bucket()`, `Index()` or `Expiry()`, the first argument of a
@@ -14,8 +16,7 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 
-import documents
-from documents.sharding import SHARD_KEYS
+from derived import store_setup
 from tests.support.code_scan import ROOT, production_modules
 
 #: Calls that name a collection as their first argument whatever their case.
@@ -23,7 +24,7 @@ _STORE_CALLS = {"collection", "bucket", "Index", "Expiry"}
 #: Dictionary accessors: their first argument is a key (`counts.get("leads")`), not a collection.
 _KEY_CALLS = {"get", "pop", "setdefault"}
 
-#: Modules outside documents/ that may open a collection by a name they are given, and why.
+#: Modules outside the families that may open a collection by a name they are given, and why.
 #: They spell no name: each name comes from its family's constant.
 GENERIC_WALKERS = {
     # The one table of where a visitor's data lives (VISITOR_DATA), walked generically by the
@@ -39,6 +40,12 @@ GENERIC_WALKERS = {
     "derived/views/paging.py": "pages any list by keyset over the family's collection it is given",
     "derived/views/exports.py": "counts and streams each CSV export's family collection",
 }
+
+
+def _is_family(module: str) -> bool:
+    """A module that may own a collection: a raw family, or one of the derived layer's."""
+    return module.startswith("documents/") or (module.startswith("derived/")
+                                               and not module.startswith("derived/views/"))
 
 
 def _callee(call: ast.Call) -> str:
@@ -74,7 +81,7 @@ def _texts(tree: ast.AST) -> list[tuple[str, int]]:
 
 def _collection_names() -> set[str]:
     """Every collection the service declares or places, and its GridFS bucket names."""
-    names = set(SHARD_KEYS) | set(documents.declared_collections())
+    names = set(store_setup.shard_keys()) | set(store_setup.declared_collections())
     return names | {name.removesuffix(".files") for name in names if name.endswith(".files")}
 
 
@@ -96,9 +103,9 @@ def test_every_collection_is_spelled_by_one_family_module_only():
     assert shared == {}, "a collection's name is spelled outside its family module"
 
 
-def test_the_one_module_that_spells_a_collection_is_a_family_in_documents():
+def test_the_one_module_that_spells_a_collection_is_a_family_in_documents_or_derived():
     outside = {name: sorted(modules) for name, modules in _spellings().items()
-               if any(not module.startswith("documents/") for module in modules)}
+               if any(not _is_family(module) for module in modules)}
     assert outside == {}
 
 
@@ -106,14 +113,14 @@ def test_every_declared_collection_has_its_family():
     spelled = _spellings()
     # A GridFS bucket's two collections are named by the bucket's name.
     owned = [name.removesuffix(".files").removesuffix(".chunks")
-             for name in documents.declared_collections()]
+             for name in store_setup.declared_collections()]
     assert sorted(name for name in owned if name not in spelled) == []
 
 
-def test_only_the_walkers_of_the_visitor_data_table_open_collections_outside_documents():
+def test_only_the_walkers_of_the_visitor_data_table_open_collections_outside_the_families():
     opening = sorted(
         str(path.relative_to(ROOT)) for path in production_modules()
-        if not path.relative_to(ROOT).parts[0] == "documents"
+        if not _is_family(path.relative_to(ROOT).as_posix())
         and any(isinstance(node, ast.Call) and _callee(node) == "collection"
                 for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))))
     assert opening == sorted(GENERIC_WALKERS)

@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-import documents
+from derived import store_setup
 from documents import accounts
 from documents.recordings import SEGMENTS_BUCKET, reject_segment, replace_segment
 from documents.store import IndexBuildInTransaction, Store
 from tests.support.app import Fetch, Tenant
 from tests.support.visitor_data import seed_visitor
 
-DECLARED = documents.declared_indexes()
+DECLARED = store_setup.declared_indexes()
 #: Largest compound index MongoDB builds.
 MAX_INDEX_FIELDS = 32
 #: Most indexes MongoDB keeps on one collection, `_id` included.
@@ -85,9 +85,9 @@ def test_no_two_declared_indexes_clash_on_one_collection():
 
 
 async def test_start_up_creates_every_declared_collection(store: Store):
-    await documents.prepare_store(store)
-    await documents.prepare_store(store)  # and again, as every process start does
-    assert set(documents.declared_collections()) <= set(await store.collection_names())
+    await store_setup.prepare_store(store)
+    await store_setup.prepare_store(store)  # and again, as every process start does
+    assert set(store_setup.declared_collections()) <= set(await store.collection_names())
 
 
 async def test_an_index_build_inside_a_transaction_is_refused_on_every_back_end(store: Store):
@@ -129,4 +129,4 @@ async def test_every_collection_a_transaction_writes_is_created_at_start_up(
     written = {name for name, operation in faults.transaction_calls
                if operation in CREATING_WRITES}
     assert written, "no transaction ran"
-    assert written <= set(documents.declared_collections())
+    assert written <= set(store_setup.declared_collections())

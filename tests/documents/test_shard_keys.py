@@ -1,24 +1,36 @@
 """Ready to shard (issue 30 point 5): every collection has an intended shard key or a reason to
 stay unsharded, every unique index of a sharded collection starts with its key, and every
-dashboard query shape names the key or says why it may scatter (documents/sharding.py)."""
+dashboard query shape names the key or says why it may scatter (documents/sharding.py for the
+raw families, derived/store_setup.py for the derived layer)."""
 
 from __future__ import annotations
 
 import pytest
 
 import documents
-from documents.sharding import SCATTERS, SHARD_KEYS
+from derived import store_setup
+from documents import sharding
 from tests.dashboard_api.test_query_indexes import SHAPES
+
+SHARD_KEYS = store_setup.shard_keys()
+SCATTERS = store_setup.scatters()
+
+
+def test_each_layer_places_its_own_collections():
+    raw = set(documents.declared_collections())
+    assert set(sharding.SHARD_KEYS) == raw
+    assert set(store_setup.SHARD_KEYS) == set(store_setup.declared_collections()) - raw
+    assert not set(sharding.SCATTERS) & set(store_setup.SCATTERS)
 
 
 def test_every_collection_has_a_placement_and_every_placement_a_collection():
-    declared = set(documents.declared_collections())
+    declared = set(store_setup.declared_collections())
     assert declared - set(SHARD_KEYS) == set(), "collections without an intended shard key"
     assert set(SHARD_KEYS) - declared == set(), "placements of collections no one declares"
     assert all(placement.why for placement in SHARD_KEYS.values())
 
 
-@pytest.mark.parametrize("index", [index for index in documents.declared_indexes()
+@pytest.mark.parametrize("index", [index for index in store_setup.declared_indexes()
                                    if index.unique and SHARD_KEYS[index.collection].key],
                          ids=lambda index: f"{index.collection}:{index.name or index.keys}")
 def test_a_sharded_collections_unique_index_starts_with_its_shard_key(index):
@@ -46,4 +58,4 @@ def test_a_shard_key_is_the_prefix_of_a_declared_index(collection):
     """MongoDB shards a collection only on the prefix of an existing index."""
     key = SHARD_KEYS[collection].key
     assert any(tuple(field for field, _ in index.keys[:len(key)]) == key
-               for index in documents.declared_indexes() if index.collection == collection)
+               for index in store_setup.declared_indexes() if index.collection == collection)

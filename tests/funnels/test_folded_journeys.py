@@ -14,7 +14,15 @@ from typing import Any
 
 import pytest
 
-from documents import commerce, conversion_impact, derivation, funnels, journeys, rollups, visits
+from derived import (
+    conversion_impact,
+    daily_figures,
+    derivation,
+    funnel_reports,
+    journeys,
+    visits,
+)
+from documents import commerce, funnels
 from tests.support.app import Fetch, Tenant
 from tests.support.ingest import Ingest, send_errors
 
@@ -35,7 +43,7 @@ def _error(visitor: str, message: str, minute: float) -> dict[str, Any]:
 
 
 async def _outcome_counts(store: Any, site_id: str) -> dict[str, Counter[str]]:
-    return await rollups.session_figures(
+    return await daily_figures.session_figures(
         store, site_id, DAY - timedelta(days=3), DAY + timedelta(days=1),
         dimensions=(journeys.STAGE, journeys.ERROR_HIT, journeys.PAGE_HIT))
 
@@ -168,14 +176,15 @@ async def test_of_1000_sessions_30_hit_without_an_order_is_chance_and_300_is_a_l
     site = await deps.store.collection("sites").find_one({"_id": tenant.site_id})
     again = await conversion_impact.error_impacts(reading, site, DAY, DAY, _offload)
     assert again[await _error_id(deps.store, "common is undefined")]["revenueAtRisk"] == 25714
-    assert reading.read <= {rollups.SESSION_DAYS, rollups.SITE_DAYS, "orders"}, reading.read
+    assert reading.read <= {daily_figures.SESSION_DAYS, daily_figures.SITE_DAYS, "orders"}, (
+        reading.read)
 
     # A funnel reads one visit document per session and nothing of the shop's events.
     reading = _Reading(deps.store)
-    sessions = await funnels.read_sessions(reading, tenant.site_id, DAY, DAY)
+    sessions = await funnel_reports.read_sessions(reading, tenant.site_id, DAY, DAY)
     assert len(sessions.visits) == 1000
     assert reading.read <= {visits.COLLECTION, "visitors"}, reading.read
-    paths = funnels.paths_through(funnels.shop_funnel(), sessions,
+    paths = funnel_reports.paths_through(funnels.shop_funnel(), sessions,
                                   page_matches=lambda *_: False)
     assert sum(1 for path in paths if any(kind == commerce.PAID for kind, _ in path.commerce)
                ) == 30

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from documents import conversion_impact
+from derived import conversion_impact
 from tests.support.app import Fetch, Tenant
 from tests.support.ingest import Ingest, send_errors
 

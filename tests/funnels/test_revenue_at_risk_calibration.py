@@ -17,7 +17,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from documents.conversion_impact import (
+from derived.conversion_impact import (
     FALSE_DISCOVERY_RATE,
     INTERVAL,
     Measure,

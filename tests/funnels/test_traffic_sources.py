@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import documents
-from documents import migrations, rollups, visits
+from derived import daily_figures, store_setup, visits
+from documents import migrations
 from tests.retention.conftest import make_purger
 from tests.support.app import Fetch, Tenant
 from tests.support.ingest import Ingest
@@ -67,7 +67,7 @@ def _named(rows: list[dict[str, Any]]) -> dict[str, int]:
 
 async def _session_figures(store, site_id: str) -> dict[str, int]:
     return {f"{doc['day']} {doc['dimension']} {doc['value']}": doc["sessions"]
-            async for doc in store.collection(rollups.SESSION_DAYS).find({"siteId": site_id})
+            async for doc in store.collection(daily_figures.SESSION_DAYS).find({"siteId": site_id})
             if doc["sessions"]}
 
 
@@ -91,7 +91,7 @@ async def test_the_overview_names_sources_referrers_campaigns_and_entry_and_exit
     assert _named(traffic["exitPages"]) == {"/": 2, "/cart": 2, "/checkout": 1}
     # What the fold kept is what the stored pageviews add up to.
     kept = await _session_figures(deps.store, tenant.site_id)
-    await rollups.rebuild_site(deps.store, tenant.site_id)
+    await daily_figures.rebuild_site(deps.store, tenant.site_id)
     assert await _session_figures(deps.store, tenant.site_id) == kept
 
 
@@ -130,7 +130,7 @@ async def test_erasure_takes_the_visitors_sessions_out_exactly(
     assert _named(traffic["exitPages"]) == {"/": 2, "/cart": 1, "/checkout": 1}
     kept = await _session_figures(deps.store, tenant.site_id)
     assert "cy" not in repr(kept)
-    await rollups.rebuild_site(deps.store, tenant.site_id)
+    await daily_figures.rebuild_site(deps.store, tenant.site_id)
     assert await _session_figures(deps.store, tenant.site_id) == kept
 
 
@@ -159,9 +159,9 @@ async def test_a_store_from_before_visits_gets_them_from_its_stored_pageviews(
     async for bucket in buckets.find({"siteId": tenant.site_id}):
         events = [{k: v for k, v in event.items() if k != "source"} for event in bucket["events"]]
         await buckets.update_one({"_id": bucket["_id"]}, {"$set": {"events": events}})
-    for collection in (visits.COLLECTION, rollups.SESSION_DAYS, migrations.COLLECTION):
+    for collection in (visits.COLLECTION, daily_figures.SESSION_DAYS, migrations.COLLECTION):
         await deps.store.collection(collection).delete_many({})
-    await documents.prepare_store(deps.store)
+    await store_setup.prepare_store(deps.store)
     assert await _session_figures(deps.store, tenant.site_id) == kept
     traffic = await _overview_traffic(fetch, tenant, viewer_token)
     assert _named(traffic["utmCampaigns"]) == {"spring": 1}

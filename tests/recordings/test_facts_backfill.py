@@ -9,7 +9,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import documents
+from derived import store_setup
 from documents import migrations, recordings
 from documents.store import Store
 from tests.support.app import Answer, Fetch, Tenant
@@ -76,7 +76,7 @@ async def test_the_backfill_runs_once_per_store_at_start_up_however_many_process
     old = _old_recording("site-1", "ada", datetime.now(UTC) - timedelta(days=3))
     await store.collection("recordings").insert_one(old)
 
-    await asyncio.gather(*(documents.prepare_store(store) for _ in range(3)))
+    await asyncio.gather(*(store_setup.prepare_store(store) for _ in range(3)))
 
     recording = await store.collection("recordings").find_one({"_id": old["_id"]})
     assert recording["marks"] == {"error": 0, "rage_click": 0, "dead_click": 0, "lead": 0}
@@ -85,5 +85,5 @@ async def test_the_backfill_runs_once_per_store_at_start_up_however_many_process
     assert marker["doneAt"] is not None
     # Another start does not run it again, whatever it would find.
     await store.collection("recordings").update_one({"_id": old["_id"]}, {"$unset": FACTS})
-    await documents.prepare_store(store)
+    await store_setup.prepare_store(store)
     assert "device" not in await store.collection("recordings").find_one({"_id": old["_id"]})

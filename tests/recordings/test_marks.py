@@ -1,5 +1,5 @@
 """Marks: a recording counts the rage and dead clicks, leads and errors that arrive during it,
-folded in from the facts stored with them (documents/derivation.py), so a retry never counts
+folded in from the facts stored with them (derived/derivation.py), so a retry never counts
 twice and a failure never counts.
 """
 

@@ -14,7 +14,8 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from documents import derivation, retention, rollups
+from derived import daily_figures, derivation
+from documents import retention
 from tests.retention.conftest import RecordingAlerts, Seeded, make_purger
 from tests.support.app import all_documents_text
 from tests.support.faulty_store import FaultPlan, FaultyStore
@@ -421,9 +422,9 @@ async def test_a_batch_of_expired_profiles_costs_the_same_store_calls_whatever_i
         plan.record_calls = False
         assert report is not None and report.removed["visitors"] == visitors
         # What the visitors counted is kept with the figures, one write per figure document
-        # (at most rollups.SLOTS a day, whatever the number of visitors), left out here.
+        # (at most daily_figures.SLOTS a day, whatever the number of visitors), left out here.
         calls = sorted(call for call in plan.calls
-                       if call != (rollups.SITE_DAYS, "update_one"))
+                       if call != (daily_figures.SITE_DAYS, "update_one"))
         plan.calls.clear()
         return calls
 

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 import redis
 
-from documents import derivation
+from derived import derivation
 from tasks.derivation import LAG_METRIC
 from tasks.worker import background_work
 from tests.support.app import Fetch, Tenant

@@ -1,8 +1,8 @@
 """A session's journey: the shop steps, orders, errors and frustrated clicks folded into its
 visit, and what it adds to the daily outcome counts that revenue at risk reads.
 
-The fold (documents/derivation.py) attaches each folded record of those kinds to one visit
-(documents/visits.py), as `journey` in the visit document:
+The fold (derived/derivation.py) attaches each folded record of those kinds to one visit
+(derived/visits.py), as `journey` in the visit document:
 
 * a record sent with a browser session goes to that session's visit; when that visit has no
   pageview folded yet, to a visit of no pageviews (`pageviews` 0) that the first pageview
@@ -23,7 +23,7 @@ The counts, per day a session started (`session_days`), are:
   page with rage or dead clicks: the sessions hit, by the stage they had reached when first
   hit, the stage they reached in the end, whether they paid, and whether before the hit.
 
-Revenue at risk's stratified tables come from these (documents/conversion_impact.py): reading
+Revenue at risk's stratified tables come from these (derived/conversion_impact.py): reading
 them costs a few documents per error and day, whatever the number of sessions.
 """
 
@@ -35,12 +35,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from documents.commerce import ADD_TO_CART, CHECKOUT_STARTED, PAID
+from documents.funnels import PRODUCT_VIEW
 
 #: A record sent without a browser session belongs to the visitor's last visit before it for
 #: this long after that visit's last pageview (a payment confirmed after the visit).
 LATE = timedelta(days=1)
 #: The shop funnel's steps before the order, in order: the stages a session can reach.
-PRODUCT_VIEW = "product_view"
 STAGE_STEPS = (PRODUCT_VIEW, ADD_TO_CART, CHECKOUT_STARTED)
 STAGES = len(STAGE_STEPS)
 #: What a journey keeps per visit, the earliest first: enough for any session, bounded.

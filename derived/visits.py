@@ -7,7 +7,7 @@ MAX_PAGES pages in time order (what funnels match page patterns against).
 
 Visits are the visitor's data (exported, erased with them). Like `visitor_days` they are
 written only by the fold, so they hold exactly what is folded; what a visit adds to the daily
-session figures (`session_days`, documents/rollups.py) is `contributions(visit)`, and the fold
+session figures (`session_days`, derived/daily_figures.py) is `contributions(visit)`, and the fold
 applies the difference a pageview makes to it (decision "Issue 31" in docs/decisions.md).
 """
 
@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from documents import journeys
+from derived import journeys
 from documents.retention import Expiry
 from documents.store import ASCENDING, DESCENDING, Index, Store
 
@@ -94,7 +94,7 @@ def source_label(source: dict[str, Any] | None) -> str:
 
 
 def page_path(url: Any) -> str:
-    """The URL's path, as pages are shown (documents/rollups.py groups pages the same way)."""
+    """The URL's path, as pages are shown (derived/daily_figures.py groups pages the same way)."""
     if not isinstance(url, str) or not url:
         return "unknown"
     try:
@@ -163,7 +163,7 @@ def _aware(moment: datetime) -> datetime:
 def contributions(visit: dict[str, Any] | None) -> list[tuple[str, str, str]]:
     """(day, dimension, value) of each daily session figure the visit counts 1 in: all
     sessions, its entry and exit pages, its referrer, source and UTM values, and its journey's
-    outcome (documents/journeys.py), all on the day it started. A visit of no pageviews yet
+    outcome (derived/journeys.py), all on the day it started. A visit of no pageviews yet
     counts nothing."""
     if visit is None or not visit.get("pageviews"):
         return []
@@ -199,7 +199,7 @@ def journey_stub(site_id: str, visitor_id: str, session_id: str, at: datetime
 
 async def journey_visit(store: Store, site_id: str, visitor_id: str, session_id: Any,
                         at: datetime, *, session: Any) -> dict[str, Any] | None:
-    """The visit a journey record belongs to (documents/journeys.py): its browser session's
+    """The visit a journey record belongs to (derived/journeys.py): its browser session's
     (a stub when none is folded yet), or for a record sent without one, the visitor's visit
     that started last before it, if the record came at most `journeys.LATE` after that
     visit's last pageview; None when there is no such visit."""

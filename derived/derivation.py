@@ -7,7 +7,7 @@ requests of different visitors never write the same document. No figure document
 
 `fold_partition` folds one site's facts: in ONE transaction it reads a batch of them in the
 order they were recorded, deletes them and applies what they add to the figures, as
-`documents.rollups.FIGURE_SOURCES` says for each kind. The deletions and the increments commit
+`derived.daily_figures.FIGURE_SOURCES` says for each kind. The deletions and the increments commit
 together, so each fact is counted exactly once across crashes, retries and several folders:
 two folders deleting the same fact conflict and one of them aborts and starts again. A lease
 per site (`claim`, `Lease`) keeps folders apart: each batch renews it in its transaction and
@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from documents import heatmaps, journeys, recordings, rollups, sites, visitors, visits
+from derived import daily_figures, journeys, visits
+from documents import heatmaps, recordings, sites, visitors
 from documents.accounts import new_id
 from documents.store import (
     ASCENDING,
@@ -84,7 +85,7 @@ async def add_fact(store: Store, site_id: str, visitor_id: str | None, kind: str
                    records: Iterable[dict[str, Any]], *, session: Any,
                    **details: Any) -> None:
     """Record, inside the ingest transaction, that these stored records are still to be
-    counted. `kind` names their row of `rollups.FIGURE_SOURCES`; `details` are what the fold
+    counted. `kind` names their row of `daily_figures.FIGURE_SOURCES`; `details` are what the fold
     needs beyond the records (the visitor's country and device, the session)."""
     listed = list(records)
     if not listed:
@@ -102,7 +103,7 @@ async def _fold(store: Store, site_id: str, facts: list[dict[str, Any]], *,
         {"_id": {"$in": ids}}, session=session)
     if deleted.deleted_count != len(ids):
         raise FoldRaced(f"{len(ids) - deleted.deleted_count} facts were folded elsewhere")
-    tally = rollups.Tally(site_id)
+    tally = daily_figures.Tally(site_id)
     # A restricted visitor's records are not counted in the daily figures while it holds (they
     # are when it is lifted, from the stored data), but their days are chained, as a rebuild
     # chains them.
@@ -111,19 +112,19 @@ async def _fold(store: Store, site_id: str, facts: list[dict[str, Any]], *,
         session=session)
     shares: list[dict[str, Any]] = []
     for fact in facts:
-        source = rollups.SOURCES[fact["kind"]]
+        source = daily_figures.SOURCES[fact["kind"]]
         who = fact.get("visitorId")
-        counted = tally if who not in held else rollups.Tally(site_id)
+        counted = tally if who not in held else daily_figures.Tally(site_id)
         marks = []
         for record in fact["records"]:
             source.count(counted, who, record)
             if source.chains_days and who:
-                await rollups.chain_day(store, counted, site_id, who, record["at"],
-                                        country=fact.get("country"),
-                                        device=fact.get("device"), session=session)
-                await rollups.chain_visit(store, counted, site_id, who, record,
-                                          country=fact.get("country"),
-                                          device=fact.get("device"), session=session)
+                await daily_figures.chain_day(store, counted, site_id, who, record["at"],
+                                              country=fact.get("country"),
+                                              device=fact.get("device"), session=session)
+                await daily_figures.chain_visit(store, counted, site_id, who, record,
+                                                country=fact.get("country"),
+                                                device=fact.get("device"), session=session)
             if source.journey is not None and who:
                 await _join_journey(store, counted, source, fact, record, session=session)
             if source.heatmap and record.get("heatmap"):
@@ -137,9 +138,10 @@ async def _fold(store: Store, site_id: str, facts: list[dict[str, Any]], *,
     await tally.write(store, session=session)
 
 
-async def _join_journey(store: Store, tally: rollups.Tally, source: rollups.FigureSource,
-                        fact: dict[str, Any], record: dict[str, Any], *, session: Any) -> None:
-    """Put a record into its session's journey (documents/journeys.py) and count the
+async def _join_journey(store: Store, tally: daily_figures.Tally,
+                        source: daily_figures.FigureSource, fact: dict[str, Any],
+                        record: dict[str, Any], *, session: Any) -> None:
+    """Put a record into its session's journey (derived/journeys.py) and count the
     difference it makes to the daily outcome counts."""
     session_id = record.get("sessionId") or fact.get("sessionId")
     if not session_id and not source.joins_without_session:
@@ -196,13 +198,13 @@ async def fold_visitors(store: Store, site_id: str, visitor_ids: Iterable[str], 
 
 
 async def _unfolded_share(store: Store, site_id: str, visitor_id: str, *, session: Any
-                          ) -> tuple[rollups.Tally, list[dict[str, Any]]]:
+                          ) -> tuple[daily_figures.Tally, list[dict[str, Any]]]:
     """What the visitor's pending facts will add: to the daily figures, and heatmap shares."""
-    unfolded = rollups.Tally(site_id)
+    unfolded = daily_figures.Tally(site_id)
     shares: list[dict[str, Any]] = []
     async for fact in store.collection(COLLECTION).find(
             {"siteId": site_id, "visitorId": visitor_id}, session=session):
-        source = rollups.SOURCES[fact["kind"]]
+        source = daily_figures.SOURCES[fact["kind"]]
         for record in fact["records"]:
             source.count(unfolded, visitor_id, record)
             if source.heatmap and record.get("heatmap"):
@@ -225,10 +227,10 @@ async def take_out_visitor(store: Store, site_id: str, visitor_id: str, *, restr
     await heatmaps.subtract_visitor(store, site_id, visitor_id, unfolded=shares,
                                     session=session)
     if not restricted:
-        share = await rollups.visitor_share(store, site_id, visitor_id, session=session)
+        share = await daily_figures.visitor_share(store, site_id, visitor_id, session=session)
         share.leave_out(unfolded)
         await share.write(store, sign=-1, session=session)
-    kept = await rollups.anonymised_share(store, site_id, visitor_id, session=session)
+    kept = await daily_figures.anonymised_share(store, site_id, visitor_id, session=session)
     await kept.write(store, session=session)
 
 
@@ -243,7 +245,7 @@ async def restriction_switched(store: Store, site_id: str, visitor_id: str, *,
     await store.collection(COLLECTION).update_many(
         {"siteId": site_id, "visitorId": visitor_id},
         {"$set": {"restrictionSwitchedAt": datetime.now(UTC)}}, session=session)
-    share = await rollups.visitor_share(store, site_id, visitor_id, session=session)
+    share = await daily_figures.visitor_share(store, site_id, visitor_id, session=session)
     share.leave_out(unfolded)
     await share.write(store, sign=-1 if restricted else 1, session=session)
 
@@ -490,7 +492,7 @@ async def rebuild_site(store: Store, site_id: str, owner: str | None = None) -> 
     await claim_when_free(store, site_id, owner, lease=REBUILD_LEASE)
     try:
         await fold_site(store, Lease(site_id, owner, REBUILD_LEASE))
-        await rollups.rebuild_site(store, site_id)
+        await daily_figures.rebuild_site(store, site_id)
     finally:
         await release(store, site_id, owner)
 

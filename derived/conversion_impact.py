@@ -3,7 +3,7 @@
 For a date range, every session that started in it is counted by the shop funnel stage it
 reached (none, product view, add to cart, checkout) and whether it went on to a paid order;
 each session hit by an error (or by a rage or dead click on a page) is counted by the stage it
-had reached when first hit, too. The fold keeps these counts per day (documents/journeys.py),
+had reached when first hit, too. The fold keeps these counts per day (derived/journeys.py),
 so a report reads a few documents per error and day, whatever the number of sessions. A
 session hit is compared with the sessions of the site that were not hit and reached the same
 stage as the hit session had when it was hit; each stage is one 2x2 table (hit or not,
@@ -46,8 +46,9 @@ from typing import Any, TypeVar
 import numpy as np
 from scipy.stats import binomtest, false_discovery_control, hypergeom
 
-from documents import commerce, funnels, journeys, rollups
-from documents.journeys import Stratum
+from derived import daily_figures, funnel_reports, journeys
+from derived.journeys import Stratum
+from documents import commerce
 from documents.store import Store
 
 #: Fewer sessions hit give no figure and are not tested: the exact test could only call a
@@ -202,7 +203,7 @@ class _Read:
     #: Average net order value in minor units of `currency`; None without paid orders.
     order_value: Fraction | None
 
-    def impacts(self, check: funnels.Checkpoint) -> dict[str, dict[str, Any]]:
+    def impacts(self, check: funnel_reports.Checkpoint) -> dict[str, dict[str, Any]]:
         """Each one's measure and answer, adjusted as one family (CPU only)."""
         measures = {}
         for name, tables in self.tables.items():
@@ -215,18 +216,19 @@ async def _read(store: Store, site: dict[str, Any], first: date, last: date, hit
                 ) -> _Read:
     """The range's outcome counts (`hits`: journeys.ERROR_HIT or PAGE_HIT) as stage tables,
     and the average order value from the range's daily figures."""
-    counts = await rollups.session_figures(store, site["_id"], first, last,
-                                           dimensions=(journeys.STAGE, hits))
+    counts = await daily_figures.session_figures(store, site["_id"], first, last,
+                                                 dimensions=(journeys.STAGE, hits))
     tables = journeys.strata_by_name(counts[journeys.STAGE].items(), counts[hits].items())
     currency, _ = await commerce.reporting_currency(store, site["_id"], site.get("settings"))
-    days = rollups.period(await rollups.site_days(store, site["_id"], first, last), first, last)
+    days = daily_figures.period(await daily_figures.site_days(store, site["_id"], first, last),
+                                first, last)
     orders = days.orders.get(currency or "", 0)
     value = Fraction(days.revenue.get(currency or "", 0), orders) if orders > 0 else None
     return _Read(tables, currency, value)
 
 
 async def error_impacts(store: Store, site: dict[str, Any], first: date, last: date,
-                        offload: funnels.Offload) -> dict[str, dict[str, Any]]:
+                        offload: funnel_reports.Offload) -> dict[str, dict[str, Any]]:
     """Each error that hit a session of the range: its impact, by error id, the range's
     errors adjusted as one family. Read here, worked out through `offload` (a report thread
     with a time limit)."""
@@ -235,7 +237,7 @@ async def error_impacts(store: Store, site: dict[str, Any], first: date, last: d
 
 
 async def page_impacts(store: Store, site: dict[str, Any], first: date, last: date,
-                       offload: funnels.Offload) -> list[dict[str, Any]]:
+                       offload: funnel_reports.Offload) -> list[dict[str, Any]]:
     """The pages with rage or dead clicks in the range's sessions, each with its impact (the
     range's pages adjusted as one family): significant revenue at risk first, largest first,
     then by sessions hit. Read here, worked out through `offload`."""

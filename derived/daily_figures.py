@@ -12,12 +12,12 @@ per day of the range instead of every pageview in it.
   device. It is the chain the gaps are kept on, and the visitor's data: erased with them.
 * `session_days`, one per (site, day, dimension, value): the sessions that started that day
   with that entry page, exit page, referrer, source or UTM value (`visits.contributions`).
-  The visits they are counted from (documents/visits.py) are kept by the fold as the
+  The visits they are counted from (derived/visits.py) are kept by the fold as the
   visitor's days are, and are the visitor's data too.
 
 What each kind of stored record adds to them is one table, `FIGURE_SOURCES`; counting,
 a visitor's share and the rebuild all read it. The increments are made off the request path
-by the derivation (documents/derivation.py), which folds each record's unfolded fact exactly
+by the derivation (derived/derivation.py), which folds each record's unfolded fact exactly
 once; each document's `_id` is its key, so increments are upserts by `_id`. A visitor's share
 is worked out again from their stored data (`visitor_share`): erasure takes out its folded
 part, restriction takes it out and lifting the restriction puts it back. `rebuild_site`
@@ -37,16 +37,8 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from documents import (
-    activity,
-    commerce,
-    error_records,
-    interactions,
-    journeys,
-    sites,
-    visitors,
-    visits,
-)
+from derived import journeys, visits
+from documents import activity, commerce, error_records, interactions, sites, visitors
 from documents.store import ASCENDING, DESCENDING, Index, Store
 
 SITE_DAYS = "site_days"
@@ -294,7 +286,7 @@ class FigureSource:
     `privacy.subject_data.VISITOR_DATA`.
     """
 
-    #: The name an unfolded fact of this kind carries (documents/derivation.py).
+    #: The name an unfolded fact of this kind carries (derived/derivation.py).
     kind: str
     #: Where the records are stored, and the fields a share or a rebuild reads.
     collection: str
@@ -313,7 +305,7 @@ class FigureSource:
     #: the figures as anyone's (privacy.subject_data.VISITOR_DATA; decision "An erased
     #: visitor's errors stay counted" in docs/decisions.md).
     kept_when_erased: bool = False
-    #: What a record adds to its session's journey (documents/journeys.py), given the record
+    #: What a record adds to its session's journey (derived/journeys.py), given the record
     #: and its fact: the journey after it, or None when it adds nothing.
     journey: Callable[[dict[str, Any], dict[str, Any], dict[str, Any]],
                       dict[str, Any] | None] | None = None
