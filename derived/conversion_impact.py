@@ -74,7 +74,21 @@ RULE = ("Revenue at risk compares the sessions hit with the sessions not hit tha
         "Otherwise: not enough data. References: Mantel and Haenszel 1959; Benjamini and "
         "Hochberg 1995; Clopper and Pearson 1934; Newcombe 1998.")
 
+#: The method in one sentence, for the error's page.
+METHOD = ("Compared with the sessions not hit that reached the same shop step, by an exact test "
+          f"per step (Mantel-Haenszel) at a {FALSE_DISCOVERY_RATE * 100:g} % false discovery "
+          "rate over the range's errors; a correlation, not a proof of cause.")
+
 Name = TypeVar("Name")
+
+
+def no_impact(currency: str | None) -> dict[str, Any]:
+    """The answer for what hit no session of the range, or too few to test."""
+    return {"affectedSessions": 0, "affectedConversion": None, "baselineConversion": None,
+            "pValue": None, "adjustedPValue": None, "status": "notEnoughData",
+            "revenueAtRisk": None, "revenueAtRiskText": None, "revenueAtRiskLow": None,
+            "revenueAtRiskLowText": None, "revenueAtRiskHigh": None,
+            "revenueAtRiskHighText": None, "currency": currency}
 
 
 @dataclass(frozen=True)
@@ -163,12 +177,7 @@ def judged(measures: Mapping[Name, Measure | None], order_value: Fraction | None
         if tested else {}
     answers: dict[Name, dict[str, Any]] = {}
     for name, found in measures.items():
-        answer: dict[str, Any] = {
-            "affectedSessions": 0, "affectedConversion": None, "baselineConversion": None,
-            "pValue": None, "adjustedPValue": None, "status": "notEnoughData",
-            "revenueAtRisk": None, "revenueAtRiskText": None, "revenueAtRiskLow": None,
-            "revenueAtRiskLowText": None, "revenueAtRiskHigh": None,
-            "revenueAtRiskHighText": None, "currency": currency}
+        answer = no_impact(currency)
         answers[name] = answer
         if found is None:
             continue

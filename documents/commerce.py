@@ -26,9 +26,9 @@ as an unfolded fact (derived/derivation.py, kind `daily_figures.ORDER`): the dai
 only touched by the fold, and a visitor's share is the sum of their orders' figures, so
 erasure and restriction stay exact (decision "Issue 31" in docs/decisions.md).
 
-The reads at the end (`cart_sessions`, `checkout_sessions`, `paid_orders`,
-`sessions_with_paid_orders`) are what funnels and other screens use; they leave restricted
-visitors out, as every dashboard read does.
+The reads at the end (`paid_orders`, `visitor_orders`) are what the screens use; they leave
+restricted visitors out, as every dashboard read does. A session's steps and paid orders reach
+funnels and revenue at risk through its journey (derived/journeys.py).
 """
 
 from __future__ import annotations
@@ -86,6 +86,10 @@ INDEXES = [
     Index(ORDERS, (("siteId", ASCENDING), ("paidAt", ASCENDING))),
     Index(ORDERS, (("siteId", ASCENDING), ("placedAt", ASCENDING))),
     Index(ORDERS, (("siteId", ASCENDING), ("visitorId", ASCENDING))),
+    # The orders list (derived/views/orders.py) of one status or one currency, by placing;
+    # its value sort and range read one currency's orders of the range.
+    Index(ORDERS, (("siteId", ASCENDING), ("status", ASCENDING), ("placedAt", ASCENDING))),
+    Index(ORDERS, (("siteId", ASCENDING), ("currency", ASCENDING), ("placedAt", ASCENDING))),
     # Each site's oldest orders and events, for retention (documents/retention.py).
     Index(ORDERS, (("siteId", ASCENDING), ("updatedAt", ASCENDING))),
     Index(EVENTS, (("siteId", ASCENDING), ("occurredAt", ASCENDING))),
@@ -399,33 +403,6 @@ async def _restricted(store: Store, site_id: str) -> list[str]:
     return [visitor for visitor in ids if isinstance(visitor, str)]
 
 
-async def _event_sessions(store: Store, site_id: str, kind: str, start: datetime,
-                          end: datetime) -> list[dict[str, Any]]:
-    query = _range(site_id, "occurredAt", start, end, await _restricted(store, site_id))
-    query["type"] = kind
-    rows = store.collection(EVENTS).aggregate([
-        {"$match": query},
-        {"$group": {"_id": {"visitorId": "$visitorId", "sessionId": "$sessionId"},
-                    "at": {"$min": "$occurredAt"}, "events": {"$sum": 1}}},
-        {"$sort": {"at": ASCENDING}},
-    ])
-    return [{"visitorId": row["_id"].get("visitorId"), "sessionId": row["_id"].get("sessionId"),
-             "at": row["at"], "events": row["events"]} async for row in rows]
-
-
-async def cart_sessions(store: Store, site_id: str, start: datetime, end: datetime
-                        ) -> list[dict[str, Any]]:
-    """Each (visitorId, sessionId) with an add to cart in [start, end): `at` its first one
-    there and `events` how many; oldest first. sessionId is None when the shop sent none."""
-    return await _event_sessions(store, site_id, ADD_TO_CART, start, end)
-
-
-async def checkout_sessions(store: Store, site_id: str, start: datetime, end: datetime
-                            ) -> list[dict[str, Any]]:
-    """Each (visitorId, sessionId) that started a checkout in [start, end), as `cart_sessions`."""
-    return await _event_sessions(store, site_id, CHECKOUT_STARTED, start, end)
-
-
 def order_view(order: dict[str, Any]) -> dict[str, Any]:
     """An order as reads return it: money in minor units and as decimal text."""
     currency = order.get("currency")
@@ -452,21 +429,29 @@ async def paid_orders(store: Store, site_id: str, start: datetime, end: datetime
     return [order_view(order) async for order in cursor]
 
 
-async def sessions_with_paid_orders(store: Store, site_id: str, start: datetime, end: datetime
-                                    ) -> list[dict[str, Any]]:
-    """Each (visitorId, sessionId) with a counted paid order paid in [start, end): `at` the
-    first payment, `orders` how many, `revenue` {currency: net minor units}; oldest first."""
-    sessions: dict[tuple[Any, Any], dict[str, Any]] = {}
-    for order in await paid_orders(store, site_id, start, end):
-        if not order["counted"]:
-            continue
-        key = (order["visitorId"], order["sessionId"])
-        row = sessions.setdefault(key, {"visitorId": key[0], "sessionId": key[1],
-                                        "at": order["paidAt"], "orders": 0, "revenue": {}})
-        row["orders"] += 1
-        row["revenue"][order["currency"]] = row["revenue"].get(order["currency"], 0) \
-            + order["net"]
-    return list(sessions.values())
+#: An order's net value in minor units, as a query expression: its total less its refunds,
+#: never below 0, whatever its status (the orders list filters and sorts by it; `net_value`).
+NET_VALUE: dict[str, Any] = {"$max": [0, {"$subtract": [{"$ifNull": ["$total", 0]},
+                                                        {"$ifNull": ["$refunded", 0]}]}]}
+
+
+def net_value(order: dict[str, Any]) -> int:
+    """`NET_VALUE` of a stored order, worked out here."""
+    return max(0, int(order.get("total") or 0) - int(order.get("refunded") or 0))
+
+
+async def orders_by_value(store: Store, filter_: dict[str, Any], *,
+                          after: tuple[int, str] | None, limit: int) -> list[dict[str, Any]]:
+    """Up to `limit` orders of `filter_` (which names the site) by `NET_VALUE`, largest first
+    and then by `_id` descending, from just after the (value, `_id`) `after`."""
+    pipeline: list[dict[str, Any]] = [{"$match": filter_},
+                                      {"$addFields": {"netValue": NET_VALUE}}]
+    if after is not None:
+        value, after_id = after
+        pipeline.append({"$match": {"$or": [{"netValue": {"$lt": value}},
+                                            {"netValue": value, "_id": {"$lt": after_id}}]}})
+    pipeline += [{"$sort": {"netValue": -1, "_id": -1}}, {"$limit": limit}]
+    return [order async for order in store.collection(ORDERS).aggregate(pipeline)]
 
 
 async def visitor_orders(store: Store, site_id: str, visitor_id: str) -> list[dict[str, Any]]:
@@ -474,6 +459,14 @@ async def visitor_orders(store: Store, site_id: str, visitor_id: str) -> list[di
     cursor = store.collection(ORDERS).find({"siteId": site_id, "visitorId": visitor_id}).sort(
         [("placedAt", -1), ("_id", ASCENDING)])
     return [order_view(order) async for order in cursor]
+
+
+async def latest_orders_of_visitor(store: Store, site_id: str, visitor_id: str, *, limit: int
+                                  ) -> list[dict[str, Any]]:
+    """The visitor's newest `limit` orders as stored, newest placing first (the profile)."""
+    return await store.collection(ORDERS).find(
+        {"siteId": site_id, "visitorId": visitor_id, **KEPT}).sort(
+        [("placedAt", -1), ("_id", -1)]).limit(limit).to_list(None)
 
 
 # The overview's money figures -----------------------------------------------------------------
@@ -556,34 +549,6 @@ async def reporting_currency(store: Store, site_id: str, settings: dict[str, Any
         return chosen, "setting"
     first = await first_currency(store, site_id)
     return (first, "firstOrder") if first else (None, None)
-
-
-async def session_steps(store: Store, site_id: str, start: datetime, end: datetime
-                        ) -> dict[tuple[str, str | None], list[tuple[str, datetime]]]:
-    """Every add to cart and checkout started in [start, end), and every counted order paid
-    then (as `PAID` at its payment), by (visitorId, sessionId), each session's oldest first:
-    the steps funnels match. What the shop's server sent without a browser session (the
-    plugin's events: the server never sees it) is under (visitorId, None). Restricted visitors
-    are left out. One indexed query per kind."""
-    restricted = await _restricted(store, site_id)
-    steps: dict[tuple[str, str | None], list[tuple[str, datetime]]] = {}
-    for kind in (ADD_TO_CART, CHECKOUT_STARTED):
-        query = _range(site_id, "occurredAt", start, end, restricted)
-        query["type"] = kind
-        async for event in store.collection(EVENTS).find(
-                query, {"visitorId": 1, "sessionId": 1, "occurredAt": 1}):
-            if event.get("visitorId"):
-                steps.setdefault((event["visitorId"], event.get("sessionId") or None),
-                                 []).append((kind, event["occurredAt"]))
-    async for order in store.collection(ORDERS).find(
-            _range(site_id, "paidAt", start, end, restricted),
-            {"visitorId": 1, "sessionId": 1, "paidAt": 1, "figure": 1}):
-        if order.get("figure") and order.get("visitorId"):
-            steps.setdefault((order["visitorId"], order.get("sessionId") or None), []).append(
-                (PAID, order["paidAt"]))
-    for listed in steps.values():
-        listed.sort(key=lambda step: step[1])
-    return steps
 
 
 #: An order expires with its last event (`updatedAt`) and its events go with it; an event of no

@@ -342,17 +342,20 @@ async def recently_announced(store: Store, site_id: str, since: datetime,
     return await cursor.to_list(limit)
 
 
-async def session_hits(store: Store, site_id: str, start: datetime, end: datetime, *,
-                       hidden: list[str]) -> list[tuple[str, str, str, datetime]]:
-    """(errorId, visitorId, sessionId, occurredAt) of every occurrence in [start, end) that
-    names its visitor and session, the `hidden` visitors left out; on (siteId, occurredAt)."""
-    query: dict[str, Any] = {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end},
+async def sessions_hit(store: Store, site_id: str, error_id: str, start: datetime,
+                       end: datetime, *, hidden: list[str], limit: int) -> list[str]:
+    """Browser session ids the error hit in [start, end), the earliest hit first, the `hidden`
+    visitors left out; on (siteId, errorId, occurredAt)."""
+    query: dict[str, Any] = {"siteId": site_id, "errorId": error_id,
+                             "occurredAt": {"$gte": start, "$lt": end},
                              "sessionId": {"$ne": None}}
-    query["visitorId"] = {"$nin": [None, *hidden]}
-    cursor = store.collection(OCCURRENCES).find(
-        query, {"errorId": 1, "visitorId": 1, "sessionId": 1, "occurredAt": 1})
-    return [(row["errorId"], row["visitorId"], row["sessionId"], row["occurredAt"])
-            async for row in cursor]
+    if hidden:
+        query["visitorId"] = {"$nin": hidden}
+    rows = store.collection(OCCURRENCES).aggregate([
+        {"$match": query},
+        {"$group": {"_id": "$sessionId", "at": {"$min": "$occurredAt"}}},
+        {"$sort": {"at": 1, "_id": 1}}, {"$limit": limit}])
+    return [row["_id"] async for row in rows]
 
 
 async def anonymise_errors(store: Store, query: dict[str, Any],

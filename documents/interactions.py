@@ -13,7 +13,7 @@ already done (decision "Interaction batches are idempotent on batchId" in docs/d
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -117,33 +117,6 @@ async def list_interactions(store: Store, site_id: str, visitor_id: str) -> list
     cursor = store.collection(COLLECTION).find({"siteId": site_id, "visitorId": visitor_id})
     events = [event async for bucket in cursor for event in bucket["events"]]
     return sorted(events, key=lambda event: event["at"])
-
-
-#: The clicks that say a visitor was frustrated.
-FRUSTRATED = ("rage_click", "dead_click")
-
-
-async def frustrated_clicks(store: Store, site_id: str, start: datetime, end: datetime, *,
-                            hidden: list[str]) -> AsyncIterator[tuple[str, str | None, Any,
-                                                                       datetime]]:
-    """(visitorId, sessionId, url, at) of every rage and dead click in [start, end), the
-    `hidden` visitors left out; on (siteId, lastAt), declared above."""
-    query: dict[str, Any] = {"siteId": site_id, "lastAt": {"$gte": start},
-                             "firstAt": {"$lt": end}}
-    if hidden:
-        query["visitorId"] = {"$nin": hidden}
-    async for bucket in store.collection(COLLECTION).find(
-            query, {"visitorId": 1, "events.kind": 1, "events.at": 1, "events.sessionId": 1,
-                    "events.url": 1}):
-        for event in bucket.get("events") or []:
-            at = event.get("at")
-            if event.get("kind") in FRUSTRATED and isinstance(at, datetime) \
-                    and start <= _aware(at) < end:
-                yield bucket["visitorId"], event.get("sessionId"), event.get("url"), _aware(at)
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def visitor_events(store: Store, site_id: str, visitor_id: str, *, session: Any = None) -> Any:

@@ -97,13 +97,16 @@ class ErrorTrendsHandler(SiteDataHandler):
 
 class ErrorBreakdownHandler(SiteDataHandler):
     """GET .../errors/{errorId}/breakdown?from=&to=: per day, visitors, pages, browsers,
-    systems, devices and the latest occurrences of one error in a date range."""
+    systems, devices, the latest occurrences and the revenue at risk of one error in a date
+    range."""
 
     async def get(self, site_id: str, error_id: str) -> None:
         site = await self.readable_site(site_id)
         first, last = self.day_range()
+        impacts = await conversion_impact.error_impacts(
+            self.deps.store, site, first, last, self.deps.reports.limited())
         breakdown = await error_views.error_breakdown(self.deps.store, site["_id"], error_id,
-                                                      first=first, last=last)
+                                                      first=first, last=last, impacts=impacts)
         self.write_json(breakdown)
 
 
@@ -165,21 +168,30 @@ class LeadHandler(SiteDataHandler):
 
 class RecordingsHandler(SiteDataHandler):
     """GET .../recordings?visitorId=&from=&to=&minDuration=&maxDuration=&page=&country=&
-    device=&has=&source=&funnel=&stoppedAt=&cursor=&limit=: recordings, newest first, with
+    device=&has=&source=&funnel=&stoppedAt=&error=&cursor=&limit=: recordings, newest first, with
     what happened in each."""
 
     async def sessions(self, site: dict[str, Any]) -> tuple[str, ...] | None:
-        """The sessions a `source` or `funnel` + `stoppedAt` filter leaves; None without one."""
+        """The sessions a `source`, `funnel` + `stoppedAt` or `error` filter leaves (all of
+        those given); None without one."""
         source = self.get_query_argument("source", None) or None
         funnel_id = self.get_query_argument("funnel", None) or None
-        if source is None and funnel_id is None:
+        error_id = self.get_query_argument("error", None) or None
+        if source is None and funnel_id is None and error_id is None:
             return None
         first, last = self.day_range()
-        step = self.optional_number("stoppedAt")
-        return await funnel_reports.recording_sessions(
-            self.deps.store, site["_id"], first, last, source=source, funnel_id=funnel_id,
-            step=int(step) if step is not None else None, page_matches=page_matcher(),
-            offload=self.deps.reports.limited())
+        found: tuple[str, ...] | None = None
+        if source is not None or funnel_id is not None:
+            step = self.optional_number("stoppedAt")
+            found = await funnel_reports.recording_sessions(
+                self.deps.store, site["_id"], first, last, source=source, funnel_id=funnel_id,
+                step=int(step) if step is not None else None, page_matches=page_matcher(),
+                offload=self.deps.reports.limited())
+        if error_id is not None:
+            hit = await recording_views.sessions_hit_by(self.deps.store, site["_id"], error_id,
+                                                        first, last)
+            found = hit if found is None else tuple(s for s in found if s in set(hit))
+        return found
 
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)

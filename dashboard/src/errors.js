@@ -66,6 +66,8 @@ export async function errorsPage(app, site, item, query) {
   if (item) return errorDetail(app, site, item, query);
   const params = picked(query, FILTERS);
   const container = h('div', {});
+  // The column the list is sorted by is never hidden on a phone.
+  const riskColumn = query.get('sort') === 'revenueAtRisk' ? '' : 'optional';
   const load = async () => {
     const ranked = await app.session.json(siteApi(site, `/error-trends?${params}&limit=50`));
     const range = `${ranked.from} to ${ranked.to}`;
@@ -94,7 +96,7 @@ export async function errorsPage(app, site, item, query) {
                   h('th', { class: 'optional' }, 'Trend'),
                   h('th', {}, 'Last seen'),
                   h('th', { class: 'optional' }, 'Status'),
-                  h('th', { class: 'optional' }, 'Revenue at risk'),
+                  h('th', { class: riskColumn }, 'Revenue at risk'),
                 ),
               ),
               h(
@@ -132,7 +134,7 @@ export async function errorsPage(app, site, item, query) {
                       ' ',
                       h('span', { class: 'hint' }, error.source),
                     ),
-                    h('td', { class: 'optional' }, atRisk(error.impact)),
+                    h('td', { class: riskColumn }, atRisk(error.impact)),
                   ),
                 ),
               ),
@@ -192,8 +194,64 @@ function atRisk(impact) {
 function observed(impact) {
   return (
     `${plural(impact.affectedSessions, 'session')} hit: ` +
-    `${Math.round(impact.affectedConversion * 100)}% ordered, against ` +
-    `${Math.round(impact.baselineConversion * 100)}%`
+    `${percent(impact.affectedConversion)} ordered, against ${percent(impact.baselineConversion)}`
+  );
+}
+
+/** A share as a percentage: one decimal under 10 %, whole above. */
+function percent(share) {
+  const value = share * 100;
+  return `${value < 10 ? value.toFixed(1) : Math.round(value)}%`;
+}
+
+/** Why an error has no figure: too few sessions hit, or a drop chance explains. */
+function noFigureBecause(impact) {
+  if (!impact.affectedSessions) return 'No session of this range was hit.';
+  if (impact.adjustedPValue === null) return 'Fewer than 30 sessions were hit: too few to tell.';
+  if (impact.status !== 'significant' && impact.adjustedPValue > 0.01) {
+    return 'The sessions hit ordered less, but no more than chance explains.';
+  }
+  return 'No paid order in the reporting currency in this range gives an order value.';
+}
+
+/** The error's revenue at risk over the range: the figure and its interval, or why there is
+ * none; the conversions behind it, the method in one sentence, and the sessions hit. */
+function revenueAtRisk(site, errorId, breakdown, range) {
+  const impact = breakdown.impact;
+  const sessionsHit = new URLSearchParams(range);
+  sessionsHit.set('error', errorId);
+  return h(
+    'section',
+    { class: 'panel', id: 'revenue-at-risk', 'aria-labelledby': 'risk-title' },
+    h('h2', { id: 'risk-title' }, 'Revenue at risk'),
+    impact.status === 'significant'
+      ? h(
+          'p',
+          {},
+          h('strong', { class: 'at-risk' }, `${impact.revenueAtRiskText} ${impact.currency}`),
+          ` at risk (90% interval ${impact.revenueAtRiskLowText} to ${impact.revenueAtRiskHighText} ` +
+            `${impact.currency}).`,
+        )
+      : h('p', {}, h('strong', {}, 'Not enough data. '), noFigureBecause(impact)),
+    impact.affectedSessions
+      ? facts([
+          ['Sessions hit', String(impact.affectedSessions)],
+          ['Ordered after being hit', percent(impact.affectedConversion)],
+          ['Comparable sessions that ordered', percent(impact.baselineConversion)],
+        ])
+      : null,
+    h('p', { class: 'hint', id: 'risk-method' }, breakdown.method),
+    impact.affectedSessions
+      ? h(
+          'p',
+          {},
+          h(
+            'a',
+            { id: 'sessions-hit', href: `/app/sites/${site.id}/recordings?${sessionsHit}` },
+            'Recordings of the sessions hit',
+          ),
+        )
+      : null,
   );
 }
 
@@ -442,6 +500,7 @@ async function errorDetail(app, site, errorId, query) {
       rangeForm,
       dayBars(breakdown.days),
     ),
+    revenueAtRisk(site, errorId, breakdown, range),
     h(
       'div',
       { class: 'grid' },

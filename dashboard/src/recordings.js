@@ -20,6 +20,7 @@ const RECORDING_FILTERS = [
   'source',
   'funnel',
   'stoppedAt',
+  'error',
 ];
 const MARKS = { error: 'An error', rage_click: 'A rage click', dead_click: 'A dead click', lead: 'A lead' };
 const MARK_WORDS = {
@@ -75,6 +76,16 @@ export async function recordingsPage(app, site, item, query) {
       // A funnel step chosen on the funnels page is kept, and said, until the filters are cleared.
       query.get('funnel') ? h('input', { type: 'hidden', name: 'funnel', value: query.get('funnel') }) : null,
       query.get('stoppedAt') ? h('input', { type: 'hidden', name: 'stoppedAt', value: query.get('stoppedAt') }) : null,
+      query.get('error') ? h('input', { type: 'hidden', name: 'error', value: query.get('error') }) : null,
+      query.get('error')
+        ? h(
+            'p',
+            { class: 'hint', id: 'error-filter' },
+            'Sessions hit by ',
+            h('a', { href: `/app/sites/${site.id}/errors/${encodeURIComponent(query.get('error'))}` }, 'this error'),
+            '.',
+          )
+        : null,
       query.get('funnel')
         ? h(
             'p',

@@ -9,6 +9,7 @@ import re
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from derived import conversion_impact
 from derived.views.charts import _day_bounds
 from derived.views.paging import Page, _not_restricted, keyset_page, readable
 from documents import error_records, recordings, visitors
@@ -142,21 +143,17 @@ async def ranked_errors(store: Store, site_id: str, *, first: date, last: date,
         "occurrencesInRange": row["occurrences"], "visitorsAffected": row["visitors"],
         "firstSeenInRange": row["firstSeen"], "lastSeenInRange": row["lastSeen"],
         "trend": [trend.get((row["_id"], day), 0) for day in days],
-        "impact": impacts.get(row["_id"]) or _NO_IMPACT,
+        "impact": impacts.get(row["_id"]) or conversion_impact.no_impact(None),
     } for row in rows]}
 
 
-#: The impact of an error that hit no session of the range.
-_NO_IMPACT = {"affectedSessions": 0, "affectedConversion": None, "baselineConversion": None,
-              "z": None, "status": "notEnoughData", "revenueAtRisk": None,
-              "revenueAtRiskText": None, "currency": None}
-
-
 async def error_breakdown(store: Store, site_id: str, error_id: str, *, first: date,
-                          last: date) -> dict[str, Any]:
+                          last: date, impacts: dict[str, dict[str, Any]] | None = None
+                          ) -> dict[str, Any]:
     """One error between `first` and `last`: occurrences per day, visitors affected (count and
-    the most affected, named), pages, browsers, systems and devices with their shares, and the
-    latest occurrences with their anonymised context."""
+    the most affected, named), pages, browsers, systems and devices with their shares, the
+    latest occurrences with their anonymised context, and its revenue at risk from `impacts`
+    (derived/conversion_impact.py) with the method in one sentence."""
     await find_error(store, site_id, error_id)
     start, end = _day_bounds(first, last)
     match = {"siteId": site_id, "errorId": error_id, "occurredAt": {"$gte": start, "$lt": end},
@@ -179,6 +176,8 @@ async def error_breakdown(store: Store, site_id: str, error_id: str, *, first: d
         "occurredAt", DESCENDING).limit(LATEST_OCCURRENCES).to_list(None)
     return {
         "from": first.isoformat(), "to": last.isoformat(), "occurrences": total,
+        "impact": (impacts or {}).get(error_id) or conversion_impact.no_impact(None),
+        "method": conversion_impact.METHOD,
         "days": [{"day": day, "count": per_day.get(day, 0)} for day in _days(first, last)],
         "visitorsAffected": len(visitor_rows),
         "visitors": [{"visitorId": row["_id"], "occurrences": row["count"],

@@ -14,7 +14,8 @@ from datetime import date, datetime
 from typing import Any
 
 from derived.daily_figures import page_path
-from derived.views.charts import _bounds
+from derived.funnel_reports import MAX_FILTER_SESSIONS
+from derived.views.charts import _bounds, _day_bounds
 from derived.views.paging import Page, keyset_page, readable
 from documents import error_records, interactions, leads, recordings, visitors
 from documents.store import ASCENDING, Store
@@ -212,3 +213,14 @@ def _click_label(event: dict[str, Any]) -> str:
     if event.get("count") and event["kind"] == "rage_click":
         what += f" ({event['count']}×)"
     return f"{what} on {event['selector']}" if event.get("selector") else what
+
+
+async def sessions_hit_by(store: Store, site_id: str, error_id: str, first: date, last: date
+                          ) -> tuple[str, ...]:
+    """The browser sessions the error hit between `first` and `last` (the recordings list's
+    `error` filter: the sessions behind its revenue at risk), restricted visitors left out;
+    at most MAX_FILTER_SESSIONS, the earliest hit first."""
+    start, end = _day_bounds(first, last)
+    return tuple(await error_records.sessions_hit(
+        store, site_id, error_id, start, end,
+        hidden=await visitors.restricted_visitor_ids(store, site_id), limit=MAX_FILTER_SESSIONS))

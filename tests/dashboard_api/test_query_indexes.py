@@ -81,13 +81,11 @@ SHAPES = [
     # (erasure, export, their share); the overview's session figures over days.
     (visits.COLLECTION, {"siteId"}, "startedAt"),
     (visits.COLLECTION, {"siteId", "visitorId"}, None),
+    # ...and a visitor's last visit before a moment (a journey record without a session).
+    (visits.COLLECTION, {"siteId", "visitorId"}, "startedAt"),
     (daily_figures.SESSION_DAYS, {"siteId"}, "day"),
-    # ...a range's carts and checkouts, and its paid orders (commerce.session_steps).
-    (commerce.EVENTS, {"siteId", "type"}, "occurredAt"),
+    # ...a range's paid orders (commerce.paid_orders), a site's funnels.
     (commerce.ORDERS, {"siteId"}, "paidAt"),
-    # ...the rage and dead clicks of a range (interactions.frustrated_clicks), a site's
-    # funnels.
-    ("interaction_buckets", {"siteId"}, "lastAt"),
     (funnels.COLLECTION, {"siteId"}, "createdAt"),
 ]
 

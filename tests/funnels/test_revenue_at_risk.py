@@ -6,6 +6,7 @@ restriction keep it exact. The test's error rate and power: test_revenue_at_risk
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 from math import comb
 from typing import Any
@@ -141,6 +142,28 @@ async def test_pages_with_rage_and_dead_clicks_are_ranked_by_revenue_at_risk(
              page["revenueAtRiskLow"], page["revenueAtRiskHigh"]) for page in pages] == [
         ("/pay", 30, "significant", 33000, 20495, 42196),
         ("/checkout", 5, "notEnoughData", None, None, None)]
+
+
+async def test_an_errors_page_has_its_revenue_at_risk_and_opens_the_sessions_it_hit(
+        fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str):
+    await _traffic(ingest, deps)
+    for visitor in ("h0", "h1", "u0"):
+        await ingest("recordings/start", {"visitorId": visitor, "sessionId": f"{visitor}-s",
+                                          "recordingId": str(uuid.uuid4()),
+                                          "url": f"{SHOP}/product/a"})
+    pay = (await _ranked(fetch, tenant, viewer_token))["items"][0]
+    days = f"from={BASE.date().isoformat()}&to={datetime.now(UTC).date().isoformat()}"
+    site = f"/api/v1/sites/{tenant.site_id}"
+    answer = await fetch(f"{site}/errors/{pay['id']}/breakdown?{days}", token=viewer_token)
+    assert answer.code == 200, answer
+    # The same answer as the list's: the same range, adjusted over the same family.
+    assert answer.json()["impact"] == pay["impact"]
+    assert answer.json()["impact"]["revenueAtRisk"] == 33000
+    assert "Mantel-Haenszel" in answer.json()["method"]
+    # The sessions behind it: of the three recorded sessions, the two the error hit.
+    answer = await fetch(f"{site}/recordings?error={pay['id']}&{days}", token=viewer_token)
+    assert answer.code == 200, answer
+    assert {row["sessionId"] for row in answer.json()["items"]} == {"h0-s", "h1-s"}
 
 
 async def test_a_drop_that_is_not_significant_gets_no_figure(

@@ -123,6 +123,32 @@ async def test_the_errors_list_sorted_by_revenue_at_risk_says_its_rule(
     await expect(page.locator("#pages-at-risk-title")).to_be_visible()
     await assert_accessible(page, "the errors list by revenue at risk")
 
+    # The error's own page has its revenue at risk (issue 41 point 2): the figure, its
+    # interval, the conversions behind it, the method in one sentence and the sessions hit.
+    await first.get_by_role("link").click()
+    risk = page.locator("#revenue-at-risk")
+    await expect(risk.locator(".at-risk")).to_contain_text("EUR")
+    await expect(risk).to_contain_text("90% interval")
+    await expect(risk).to_contain_text("Sessions hit30")
+    await expect(risk).to_contain_text("Ordered after being hit10%")
+    await expect(page.locator("#risk-method")).to_contain_text("Mantel-Haenszel")
+    await assert_accessible(page, "an error's revenue at risk")
+    await page.screenshot(path="/tmp/error-risk-1280.png", full_page=True)
+    # On a phone: the same figures, nothing cut or scrolled sideways; and the list keeps the
+    # column it is sorted by.
+    await page.set_viewport_size({"width": 390, "height": 844})
+    await expect(risk.locator(".at-risk")).to_be_visible()
+    box = await risk.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+    await page.screenshot(path="/tmp/error-risk-390.png", full_page=True)
+    await assert_accessible(page, "an error's revenue at risk on a phone")
+    await page.go_back()
+    await expect(page.locator("#errors tbody tr").first.locator(".at-risk")).to_be_visible()
+    await page.go_forward()
+    await page.locator("#sessions-hit").click()
+    await expect(page.locator("#error-filter")).to_contain_text("Sessions hit by this error")
+    await page.set_viewport_size({"width": 1280, "height": 800})
+
     await page.get_by_role("link", name="Overview").click()
     sources = page.locator("#traffic-sources")
     await expect(sources).to_contain_text("uitest")
