@@ -52,6 +52,7 @@ from handlers import ingest_errors as ingest_error_handlers
 from handlers import ingest_recordings as recording_handlers
 from handlers import live as live_handlers
 from handlers import notifications as notification_handlers
+from handlers import orders as order_handlers
 from handlers import retention as retention_handlers
 from handlers import sdk as sdk_handlers
 from handlers import sites as site_handlers
@@ -247,6 +248,7 @@ def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
         *retention_handlers.default_handlers,
         *visitor_handlers.default_handlers,
         *data_api_handlers.default_handlers,
+        *order_handlers.default_handlers,
         *heatmap_handlers.default_handlers,
         *csv_export_handlers.default_handlers,
         *survey_handlers.default_handlers,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
+from derived.views import orders as order_views
 from derived.views.charts import _bounds
 from derived.views.leads import lead_view
 from derived.views.paging import decode_cursor, encode_cursor, keyset_page, readable
@@ -53,8 +54,9 @@ def visitor_summary(profile: dict[str, Any]) -> dict[str, Any]:
 
 
 async def visitor_profile(store: Store, site_id: str, visitor_id: str) -> dict[str, Any]:
-    """The profile page: identity, counts, recent activity, errors hit, recordings, leads and
-    linked profiles (same `wpUserId`, listed separately). NotFound for restricted visitors."""
+    """The profile page: identity, counts, recent activity, errors hit, recordings, leads,
+    orders (as the orders list shows them) and linked profiles (same `wpUserId`, listed
+    separately). NotFound for restricted visitors."""
     profile = await visitors.find_profile(store, site_id, visitor_id)
     if profile is None or profile.get("restricted"):
         raise NotFound("visitor not found")
@@ -64,6 +66,8 @@ async def visitor_profile(store: Store, site_id: str, visitor_id: str) -> dict[s
                                                       limit=PROFILE_ITEMS)
     found_recordings = await recordings.latest_recordings_of_visitor(
         store, site_id, visitor_id, limit=PROFILE_ITEMS)
+    found_orders = await order_views.visitor_orders(store, site_id, visitor_id,
+                                                    limit=PROFILE_ITEMS)
     linked: list[dict[str, Any]] = []
     if profile.get("wpUserId"):
         linked = await visitors.linked_profiles(store, site_id, profile["wpUserId"], visitor_id,
@@ -77,6 +81,7 @@ async def visitor_profile(store: Store, site_id: str, visitor_id: str) -> dict[s
                     "when": o["occurredAt"]} for o in occurrences],
         "recordings": readable(found_recordings, recording_summary, "recording"),
         "leads": readable(found_leads, lead_view, "lead"),
+        "orders": found_orders,
         "linkedProfiles": readable(linked, visitor_summary, "visitor"),
     }
 

@@ -87,6 +87,15 @@ SHAPES = [
     # ...a range's paid orders (commerce.paid_orders), a site's funnels.
     (commerce.ORDERS, {"siteId"}, "paidAt"),
     (funnels.COLLECTION, {"siteId"}, "createdAt"),
+    # the orders list (issue 41 point 1): a range of placings, all or of one status or currency
+    # (the value filter and sort read one currency's); a range of payments (the shape above;
+    # status and currency are matched on the orders it reads); a visitor's newest orders (the
+    # profile); an order's visit, by its session (`_id`) or the visitor's last visit before
+    # it (the visits' shape above).
+    (commerce.ORDERS, {"siteId"}, "placedAt"),
+    (commerce.ORDERS, {"siteId", "status"}, "placedAt"),
+    (commerce.ORDERS, {"siteId", "currency"}, "placedAt"),
+    (commerce.ORDERS, {"siteId", "visitorId"}, None),
 ]
 
 
