@@ -8,6 +8,7 @@ import { errorsPage } from './errors.js';
 import { funnelsPage } from './funnels.js';
 import { heatmapsPage } from './heatmaps.js';
 import { leadsPage } from './leads.js';
+import { ordersPage } from './orders.js';
 import { overviewPage } from './overview.js';
 import { privacyPage } from './privacy.js';
 import { recordingsPage } from './recordings.js';
@@ -25,6 +26,7 @@ const PAGES = {
   visitors: visitorsPage,
   errors: errorsPage,
   leads: leadsPage,
+  orders: ordersPage,
   recordings: recordingsPage,
   settings: settingsPage,
   privacy: privacyPage,
@@ -173,6 +175,7 @@ const TABS = [
   ['visitors', 'Visitors'],
   ['errors', 'Errors'],
   ['leads', 'Leads'],
+  ['orders', 'Orders'],
   ['recordings', 'Recordings'],
   ['funnels', 'Funnels'],
   ['heatmaps', 'Heatmaps'],

@@ -1,12 +1,13 @@
 // The visitors pages: the list, searched and filtered in the URL, and one visitor's profile
 // (identity, location and device, session timeline with replays, recent activity, errors,
-// recordings, leads, linked profiles) with the data-subject actions: export, restriction,
+// recordings, leads, orders, linked profiles) with the data-subject actions: export, restriction,
 // objection and erasure with its receipt in the server's words.
 import { describeError, siteApi } from './api.js';
 import { actionButton, download } from './controls.js';
 import { alertBox, empty, facts, h, pagePath, progress, seconds, table, when } from './dom.js';
 import { DEVICES, choice, field, filterForm, listQuery, pager, yesNo } from './filters.js';
 import { replayControl } from './replay.js';
+import { visitorOrders } from './orders.js';
 
 function visitorName(visitor) {
   return visitor.displayName || `Anonymous ${visitor.visitorId.slice(0, 8)}`;
@@ -197,6 +198,12 @@ async function visitorProfile(app, site, visitorId) {
       { class: 'panel', 'aria-labelledby': 'sessions-title' },
       h('h2', { id: 'sessions-title' }, 'Session timeline'),
       sessionTimeline(app, site, sessions),
+    ),
+    h(
+      'section',
+      { class: 'panel', 'aria-labelledby': 'orders-title' },
+      h('h2', { id: 'orders-title' }, `Orders (${(visitor.orders || []).length})`),
+      visitorOrders(visitor.orders || []),
     ),
     h(
       'div',
