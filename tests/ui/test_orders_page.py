@@ -26,8 +26,7 @@ async def _orders(dashboard: Dashboard, deps) -> None:
     """Beside the demo's own order (demo-1001, 24.90 EUR, paid): ui-2, 45.50 EUR from a Google
     visit, paid and refunded 5.50; ui-3, 12.00 USD, placed only, of a visit with no referrer."""
     at = (datetime.now(UTC) - timedelta(hours=2)).replace(microsecond=0)
-    for visitor, order, referrer in (("ui-buyer", "ui-2", "https://www.google.com/"),
-                                     ("ui-buyer-2", "ui-3", None)):
+    for visitor, referrer in (("ui-buyer", "https://www.google.com/"), ("ui-buyer-2", None)):
         view = {"visitorId": visitor, "sessionId": f"{visitor}-s", "url": f"{SHOP}/cart",
                 "occurredAt": at.isoformat()}
         if referrer:
