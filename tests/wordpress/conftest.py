@@ -97,6 +97,9 @@ async def open_shop(wordpress: WordPress, service: Service, make_tenant) -> Shop
             delete_option('visitor_service_dropped');
             delete_option('visitor_service_last_check');
             delete_option('visitor_service_delivery_hold');
+            delete_option('visitor_service_paused');
+            delete_option('fake_as_actions');  // Action Scheduler's queue (the stand-in's)
+            wp_clear_scheduled_hook('visitor_service_deliver');
             global $wpdb;  // and the per-address counters: every test comes from 127.0.0.1
             $wpdb->query("DELETE FROM $wpdb->options
                 WHERE option_name LIKE '\\_transient%visitor\\_service\\_rl\\_%'");

@@ -16,6 +16,10 @@ foreach (VisitorService\Options::ALL as $visitor_service_option) {
     delete_option($visitor_service_option);
 }
 wp_clear_scheduled_hook('visitor_service_retry');
+wp_clear_scheduled_hook('visitor_service_deliver');
+if (function_exists('as_unschedule_all_actions')) {
+    as_unschedule_all_actions('visitor_service_deliver', [], 'visitor-service');
+}
 global $wpdb;
 // The per-address counters of the public routes (transients; they expire by themselves too).
 // phpcs:ignore WordPress.DB.DirectDatabaseQuery, VisitorService.DB.DirectDatabaseQuery -- uninstall: WordPress has no API that deletes transients by prefix, and nothing is left to cache

@@ -28,8 +28,10 @@ final class Options
     public const SETTINGS_READ_AT = 'visitor_service_settings_read_at';
     /** Set when the database copy of a key now defined in wp-config.php was removed (a notice). */
     public const KEY_REMOVED = 'visitor_service_key_removed';
-    /** Until when no delivery of the outbox is started (one runs, or the service is unreachable). */
+    /** Until when no delivery of the outbox is started: one runs. */
     public const DELIVERY_HOLD = 'visitor_service_delivery_hold';
+    /** The outbox's kinds (paths) paused after a failure: until when, and failures in a row. */
+    public const PAUSED = 'visitor_service_paused';
     /** Which form plugins' submissions count as leads (Forms). */
     public const FORM_SOURCES = 'visitor_service_form_sources';
 
@@ -37,7 +39,7 @@ final class Options
     public const ALL = [
         self::URL, self::PUBLIC_KEY, self::API_KEY, self::REQUIRE_CONSENT, self::DROPPED,
         self::LAST_CHECK, self::DB_VERSION, self::SETTINGS_READ_AT, self::KEY_REMOVED,
-        self::DELIVERY_HOLD, self::FORM_SOURCES,
+        self::DELIVERY_HOLD, self::FORM_SOURCES, self::PAUSED,
     ];
 
     public static function serviceUrl(): string

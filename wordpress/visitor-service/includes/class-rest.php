@@ -136,7 +136,7 @@ final class Rest
     {
         ignore_user_abort(true);
         if (Options::configured()) {
-            Outbox::deliverFresh();
+            Outbox::deliver();
         }
         return new \WP_REST_Response(null, 204);
     }
