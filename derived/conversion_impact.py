@@ -228,7 +228,7 @@ async def _read(store: Store, site: dict[str, Any], first: date, last: date, hit
     counts = await daily_figures.session_figures(store, site["_id"], first, last,
                                                  dimensions=(journeys.STAGE, hits))
     tables = journeys.strata_by_name(counts[journeys.STAGE].items(), counts[hits].items())
-    currency, _ = await commerce.reporting_currency(store, site["_id"], site.get("settings"))
+    currency, _ = commerce.reporting_currency(site)
     days = daily_figures.period(await daily_figures.site_days(store, site["_id"], first, last),
                                 first, last)
     orders = days.orders.get(currency or "", 0)

@@ -673,12 +673,17 @@ def _dotted(nested: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 async def rebuild_site(store: Store, site_id: str) -> None:
     """Recompute the site's day documents: what the retention purge kept of data it removed,
-    plus what the stored data adds up to (restricted visitors left out). Run it under the
+    plus what the stored data adds up to (restricted visitors left out), and keep its first
+    currency if it has none yet. Run it under the
     site's fold lease (`derivation.rebuild_site`), so no fold writes meanwhile."""
     stored = await count_stored(store, site_id)
     retained = await _retained(store, site_id)
     tally = stored.tally
     tally.add(retained)
+    first = await commerce.first_currency(store, site_id)
+    if first is not None:
+        # A site folded before the first currency was kept gets it (kept ones stay).
+        await sites.keep_first_currency(store, site_id, first)
     await visits.replace_site(store, site_id, stored.visits)
     for collection in (SITE_DAYS, PAGE_DAYS, VISITOR_DAYS, SESSION_DAYS):
         await store.collection(collection).delete_many({"siteId": site_id})

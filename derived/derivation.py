@@ -136,6 +136,12 @@ async def _fold(store: Store, site_id: str, facts: list[dict[str, Any]], *,
                                    session=session)
     await heatmaps.add_to_aggregates(store, site_id, shares, session=session)
     await tally.write(store, session=session)
+    paid = next((record["currency"] for fact in facts if fact["kind"] == daily_figures.ORDER
+                 and fact.get("visitorId") not in held for record in fact["records"]
+                 if record.get("orders", 0) > 0), None)
+    if paid is not None:
+        # The reporting currency until the owner chooses one, kept on the site once known.
+        await sites.keep_first_currency(store, site_id, paid, session=session)
 
 
 async def _join_journey(store: Store, tally: daily_figures.Tally,

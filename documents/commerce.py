@@ -41,7 +41,7 @@ from typing import Any
 
 from iso4217 import Currency
 
-from documents import visitors
+from documents import sites, visitors
 from documents.retention import Expiry
 from documents.store import ASCENDING, AlreadyStored, DuplicateKeyError, Index, Store
 
@@ -380,7 +380,8 @@ async def mark_erased(store: Store, site_id: str, shop_order_ids: Iterable[str],
 
 
 async def first_currency(store: Store, site_id: str) -> str | None:
-    """The currency of the site's first paid order (the default reporting currency)."""
+    """The currency of the site's stored paid order paid first (a rebuild keeps it on a site
+    folded before `firstCurrency` was kept)."""
     first = await store.collection(ORDERS).find_one(
         {"siteId": site_id, "paidAt": {"$ne": None}}, {"currency": 1},
         sort=[("paidAt", ASCENDING)])
@@ -540,14 +541,15 @@ def money_overview(now: Any, before: Any, currency: str | None,
     }
 
 
-async def reporting_currency(store: Store, site_id: str, settings: dict[str, Any] | None
-                             ) -> tuple[str | None, str | None]:
+def reporting_currency(site: dict[str, Any]) -> tuple[str | None, str | None]:
     """The site's reporting currency and where it comes from: its setting ("setting"), else
-    the currency of its first paid order ("firstOrder"), else none yet."""
-    chosen = (settings or {}).get("reportingCurrency")
+    the currency of its first paid order, kept on the site once folded (`firstCurrency`,
+    documents/sites.py `keep_first_currency`; "firstOrder"), else none yet. Kept, not looked
+    up: the retention purge may have removed that order since."""
+    chosen = (site.get("settings") or {}).get("reportingCurrency")
     if chosen:
         return chosen, "setting"
-    first = await first_currency(store, site_id)
+    first = site.get(sites.FIRST_CURRENCY)
     return (first, "firstOrder") if first else (None, None)
 
 

@@ -51,6 +51,9 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "personalPages": ["/checkout", "/checkout/*", "/my-account", "/my-account/*"],
 }
 
+#: The currency of the site's first paid order folded, kept once known: the reporting currency
+#: until the owner chooses one (documents/commerce.py `reporting_currency`).
+FIRST_CURRENCY = "firstCurrency"
 API_KEY_PREFIX = "sk_"
 PUBLIC_KEY_PREFIX = "pk_"
 
@@ -410,6 +413,14 @@ async def find_site(store: Store, site_id: str, projection: dict[str, Any] | Non
     """The site by its id (only the `projection`'s fields when given), or None."""
     return await store.collection(COLLECTION).find_one({"_id": site_id}, projection,
                                                         session=session)
+
+
+async def keep_first_currency(store: Store, site_id: str, currency: str, *,
+                              session: Any = None) -> None:
+    """Keep `currency` as the site's first currency unless it has one already."""
+    await store.collection(COLLECTION).update_one(
+        {"_id": site_id, FIRST_CURRENCY: None}, {"$set": {FIRST_CURRENCY: currency}},
+        session=session)
 
 
 async def site_ids(store: Store) -> list[str]:

@@ -324,8 +324,7 @@ class OverviewHandler(SiteDataHandler):
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         first, last = self.day_range()
-        self.write_json(await overview.overview(
-            self.deps.store, site["_id"], first, last, settings=site.get("settings")))
+        self.write_json(await overview.overview(self.deps.store, site, first, last))
 
 
 class RecentEventsHandler(SiteDataHandler):

@@ -35,15 +35,16 @@ def _ranked(counts: Counter[Any], total: int | None = None) -> list[dict[str, An
             [:TOP_ITEMS]]
 
 
-async def overview(store: Store, site_id: str, first: date, last: date, *,
-                   settings: dict[str, Any] | None = None) -> dict[str, Any]:
+async def overview(store: Store, site: dict[str, Any], first: date, last: date
+                   ) -> dict[str, Any]:
     """Visitors, pageviews, errors, leads and leads per visitor between `first` and `last`, each
     with the previous period's figure and the change; top pages, top errors, the pages with
     the most rage and dead clicks, and the visitors' countries and devices; the money figures
-    in the site's reporting currency (`settings`; documents/commerce.py).
+    in the site's reporting currency (documents/commerce.py).
 
     Everything but the top errors comes from the daily figures (derived/daily_figures.py), which
     leave restricted visitors out as every other read does."""
+    site_id = site["_id"]
     restricted = await visitors.restricted_visitor_ids(store, site_id)
     hidden: dict[str, Any] = {"visitorId": {"$nin": restricted}} if restricted else {}
     before_first, before_last = previous_period(first, last)
@@ -62,7 +63,7 @@ async def overview(store: Store, site_id: str, first: date, last: date, *,
     frustrated = sorted((row for row in pages if row["rageClicks"] or row["deadClicks"]),
                         key=lambda row: (-(row["rageClicks"] + row["deadClicks"]), row["_id"]))
     previously = _figures(before)
-    currency = await commerce.reporting_currency(store, site_id, settings)
+    currency = commerce.reporting_currency(site)
     return {
         "from": first.isoformat(), "to": last.isoformat(),
         "figuresAsOf": await derivation.oldest_unfolded(store, site_id),

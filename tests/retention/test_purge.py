@@ -330,6 +330,15 @@ async def test_orders_go_with_their_events_and_their_revenue_stays_in_the_figure
     # A rebuild finds no order, and adds back the revenue the purge kept.
     await derivation.rebuild_site(store, tenant.site_id)
     assert await _figures_as_read(store) == figures
+    # The reporting currency came from the first paid order and stays with that order gone,
+    # so the kept EUR revenue is still the site's own, not "another currency".
+    answer = await fetch(f"/api/v1/sites/{tenant.site_id}/overview?from="
+                         f"{at.date().isoformat()}&to={at.date().isoformat()}",
+                         token=tenant.token)
+    assert answer.code == 200, answer
+    money = answer.json()["commerce"]
+    assert (money["currency"], money["currencySource"], money["otherCurrencies"]) == (
+        "EUR", "firstOrder", [])
 
 
 class RacingStore(FaultyStore):
