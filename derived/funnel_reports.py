@@ -1,9 +1,10 @@
 """How the sessions of a date range go through a funnel (its definition: documents/funnels.py).
 
-A report reads one document per session of the range: the visits that started in it
-(derived/visits.py, one indexed query), each with the journey the fold joined to it (its
-commerce steps and paid orders, derived/journeys.py), restricted visitors left out. Visits
-are the visitor's data, so erasure and restriction are exact. What a report reads
+A report reads one document per session of the range, and of the previous period for its
+conversion: the visits that started in it (derived/visits.py, one indexed query each), each
+with the journey the fold joined to it (its commerce steps and paid orders,
+derived/journeys.py), restricted visitors left out. Visits are the visitor's data, so erasure
+and restriction are exact. What a report reads
 (`read_sessions`) is read on the event loop; what it then works out (`paths_through`,
 `report`) is CPU only and goes through the caller's offload, a report thread with a time
 limit (decision "Issue 39: reports that never freeze the server"). A page step's matcher is
@@ -17,12 +18,19 @@ passed in (privacy/exclusion.py). The rules (decision "Issue 31" in docs/decisio
   visitor's visit that started last before it, if it came at most `journeys.LATE` after that
   visit's last pageview;
 * the time between two steps is the time between the moments they were reached; the median
-  is over the sessions that reached the later step.
+  is over the sessions that reached the later step;
+* conversion over time counts each session on the UTC day it started: per day for a range of
+  up to `DAILY_UP_TO_DAYS` days, per ISO week (Monday to Sunday, the first and last cut to the
+  range) for a longer one; the previous period is the one of the same length just before
+  (derived/views/overview.py), its sessions gone through the funnel as it is defined now, and
+  the change is the difference of the two conversions (in points, not relative).
 """
 
 from __future__ import annotations
 
+import asyncio
 import statistics
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -30,6 +38,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from derived import journeys, visits
+from derived.views.overview import previous_period
 from documents.funnels import PRODUCT_VIEW, find_funnel, step_view, view
 from documents.store import Store
 from documents.visitors import restricted_visitor_ids
@@ -40,6 +49,9 @@ BREAKDOWNS = ("device", "country", "source")
 #: Sessions a recordings filter by source or funnel step may name; beyond that, the first
 #: found (the earliest started) are kept.
 MAX_FILTER_SESSIONS = 10_000
+#: A range of up to this many days has its conversion day by day; a longer one week by week,
+#: which keeps the longest range (366 days) to 53 points a chart can still show.
+DAILY_UP_TO_DAYS = 31
 
 #: Whether a URL matches a pattern of the excluded-URL syntax: (url, pattern) -> bool.
 PageMatch = Callable[[str, str], bool]
@@ -61,6 +73,8 @@ class SessionPath:
     country: str
     source: str
     reached: tuple[datetime, ...]
+    #: When the visit started: the day conversion over time counts the session on.
+    started: datetime
     #: Every commerce step the session's shop sent, in time order (kind, at).
     commerce: tuple[tuple[str, datetime], ...] = ()
 
@@ -133,7 +147,7 @@ def paths_through(funnel: dict[str, Any], sessions: RangeSessions, *, page_match
                                  visit.get("device") or "unknown",
                                  visit.get("country") or "unknown",
                                  visits.source_label(visit.get("source")), reached,
-                                 tuple(steps)))
+                                 _aware(visit["startedAt"]), tuple(steps)))
     return paths
 
 
@@ -150,21 +164,62 @@ def _median_seconds(paths: list[SessionPath], step: int) -> float | None:
 async def funnel_report(store: Store, site_id: str, funnel: dict[str, Any], first: date,
                         last: date, *, source: str | None, page_matches: PageMatch,
                         offload: Offload) -> dict[str, Any]:
-    """The funnel's report over the range: read here, worked out through `offload`."""
-    sessions = await read_sessions(store, site_id, first, last, source=source)
+    """The funnel's report over the range and its conversion in the previous period: both
+    read here, worked out through `offload`."""
+    before_first, before_last = previous_period(first, last)
+    sessions, before = await asyncio.gather(
+        read_sessions(store, site_id, first, last, source=source),
+        read_sessions(store, site_id, before_first, before_last, source=source))
 
     def work_out(check: Checkpoint) -> dict[str, Any]:
         paths = paths_through(funnel, sessions, page_matches=page_matches, check=check)
-        return report(funnel, paths, first, last, source)
+        previous = paths_through(funnel, before, page_matches=page_matches, check=check)
+        return report(funnel, paths, first, last, source, previous=previous)
 
     return await offload(work_out)
 
 
+def _periods(first: date, last: date) -> tuple[str, list[tuple[date, date]]]:
+    """The unit and the (first, last) days of each point of conversion over time."""
+    if (last - first).days < DAILY_UP_TO_DAYS:
+        return "day", [(first + timedelta(days=n),) * 2 for n in range((last - first).days + 1)]
+    periods = []
+    start = first
+    while start <= last:
+        end = min(start + timedelta(days=6 - start.weekday()), last)
+        periods.append((start, end))
+        start = end + timedelta(days=1)
+    return "week", periods
+
+
+def _conversion(paths: list[SessionPath], count: int) -> dict[str, Any]:
+    """Sessions that entered the funnel (reached step 1), completed it, and the ratio."""
+    entered = sum(1 for path in paths if path.reached)
+    completed = sum(1 for path in paths if len(path.reached) == count)
+    return {"entered": entered, "completed": completed, "conversion": _ratio(completed, entered)}
+
+
+def _over_time(paths: list[SessionPath], count: int, first: date, last: date
+               ) -> dict[str, Any]:
+    """Conversion per day or week of the range, each session on the UTC day it started."""
+    unit, periods = _periods(first, last)
+    starts = [start for start, _ in periods]
+    grouped: list[list[SessionPath]] = [[] for _ in periods]
+    for path in paths:
+        at = bisect_right(starts, path.started.astimezone(UTC).date()) - 1
+        if at >= 0:
+            grouped[at].append(path)
+    return {"unit": unit, "periods": [
+        {"from": start.isoformat(), "to": end.isoformat(), **_conversion(group, count)}
+        for (start, end), group in zip(periods, grouped, strict=True)]}
+
+
 def report(funnel: dict[str, Any], paths: list[SessionPath], first: date, last: date,
-           source: str | None) -> dict[str, Any]:
+           source: str | None, *, previous: list[SessionPath]) -> dict[str, Any]:
     """Per step: sessions that reached it, conversion from step 1 and from the step before,
-    the sessions that stopped there (drop-off) and the median time from the step before; and
-    the same counts by device, country and source."""
+    the sessions that stopped there (drop-off) and the median time from the step before; the
+    same counts by device, country and source; conversion per day or week; and the previous
+    period's conversion (`previous`: its sessions' paths) with the change."""
     count = len(funnel["steps"])
     reached = [sum(1 for path in paths if len(path.reached) > k) for k in range(count)]
     steps = []
@@ -187,8 +242,17 @@ def report(funnel: dict[str, Any], paths: list[SessionPath], first: date, last: 
             rows.append({"name": value, "sessions": counts,
                          "conversion": _ratio(counts[-1], counts[0])})
         breakdown[name] = rows
+    now = _conversion(paths, count)
+    before_first, before_last = previous_period(first, last)
+    before = _conversion(previous, count)
+    change = (round(now["conversion"] - before["conversion"], 4)
+              if now["conversion"] is not None and before["conversion"] is not None else None)
     return {"funnel": view(funnel), "from": first.isoformat(), "to": last.isoformat(),
-            "source": source, "sessions": len(paths), "steps": steps, "breakdown": breakdown}
+            "source": source, "sessions": len(paths), "steps": steps, "breakdown": breakdown,
+            **now, "overTime": _over_time(paths, count, first, last),
+            "previous": {"from": before_first.isoformat(), "to": before_last.isoformat(),
+                         "sessions": len(previous), **before},
+            "conversionChange": change}
 
 
 def stopped_at(paths: list[SessionPath], step: int) -> list[str]:

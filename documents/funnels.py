@@ -69,6 +69,13 @@ def step_label(step: dict[str, Any]) -> str:
     return EVENT_LABELS[step["event"]] if step["kind"] == "event" else step["pattern"]
 
 
+def checked_name(name: str) -> str:
+    """The name without its outer spaces; InvalidInput when nothing is left."""
+    if not name.strip():
+        raise InvalidInput("a funnel has a name", field="name")
+    return name.strip()
+
+
 def checked_steps(steps: list[dict[str, Any]], check_pattern: PatternCheck
                   ) -> list[dict[str, Any]]:
     """The steps with their patterns normalised; InvalidInput names what does not fit."""
@@ -120,7 +127,7 @@ async def create_funnel(store: Store, site_id: str, body: dict[str, Any],
             {"siteId": site_id}, session=session) >= MAX_FUNNELS_PER_SITE:
         raise InvalidInput(f"a site has at most {MAX_FUNNELS_PER_SITE} funnels of its own")
     now = datetime.now(UTC)
-    funnel = {"_id": new_id(), "siteId": site_id, "name": body["name"].strip(),
+    funnel = {"_id": new_id(), "siteId": site_id, "name": checked_name(body["name"]),
               "steps": checked_steps(body["steps"], check_pattern), "createdAt": now,
               "updatedAt": now}
     await store.collection(COLLECTION).insert_one(funnel, session=session)
@@ -142,8 +149,10 @@ async def update_funnel(store: Store, site_id: str, funnel_id: str, body: dict[s
     if funnel is None:
         raise NotFound("funnel not found")
     changes: dict[str, Any] = {}
-    if "name" in body and body["name"].strip() != funnel["name"]:
-        changes["name"] = body["name"].strip()
+    if "name" in body:
+        name = checked_name(body["name"])
+        if name != funnel["name"]:
+            changes["name"] = name
     if "steps" in body:
         steps = checked_steps(body["steps"], check_pattern)
         if steps != funnel["steps"]:

@@ -1,11 +1,12 @@
-"""Funnels (issue 31 point 3): the shop funnel and a funnel of page patterns over crafted
-sessions whose counts, conversions, drop-offs, medians and breakdowns are worked out by hand
-below; the recordings of the sessions that stopped at a step; definitions stored per site and
-audited; erasure and restriction keep the reports exact."""
+"""Funnels (issue 31 point 3, issue 41 point 3): the shop funnel and a funnel of page patterns
+over crafted sessions whose counts, conversions, drop-offs, medians, breakdowns, conversion per
+day and week and against the previous period are worked out by hand below; the recordings of
+the sessions that stopped at a step; definitions stored per site, edited and audited; erasure
+and restriction keep the reports exact."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from tests.support.app import Fetch, Tenant
@@ -233,3 +234,148 @@ async def test_erasure_and_restriction_keep_the_funnel_exact(
     after = await _report(fetch, tenant, viewer_token)
     assert (after["sessions"], _column(after, "sessions")) == (5, [4, 2, 1, 0])
     assert _column(after, "medianSecondsFromPrevious") == [None, 300.0, 360.0, None]
+
+
+async def _shop_session(ingest: Ingest, name: str, start: datetime, reached: int) -> None:
+    """A session of its own visitor that starts at `start` on a product page and goes through
+    the first `reached` shop funnel steps: cart 5', checkout 12', an order paid 15' later (so
+    a session started at 23:50 finishes the next day); 0 is a home page only."""
+    context = {"visitorId": f"v-{name}", "sessionId": name, "userAgent": DESKTOP}
+
+    def at(minutes: int) -> str:
+        return (start + timedelta(minutes=minutes)).isoformat()
+
+    await ingest("pageviews", {**context, "url": f"{SHOP}/product/a" if reached else f"{SHOP}/",
+                               "occurredAt": at(0), "pageviewId": f"{name}-0",
+                               **({"productId": "p-1"} if reached else {})})
+    if reached >= 2:
+        await ingest("commerce", {"eventId": f"{name}-cart", "type": "add_to_cart", **context,
+                                  "productId": "p-1", "occurredAt": at(5)})
+    if reached >= 3:
+        await ingest("commerce", {"eventId": f"{name}-co", "type": "checkout_started",
+                                  **context, "occurredAt": at(12)})
+    if reached >= 4:
+        await ingest("commerce", {"eventId": f"{name}-placed", "type": "order_placed",
+                                  **context, "orderId": f"o-{name}", "total": "20.00",
+                                  "currency": "EUR", "occurredAt": at(14)})
+        await ingest("commerce", {"eventId": f"{name}-paid", "type": "order_paid",
+                                  "orderId": f"o-{name}", "occurredAt": at(15)})
+
+
+async def test_conversion_per_day_and_week_and_against_the_previous_period(
+        fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str, schemas):
+    """Yesterday is A; the range is A-2 to A, the previous period A-5 to A-3.
+
+    A-2 23:50  c1 goes all the way, its order after midnight: counted on A-2
+    A-2 12:00  c2 to the cart                                 -> A-2: 2 entered, 1 completed
+    A-1        nobody                                          -> A-1: 0, 0, no conversion
+    A   12:00  c3 all the way, c4 step 1, c5 to the checkout,
+               c6 the home page only (a session, not entered)  -> A: 3 entered, 1 completed
+    the range: 6 sessions, 5 entered, 2 completed: 0.4
+    A-3 p2 and p3 step 1, A-4 p4 to the cart, A-5 p1 all the way: 4 entered, 1 completed: 0.25
+    A-6 p0 all the way: before the previous period. The change: 0.4 - 0.25 = 0.15 (points).
+    """
+    a = datetime.now(UTC).date() - timedelta(days=1)
+
+    def moment(days_before: int, hour: int, minute: int = 0) -> datetime:
+        day = a - timedelta(days=days_before)
+        return datetime(day.year, day.month, day.day, hour, minute, tzinfo=UTC)
+
+    sessions = [("c1", 2, 23, 50, 4), ("c2", 2, 12, 0, 2), ("c3", 0, 12, 0, 4),
+                ("c4", 0, 12, 5, 1), ("c5", 0, 12, 10, 3), ("c6", 0, 12, 15, 0),
+                ("p1", 5, 12, 0, 4), ("p2", 3, 12, 0, 1), ("p3", 3, 12, 5, 1),
+                ("p4", 4, 12, 0, 2), ("p0", 6, 12, 0, 4)]
+    for name, days_before, hour, minute, reached in sessions:
+        await _shop_session(ingest, name, moment(days_before, hour, minute), reached)
+    await deps.derivation.fold()
+
+    async def report(first: date, last: date) -> dict[str, Any]:
+        answer = await fetch(f"/api/v1/sites/{tenant.site_id}/funnels/shop/report?"
+                             f"from={first.isoformat()}&to={last.isoformat()}",
+                             token=viewer_token)
+        assert answer.code == 200, answer
+        schemas.validate(answer.json(), "FunnelReport")
+        return answer.json()
+
+    days = await report(a - timedelta(days=2), a)
+    assert (days["sessions"], days["entered"], days["completed"], days["conversion"]) == (
+        6, 5, 2, 0.4)
+    assert days["overTime"] == {"unit": "day", "periods": [
+        {"from": str(a - timedelta(days=2)), "to": str(a - timedelta(days=2)), "entered": 2,
+         "completed": 1, "conversion": 0.5},
+        {"from": str(a - timedelta(days=1)), "to": str(a - timedelta(days=1)), "entered": 0,
+         "completed": 0, "conversion": None},
+        {"from": str(a), "to": str(a), "entered": 3, "completed": 1, "conversion": 0.3333}]}
+    assert days["previous"] == {"from": str(a - timedelta(days=5)),
+                                "to": str(a - timedelta(days=3)), "sessions": 4,
+                                "entered": 4, "completed": 1, "conversion": 0.25}
+    assert days["conversionChange"] == 0.15
+
+    # 35 days are shown week by week (Monday to Sunday, cut to the range at both ends): every
+    # session above falls in the week of the day it started; nothing came in the 35 before.
+    first = a - timedelta(days=34)
+    weeks = await report(first, a)
+    periods = weeks["overTime"]["periods"]
+    assert weeks["overTime"]["unit"] == "week"
+    assert (periods[0]["from"], periods[-1]["to"]) == (str(first), str(a))
+    for before, after in zip(periods, periods[1:], strict=False):
+        assert date.fromisoformat(before["to"]).weekday() == 6, before
+        assert date.fromisoformat(after["from"]) == date.fromisoformat(before["to"]) + \
+            timedelta(days=1)
+    expected = {(period["from"], period["to"]): [0, 0] for period in periods}
+    for _, days_before, _, _, reached in sessions:
+        day = str(a - timedelta(days=days_before))
+        week = next(key for key in expected if key[0] <= day <= key[1])
+        expected[week][0] += reached > 0
+        expected[week][1] += reached == 4
+    assert {(p["from"], p["to"]): [p["entered"], p["completed"]] for p in periods} == expected
+    assert (weeks["entered"], weeks["completed"], weeks["conversion"]) == (10, 4, 0.4)
+    assert weeks["previous"] == {"from": str(first - timedelta(days=35)),
+                                 "to": str(first - timedelta(days=1)), "sessions": 0,
+                                 "entered": 0, "completed": 0, "conversion": None}
+    assert weeks["conversionChange"] is None
+
+
+async def test_an_edit_is_audited_with_the_names_of_the_fields_it_changed(
+        fetch: Fetch, tenant: Tenant, deps, viewer_token: str):
+    base = f"/api/v1/sites/{tenant.site_id}/funnels"
+    steps = [{"kind": "page", "pattern": "/product/*", "label": "Product"},
+             {"kind": "page", "pattern": "/cart"}, {"kind": "event", "event": "order_paid"}]
+    created = await fetch(base, "POST", json_body={"name": "Pages", "steps": steps},
+                          token=tenant.token)
+    assert created.code == 201, created
+    path = f"{base}/{created.json()['id']}"
+
+    async def changes() -> list[dict[str, Any]]:
+        return [entry async for entry in deps.store.collection("audit_log").find(
+            {"siteId": tenant.site_id, "action": "funnel.changed"}).sort("at", 1)]
+
+    refused = await fetch(path, "PATCH", json_body={"name": "Mine"}, token=viewer_token)
+    assert refused.code == 403, refused
+    blank = await fetch(path, "PATCH", json_body={"name": "  "}, token=tenant.token)
+    assert (blank.code, blank.json()["error"].get("field")) == (422, "name")
+    # Renamed, and the cart moved before the product page.
+    edited = await fetch(path, "PATCH", token=tenant.token, json_body={
+        "name": " Cart first ", "steps": [steps[1], steps[0], steps[2]]})
+    assert edited.code == 200, edited
+    assert edited.json()["name"] == "Cart first"
+    assert [step["label"] for step in edited.json()["steps"]] == ["/cart", "Product",
+                                                                  "Order"]
+    # The same again changes nothing and writes no entry; a step removed is one more.
+    again = await fetch(path, "PATCH", token=tenant.token, json_body={
+        "name": "Cart first", "steps": [steps[1], steps[0], steps[2]]})
+    assert again.code == 200, again
+    removed = await fetch(path, "PATCH", token=tenant.token,
+                          json_body={"steps": [steps[1], steps[2]]})
+    assert removed.code == 200, removed
+    assert [step["label"] for step in (await fetch(path, token=viewer_token)).json()[
+        "steps"]] == ["/cart", "Order"]
+    entries = await changes()
+    assert [entry["details"] for entry in entries] == [
+        {"funnelId": created.json()["id"], "fields": ["name", "steps"]},
+        {"funnelId": created.json()["id"], "fields": ["steps"]}]
+    assert {(entry["actorUserId"], entry["organizationId"]) for entry in entries} == {
+        (tenant.user_id, tenant.organization_id)}
+    shop = await fetch(f"{base}/shop", "PATCH", json_body={"name": "Mine"}, token=tenant.token)
+    assert shop.code == 422, shop
+    assert len(await changes()) == 2
