@@ -32,6 +32,11 @@ INDEXES = [
     # A survey's results (documents/surveys.py): its answers, newest first.
     Index(SURVEY_RESPONSES, (("siteId", ASCENDING), ("surveyId", ASCENDING),
                              ("answeredAt", DESCENDING))),
+    # What a visitor said, newest first (the visitor profile's `said`).
+    Index(SURVEY_RESPONSES, (("siteId", ASCENDING), ("visitorId", ASCENDING),
+                             ("answeredAt", DESCENDING))),
+    Index(CHAT_TRANSCRIPTS, (("siteId", ASCENDING), ("visitorId", ASCENDING),
+                             ("startedAt", DESCENDING))),
 ]
 SURVEY_EXPIRY = Expiry(SURVEY_RESPONSES, "answeredAt")
 CHAT_EXPIRY = Expiry(CHAT_TRANSCRIPTS, "startedAt")
@@ -56,3 +61,40 @@ def survey_answers(store: Store, filter_: dict[str, Any]) -> Any:
 async def count_survey_answers(store: Store, filter_: dict[str, Any], *, up_to: int) -> int:
     """How many survey answers `filter_` finds, counting no further than `up_to`."""
     return await store.collection(SURVEY_RESPONSES).count_documents(filter_, limit=up_to)
+
+
+async def latest_survey_responses_of_visitor(store: Store, site_id: str, visitor_id: str, *,
+                                             limit: int) -> list[dict[str, Any]]:
+    """The visitor's newest survey responses, newest first (those linked only by a session
+    have no visitor to show them on)."""
+    return await store.collection(SURVEY_RESPONSES).find(
+        {"siteId": site_id, "visitorId": visitor_id},
+        {"surveyId": 1, "url": 1, "answeredAt": 1, "answers": 1},
+    ).sort([("answeredAt", DESCENDING), ("_id", DESCENDING)]).limit(limit).to_list(None)
+
+
+async def latest_chat_messages_of_visitor(store: Store, site_id: str, visitor_id: str,
+                                          emails: list[str], *, limit: int
+                                          ) -> list[dict[str, Any]]:
+    """Up to `limit` of the visitor's own chat messages, newest first, each with its transcript
+    id: from the transcripts of the visitor and those that name none but carry one of the
+    visitor's e-mail addresses (a transcript of another visitor is theirs, never merged).
+
+    Transcripts are read newest started first with their last `limit` messages each, until
+    `limit` messages are found, so a transcript of a thousand messages costs no more than one
+    of `limit`.
+    """
+    owners: list[dict[str, Any]] = [{"visitorId": visitor_id}]
+    if emails:
+        owners.append({"visitorId": None, "emails": {"$in": emails}})
+    transcripts = store.collection(CHAT_TRANSCRIPTS).find(
+        {"siteId": site_id, "$or": owners}, {"messages": {"$slice": -limit}, "startedAt": 1},
+    ).sort([("startedAt", DESCENDING), ("_id", DESCENDING)]).limit(limit)
+    said: list[dict[str, Any]] = []
+    async for transcript in transcripts:
+        for message in reversed(transcript.get("messages") or []):
+            if isinstance(message, dict) and message.get("from") == "visitor":
+                said.append({**message, "transcriptId": transcript["_id"]})
+        if len(said) >= limit:
+            break
+    return said[:limit]

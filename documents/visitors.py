@@ -7,6 +7,7 @@ Profiles sharing a `wpUserId` are linked by that field and never merged.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -121,6 +122,77 @@ def profile_id(site_id: str, visitor_id: str) -> str:
 def default_display_name(visitor_id: str) -> str:
     """The name shown until a lead gives one: 'Visitor #' plus the id (spec §2)."""
     return f"Visitor #{visitor_id}"
+
+
+# Readable labels -----------------------------------------------------------------------------
+
+#: The words of a visitor's label; changing either list changes every label shown.
+LABEL_ADJECTIVES = (
+    "Agile", "Alert", "Amber", "Azure", "Balmy", "Bold", "Brave", "Breezy", "Bright", "Bubbly",
+    "Calm", "Cheery", "Civil", "Clever", "Cobalt", "Coral", "Cosy", "Crisp", "Curious",
+    "Dainty", "Dandy", "Dapper", "Dreamy", "Dusky", "Eager", "Early", "Elegant", "Epic", "Fair",
+    "Fancy", "Fearless", "Festive", "Fleet", "Fluffy", "Frank", "Frosty", "Fuzzy", "Gallant",
+    "Gentle", "Giddy", "Glad", "Gleaming", "Golden", "Graceful", "Grand", "Happy", "Hardy",
+    "Hazel", "Hearty", "Honest", "Hopeful", "Humble", "Icy", "Ivory", "Jade", "Jolly", "Jovial",
+    "Keen", "Kind", "Lavish", "Lemon", "Lilac", "Lively", "Loyal", "Lucky", "Lunar", "Mellow",
+    "Merry", "Mighty", "Mint", "Misty", "Modest", "Mossy", "Nifty", "Nimble", "Noble", "Olive",
+    "Patient", "Peachy", "Pearl", "Perky", "Placid", "Plucky", "Plum", "Polar", "Polite",
+    "Proud", "Quick", "Quiet", "Rapid", "Ready", "Regal", "Rosy", "Royal", "Ruby", "Rugged",
+    "Rustic", "Sage", "Sandy", "Scarlet", "Serene", "Shiny", "Silent", "Silver", "Simple",
+    "Sleek", "Smart", "Snowy", "Snug", "Solar", "Spicy", "Spry", "Steady", "Stellar", "Stout",
+    "Sturdy", "Sunny", "Swift", "Tawny", "Tender", "Tidy", "Velvet", "Vivid", "Warm", "Windy",
+    "Wise", "Witty", "Zesty",
+)
+LABEL_ANIMALS = (
+    "Alpaca", "Antelope", "Armadillo", "Badger", "Beaver", "Bison", "Bobcat", "Buffalo",
+    "Butterfly", "Camel", "Capybara", "Caribou", "Cheetah", "Chinchilla", "Cougar", "Coyote",
+    "Crane", "Cricket", "Deer", "Dingo", "Dolphin", "Donkey", "Dove", "Eagle", "Egret",
+    "Elephant", "Elk", "Falcon", "Ferret", "Finch", "Flamingo", "Fox", "Frog", "Gazelle",
+    "Gecko", "Gibbon", "Giraffe", "Goose", "Gopher", "Gorilla", "Grouse", "Hamster", "Hare",
+    "Hawk", "Hedgehog", "Heron", "Hippo", "Horse", "Hummingbird", "Ibex", "Ibis", "Iguana",
+    "Impala", "Jackal", "Jaguar", "Jay", "Kangaroo", "Kestrel", "Kingfisher", "Kiwi", "Koala",
+    "Lark", "Lemur", "Leopard", "Lion", "Llama", "Lobster", "Lynx", "Macaw", "Magpie",
+    "Manatee", "Marmot", "Meerkat", "Mink", "Mole", "Moose", "Narwhal", "Newt", "Nightingale",
+    "Ocelot", "Octopus", "Okapi", "Opossum", "Orca", "Osprey", "Ostrich", "Otter", "Owl",
+    "Panda", "Panther", "Parrot", "Pelican", "Penguin", "Pheasant", "Pigeon", "Platypus",
+    "Pony", "Porcupine", "Puffin", "Puma", "Quail", "Rabbit", "Raccoon", "Raven", "Reindeer",
+    "Robin", "Salmon", "Seal", "Shark", "Sparrow", "Squirrel", "Starling", "Stork", "Swallow",
+    "Swan", "Tapir", "Tiger", "Toucan", "Turtle", "Walrus", "Weasel", "Whale", "Wolf", "Wombat",
+    "Woodpecker", "Wren", "Yak", "Zebra",
+)
+#: The label's number runs from 100 to 999, so every label has three digits.
+LABEL_NUMBERS = 900
+#: How many labels there are: 128 × 128 × 900 = 14,745,600.
+LABEL_SPACE = len(LABEL_ADJECTIVES) * len(LABEL_ANIMALS) * LABEL_NUMBERS
+
+
+def visitor_label(site_id: str, visitor_id: str, display_name: str | None = None) -> str:
+    """The short name a visitor is shown by: the display name a lead gave, else a pseudonym
+    such as "Amber Otter 482" drawn from a hash of (site id, visitor id).
+
+    The pseudonym is the same on every page and answer, and differs between sites for the same
+    browser, so it links nothing across sites. Labels are not unique: among n visitors of a
+    site, one shares its label with another with a chance of about (n − 1) / LABEL_SPACE
+    (0.007 % at 1,000 visitors, 0.7 % at 100,000), and n(n − 1) / (2 × LABEL_SPACE) pairs
+    collide on average (0.03 at 1,000, 3.4 at 10,000); the full id stays beside it.
+    """
+    if display_name and display_name not in (visitor_id, default_display_name(visitor_id)):
+        return display_name
+    digest = hashlib.blake2b(f"{site_id}\x00{visitor_id}".encode(), digest_size=8).digest()
+    number = int.from_bytes(digest, "big")
+    number, adjective = divmod(number, len(LABEL_ADJECTIVES))
+    number, animal = divmod(number, len(LABEL_ANIMALS))
+    return (f"{LABEL_ADJECTIVES[adjective]} {LABEL_ANIMALS[animal]} "
+            f"{100 + number % LABEL_NUMBERS}")
+
+
+def listed_label(site_id: str, visitor_id: Any, names: dict[tuple[str, str], str]
+                 ) -> str | None:
+    """`visitor_label` for a row of a list that looked its visitors' names up with
+    `display_names`; None for a row without a visitor."""
+    if not isinstance(visitor_id, str) or not visitor_id:
+        return None
+    return visitor_label(site_id, visitor_id, names.get((site_id, visitor_id)))
 
 
 async def privacy_flags(store: Store, site_id: str, visitor_id: str | None, *,

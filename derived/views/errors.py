@@ -165,15 +165,16 @@ async def error_breakdown(store: Store, site_id: str, error_id: str, *, first: d
     per_day = {row["_id"]: row["count"] for row in await counted(_day_key("$occurredAt"), None)}
     total = sum(per_day.values())
     visitor_rows = [row for row in await counted("$visitorId", None) if row["_id"]]
-    names = await visitors.display_names(
-        store, [(site_id, row["_id"]) for row in visitor_rows[:AFFECTED_VISITORS]])
+    latest = await error_records.occurrences_matching(store, match, None).sort(
+        "occurredAt", DESCENDING).limit(LATEST_OCCURRENCES).to_list(None)
+    named = [row["_id"] for row in visitor_rows[:AFFECTED_VISITORS]]
+    named += [o["visitorId"] for o in latest if isinstance(o.get("visitorId"), str)]
+    names = await visitors.display_names(store, [(site_id, visitor) for visitor in named])
 
     def shares(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [{"name": row["_id"], "count": row["count"],
                  "share": round(row["count"] / total, 4) if total else 0} for row in rows]
 
-    latest = await error_records.occurrences_matching(store, match, None).sort(
-        "occurredAt", DESCENDING).limit(LATEST_OCCURRENCES).to_list(None)
     return {
         "from": first.isoformat(), "to": last.isoformat(), "occurrences": total,
         "impact": (impacts or {}).get(error_id) or conversion_impact.no_impact(None),
@@ -182,7 +183,8 @@ async def error_breakdown(store: Store, site_id: str, error_id: str, *, first: d
         "visitorsAffected": len(visitor_rows),
         "visitors": [{"visitorId": row["_id"], "occurrences": row["count"],
                       "lastSeen": row["last"],
-                      "displayName": names.get((site_id, row["_id"]))}
+                      "displayName": names.get((site_id, row["_id"])),
+                      "visitorLabel": visitors.listed_label(site_id, row["_id"], names)}
                      for row in visitor_rows[:AFFECTED_VISITORS]],
         "pages": shares(await counted("$page")),
         "browsers": shares(await counted("$browser")),
@@ -190,6 +192,7 @@ async def error_breakdown(store: Store, site_id: str, error_id: str, *, first: d
         "devices": shares(await counted("$deviceType")),
         "latest": [{"id": o["_id"], "occurredAt": o["occurredAt"], "url": o.get("url"),
                     "page": o.get("page"), "visitorId": o.get("visitorId"),
+                    "visitorLabel": visitors.listed_label(site_id, o.get("visitorId"), names),
                     "sessionId": o.get("sessionId"), "browser": o.get("browser"),
                     "os": o.get("os"), "deviceType": o.get("deviceType"),
                     "context": o.get("context") or {}} for o in latest],

@@ -27,7 +27,7 @@ from derived import visits
 from derived.views.charts import _bounds
 from derived.views.errors import recording_at
 from derived.views.paging import _not_restricted, encode_cursor, keyset_page, readable
-from documents import commerce
+from documents import commerce, visitors
 from documents.store import Store
 from errors import InvalidInput
 from instants import format_instant
@@ -237,8 +237,8 @@ def order_row(site_id: str, order: dict[str, Any], visit: dict[str, Any] | None,
 
 async def order_rows(store: Store, site_id: str, orders: list[dict[str, Any]],
                      found_visits: _Visits | None = None) -> list[dict[str, Any]]:
-    """The orders as rows, each with its visit and the recording running when it was placed;
-    an order that cannot be read is left out (logged by `readable`)."""
+    """The orders as rows, each with its visit, the recording running when it was placed and
+    its visitor's label; an order that cannot be read is left out (logged by `readable`)."""
     found_visits = found_visits or _Visits(store, site_id, {})
     rows = []
     for order in orders:
@@ -249,7 +249,10 @@ async def order_rows(store: Store, site_id: str, orders: list[dict[str, Any]],
                      if at is not None else None)
         rows.extend(readable([order], lambda o, v=visit, r=recording: order_row(site_id, o, v, r),
                              "order"))
-    return rows
+    names = await visitors.display_names(store, [
+        (site_id, row["visitorId"]) for row in rows if isinstance(row.get("visitorId"), str)])
+    return [{**row, "visitorLabel": visitors.listed_label(site_id, row.get("visitorId"), names)}
+            for row in rows]
 
 
 # The list -------------------------------------------------------------------------------------

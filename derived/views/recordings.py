@@ -154,6 +154,8 @@ async def recording_rows(store: Store, site_id: str, batch: list[dict[str, Any]]
         rows.append({**summary, "country": recording.get("country"),
                      "device": recording.get("device"),
                      "visitorName": names.get((site_id, recording.get("visitorId") or "")),
+                     "visitorLabel": visitors.listed_label(site_id, recording.get("visitorId"),
+                                                           names),
                      "marks": {mark: marks.get(mark) if isinstance(marks.get(mark), int) else 0
                                for mark in recordings.MARKS}})
     return rows

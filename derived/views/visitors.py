@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
+from derived.daily_figures import page_path
 from derived.views import orders as order_views
 from derived.views.charts import _bounds
 from derived.views.leads import lead_view
 from derived.views.paging import decode_cursor, encode_cursor, keyset_page, readable
 from derived.views.recordings import recording_summary
-from documents import error_records, leads, recordings, visitors
+from documents import engagement, error_records, leads, recordings, visitors
 from documents.store import Store
 from errors import NotFound
 
@@ -41,6 +42,8 @@ def visitor_summary(profile: dict[str, Any]) -> dict[str, Any]:
     """A profile as a row of the visitors list."""
     return {
         "visitorId": profile["visitorId"],
+        "visitorLabel": visitors.visitor_label(profile["siteId"], profile["visitorId"],
+                                               profile.get("displayName")),
         "displayName": profile.get("displayName"),
         "emails": profile.get("emails", []),
         "wpUserId": profile.get("wpUserId"),
@@ -55,8 +58,8 @@ def visitor_summary(profile: dict[str, Any]) -> dict[str, Any]:
 
 async def visitor_profile(store: Store, site_id: str, visitor_id: str) -> dict[str, Any]:
     """The profile page: identity, counts, recent activity, errors hit, recordings, leads,
-    orders (as the orders list shows them) and linked profiles (same `wpUserId`, listed
-    separately). NotFound for restricted visitors."""
+    orders (as the orders list shows them), what the visitor said (`visitor_said`) and linked
+    profiles (same `wpUserId`, listed separately). NotFound for restricted visitors."""
     profile = await visitors.find_profile(store, site_id, visitor_id)
     if profile is None or profile.get("restricted"):
         raise NotFound("visitor not found")
@@ -82,8 +85,45 @@ async def visitor_profile(store: Store, site_id: str, visitor_id: str) -> dict[s
         "recordings": readable(found_recordings, recording_summary, "recording"),
         "leads": readable(found_leads, lead_view, "lead"),
         "orders": found_orders,
+        "said": await visitor_said(store, site_id, visitor_id, profile.get("emails") or []),
         "linkedProfiles": readable(linked, visitor_summary, "visitor"),
     }
+
+
+def _chat_said(message: dict[str, Any]) -> dict[str, Any]:
+    return {"kind": "chat", "at": message["at"], "page": None, "url": None,
+            "text": message["text"], "question": None, "score": None,
+            "transcriptId": message["transcriptId"]}
+
+
+def _survey_said(response: dict[str, Any]) -> list[dict[str, Any]]:
+    url = response.get("url")
+    return [{"kind": "survey", "at": response["answeredAt"], "page": page_path(url), "url": url,
+             "text": answer.get("text"), "question": answer["question"],
+             "score": answer.get("score"), "surveyId": response.get("surveyId"),
+             "responseId": response["_id"]}
+            for answer in response.get("answers") or []]
+
+
+async def visitor_said(store: Store, site_id: str, visitor_id: str, emails: list[str]
+                       ) -> list[dict[str, Any]]:
+    """What the visitor said, newest first, at most PROFILE_ITEMS: their own chat messages
+    (not the agent's or a bot's) and each answer of their survey responses, with the time, the
+    page where known (a transcript has none) and the words, score or choice.
+
+    It comes from the records export and erasure already cover (privacy/subject_data.py), so
+    an erased visitor has none; the caller hides restricted visitors as for every other part.
+    """
+    messages = await engagement.latest_chat_messages_of_visitor(
+        store, site_id, visitor_id, emails, limit=PROFILE_ITEMS)
+    responses = await engagement.latest_survey_responses_of_visitor(
+        store, site_id, visitor_id, limit=PROFILE_ITEMS)
+    said = readable(messages, _chat_said, "chat message")
+    for answers in readable(responses, _survey_said, "survey response"):
+        said.extend(answers)
+    # Stable: a response's answers keep their order, as asked.
+    said.sort(key=lambda item: item["at"], reverse=True)
+    return said[:PROFILE_ITEMS]
 
 
 # Searching by facts --------------------------------------------------------------------------
