@@ -443,8 +443,17 @@ async function errorDetail(app, site, errorId, query) {
       'li',
       {},
       v.displayName
-        ? h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(v.visitorId)}` }, v.displayName)
-        : h('span', {}, v.visitorId, h('span', { class: 'hint' }, ' (no profile)')),
+        ? h(
+            'a',
+            { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(v.visitorId)}`, title: v.visitorId },
+            v.visitorLabel || v.displayName,
+          )
+        : h(
+            'span',
+            { title: v.visitorId },
+            v.visitorLabel || v.visitorId,
+            h('span', { class: 'hint' }, ' (no profile)'),
+          ),
       h('span', { class: 'hint' }, ` · ${v.occurrences}× · last ${when(v.lastSeen)}`),
     ),
   );
@@ -460,7 +469,14 @@ async function errorDetail(app, site, errorId, query) {
         h('code', {}, pagePath(o.url)),
         ` · ${[o.browser, o.os, o.deviceType].filter(Boolean).join(', ') || 'unknown device'}`,
         o.visitorId
-          ? [' · ', h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(o.visitorId)}` }, 'visitor')]
+          ? [
+              ' · ',
+              h(
+                'a',
+                { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(o.visitorId)}`, title: o.visitorId },
+                o.visitorLabel || 'visitor',
+              ),
+            ]
           : null,
         replayOf.has(o.id)
           ? [' · ', h('a', { class: 'watch', href: watchHref(replayOf.get(o.id)) }, 'Watch the recording')]

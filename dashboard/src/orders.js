@@ -43,7 +43,17 @@ function journeyText(journey) {
 export function orderLinks(order) {
   const label = `order ${order.orderId}`;
   const links = [
-    order.links.visitor ? h('a', { href: order.links.visitor, 'aria-label': `Visitor of ${label}` }, 'Visitor') : null,
+    order.links.visitor
+      ? h(
+          'a',
+          {
+            href: order.links.visitor,
+            title: order.visitorId,
+            'aria-label': `${order.visitorLabel || 'Visitor'}, visitor of ${label}`,
+          },
+          order.visitorLabel || 'Visitor',
+        )
+      : null,
     order.links.journey ? h('a', { href: order.links.journey, 'aria-label': `Journey of ${label}` }, 'Journey') : null,
     order.links.replay ? h('a', { href: order.links.replay, 'aria-label': `Replay of ${label}` }, 'Replay') : null,
   ].filter(Boolean);

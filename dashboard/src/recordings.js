@@ -108,8 +108,11 @@ export async function recordingsPage(app, site, item, query) {
         recording.visitorId
           ? h(
               'a',
-              { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(recording.visitorId)}` },
-              recording.visitorName || 'Visitor',
+              {
+                href: `/app/sites/${site.id}/visitors/${encodeURIComponent(recording.visitorId)}`,
+                title: recording.visitorId,
+              },
+              recording.visitorLabel || recording.visitorName || 'Visitor',
             )
           : null,
         h('span', {}, recording.pageUrl || 'unknown page'),

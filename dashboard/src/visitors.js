@@ -1,7 +1,9 @@
 // The visitors pages: the list, searched and filtered in the URL, and one visitor's profile
-// (identity, location and device, session timeline with replays, recent activity, errors,
-// recordings, leads, orders, linked profiles) with the data-subject actions: export, restriction,
-// objection and erasure with its receipt in the server's words.
+// (identity, location and device, session timeline with replays, what they said in chats and
+// surveys, recent activity, errors, recordings, leads, orders, linked profiles) with the
+// data-subject actions: export, restriction, objection and erasure with its receipt in the
+// server's words. A visitor is named by the server's label (a lead's name, else a short
+// pseudonym), with the full id on hover.
 import { describeError, siteApi } from './api.js';
 import { actionButton, download } from './controls.js';
 import { alertBox, empty, facts, h, pagePath, progress, seconds, table, when } from './dom.js';
@@ -10,7 +12,39 @@ import { replayControl } from './replay.js';
 import { visitorOrders } from './orders.js';
 
 function visitorName(visitor) {
-  return visitor.displayName || `Anonymous ${visitor.visitorId.slice(0, 8)}`;
+  return visitor.visitorLabel || visitor.displayName || visitor.visitorId;
+}
+
+/** A link to a visitor's profile, named by their label, the full id on hover. */
+function visitorLink(site, visitor) {
+  return h(
+    'a',
+    { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(visitor.visitorId)}`, title: visitor.visitorId },
+    visitorName(visitor),
+  );
+}
+
+/** The visitor id, selectable, with a button that copies it (or selects it to copy by hand). */
+function visitorIdControl(visitorId) {
+  const code = h('code', { id: 'visitor-id' }, visitorId);
+  const status = h('span', { class: 'hint', role: 'status' });
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(visitorId);
+      status.textContent = 'Copied.';
+    } catch {
+      // No clipboard (an insecure origin, or permission refused): select it for Ctrl+C.
+      window.getSelection().selectAllChildren(code);
+      status.textContent = 'Selected: press Ctrl+C to copy.';
+    }
+  };
+  return h(
+    'span',
+    { class: 'row' },
+    code,
+    h('button', { type: 'button', class: 'secondary', id: 'copy-visitor-id', onclick: copy }, 'Copy id'),
+    status,
+  );
 }
 
 /** The visitors list's filters, each a query parameter of the page and of the API. */
@@ -65,11 +99,7 @@ export async function visitorsPage(app, site, item, query) {
       h(
         'td',
         {},
-        h(
-          'a',
-          { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(visitor.visitorId)}` },
-          visitorName(visitor),
-        ),
+        visitorLink(site, visitor),
         visitor.counts?.leads ? [' ', h('span', { class: 'badge lead' }, 'lead')] : null,
         visitor.hasError ? [' ', h('span', { class: 'badge error' }, 'error')] : null,
         visitor.wpUserId ? [' ', h('span', { class: 'badge' }, 'logged in')] : null,
@@ -144,7 +174,7 @@ async function visitorProfile(app, site, visitorId) {
       facts([
         ['Name', visitorName(visitor)],
         ['E-mail', (visitor.emails || []).join(', ') || null],
-        ['Visitor id', visitor.visitorId],
+        ['Visitor id', visitorIdControl(visitor.visitorId)],
         ['Shop user id', visitor.wpUserId],
         ['First seen', when(visitor.firstSeen)],
         ['Last seen', when(visitor.lastSeen)],
@@ -179,25 +209,28 @@ async function visitorProfile(app, site, visitorId) {
   const leads = (visitor.leads || []).map((lead) =>
     h('li', {}, `${lead.name || ''} <${lead.email}>`, ' ', h('span', { class: 'hint' }, when(lead.createdAt))),
   );
-  const linked = (visitor.linkedProfiles || []).map((other) =>
-    h(
-      'li',
-      {},
-      h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(other.visitorId)}` }, visitorName(other)),
-    ),
-  );
+  const linked = (visitor.linkedProfiles || []).map((other) => h('li', {}, visitorLink(site, other)));
+  const said = (visitor.said || []).map(saidItem);
   const list = (items, title, hint) => (items.length ? h('ul', {}, items) : empty(title, hint));
   return h(
     'div',
     {},
     h('p', {}, h('a', { href: `/app/sites/${site.id}/visitors` }, '← All visitors')),
-    h('h1', { id: 'visitor-name' }, visitorName(visitor)),
+    h('h1', { id: 'visitor-name', title: visitor.visitorId }, visitorName(visitor)),
     h('div', { class: 'grid' }, sections),
     h(
       'section',
       { class: 'panel', 'aria-labelledby': 'sessions-title' },
       h('h2', { id: 'sessions-title' }, 'Session timeline'),
       sessionTimeline(app, site, sessions),
+    ),
+    h(
+      'section',
+      { class: 'panel', 'aria-labelledby': 'said-title' },
+      h('h2', { id: 'said-title' }, 'What they said'),
+      said.length
+        ? h('ol', { class: 'timeline', id: 'said' }, said)
+        : empty('Nothing said', 'Their chat messages and survey answers appear here, newest first.'),
     ),
     h(
       'section',
@@ -285,6 +318,25 @@ function activityItem(site, visitor, entry) {
     describe ? describe() : 'Activity',
     ' ',
     h('span', { class: 'hint' }, when(entry.at)),
+  );
+}
+
+/**
+ * One thing the visitor said: a chat message in their words, or a survey answer after its
+ * question (the score, the choice or the text), with the page and the time.
+ */
+function saidItem(item) {
+  const answer = [item.score ?? null, item.text ? `“${item.text}”` : null].filter((part) => part !== null);
+  return h(
+    'li',
+    { dataset: { kind: item.kind } },
+    h('span', { class: 'badge' }, item.kind === 'survey' ? 'survey' : 'chat'),
+    ' ',
+    item.kind === 'survey'
+      ? [h('span', { class: 'hint' }, `${item.question}: `), h('strong', {}, answer.join(' · ') || '—')]
+      : `“${item.text}”`,
+    ' ',
+    h('span', { class: 'hint' }, [item.page ? `on ${item.page} · ` : '', when(item.at)].join('')),
   );
 }
 

@@ -12,8 +12,11 @@ from playwright.async_api import Page, expect
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 from documents import accounts
+from documents.visitors import visitor_label
 from tests.support.app import TEST_PASSWORD
 from tests.ui.conftest import JONAS, MIA, Dashboard, ingest, sign_in
+
+ANON = "demo-visitor-anon"
 
 
 async def test_a_user_signs_in_and_every_main_page_shows_the_demo_data(
@@ -79,13 +82,36 @@ async def test_an_error_ingested_through_the_api_appears_in_the_live_feed_within
 
 async def test_a_visitor_profile_lists_its_sessions_in_order_and_plays_one(
         page: Page, dashboard: Dashboard, artifacts):
+    # What Mia said in a chat and a survey (issue 41 point 9), newest first on her profile.
+    for path, body in (
+            ("/ingest/surveys", {"visitorId": MIA, "surveyId": "nps",
+                                 "url": "https://demo-shop.example/product/blue-mug",
+                                 "answers": [{"question": "Would you recommend us?",
+                                              "score": 9}]}),
+            ("/ingest/chats", {"visitorId": MIA, "messages": [
+                {"from": "visitor", "text": "Does the blue mug fit a saucer?"},
+                {"from": "agent", "text": "It does."}]})):
+        assert (await ingest(dashboard, path, body)).code == 200
     await sign_in(page, dashboard)
     await page.get_by_role("link", name="Visitors").click()
+    # A visitor without a name reads a short label, the full id on hover (issue 41 point 6).
+    anonymous = page.locator("#visitors a", has_text=visitor_label(dashboard.site_id, ANON))
+    await expect(anonymous).to_have_attribute("title", ANON)
     await page.get_by_role("link", name="Demo visitor Mia Jensen").click()
     await expect(page.locator("#visitor-name")).to_have_text("Demo visitor Mia Jensen")
-    for heading in ("Identity", "Location and device", "Recent activity", "Errors hit",
-                    "Leads", "Linked profiles"):
+    await expect(page.locator("#visitor-name")).to_have_attribute("title", MIA)
+    await expect(page.locator("#visitor-id")).to_have_text(MIA)
+    await page.get_by_role("button", name="Copy id").click()
+    await expect(page.locator("#copy-visitor-id + [role=status]")).not_to_be_empty()
+    for heading in ("Identity", "Location and device", "What they said", "Recent activity",
+                    "Errors hit", "Leads", "Linked profiles"):
         await expect(page.get_by_role("heading", name=heading)).to_be_visible()
+    said = page.locator("#said li")
+    await expect(said).to_have_count(2)
+    await expect(said.nth(0)).to_contain_text("Does the blue mug fit a saucer?")
+    await expect(said.nth(1)).to_contain_text("Would you recommend us?: 9")
+    await expect(said.nth(1)).to_contain_text("on /product/blue-mug")
+    await expect(page.locator("#said")).not_to_contain_text("It does.")
     sessions = page.locator("#sessions li.session")
     await expect(sessions).to_have_count(2)
     started = [await sessions.nth(i).get_attribute("data-started-at") for i in range(2)]
