@@ -25,6 +25,7 @@ define('VISITOR_SERVICE_FILE', __FILE__);
 
 require_once __DIR__ . '/includes/class-options.php';
 require_once __DIR__ . '/includes/class-request.php';
+require_once __DIR__ . '/includes/class-url-secrets.php';
 require_once __DIR__ . '/includes/class-client.php';
 require_once __DIR__ . '/includes/class-limits.php';
 require_once __DIR__ . '/includes/class-statements.php';

@@ -14,7 +14,8 @@ defined('ABSPATH') || exit;
 
 /**
  * Every call carries X-Service-Key; none is ever made on a page's path (only after the response,
- * from a REST route, from WP-Cron or from the settings screen).
+ * from a REST route, from WP-Cron or from the settings screen). No body leaves with a secret in
+ * its URLs (UrlSecrets).
  */
 final class Client
 {
@@ -34,7 +35,7 @@ final class Client
                 'Content-Type' => 'application/json',
                 'X-Service-Key' => Options::apiKey(),
             ],
-            'body' => (string) wp_json_encode($body, JSON_UNESCAPED_SLASHES),
+            'body' => (string) wp_json_encode(UrlSecrets::stripFields($body), JSON_UNESCAPED_SLASHES),
             'user-agent' => 'visitor-service-wordpress/' . VISITOR_SERVICE_VERSION,
         ]);
         return self::answer($answer);
@@ -81,7 +82,7 @@ final class Client
      */
     public static function fireAndForget(string $path, array $body, float $connectTimeout = 0.5): bool
     {
-        return self::writeAndLeave(Options::serviceUrl() . $path, $body, [
+        return self::writeAndLeave(Options::serviceUrl() . $path, UrlSecrets::stripFields($body), [
             'X-Service-Key' => Options::apiKey(),
         ], $connectTimeout);
     }

@@ -150,7 +150,8 @@ final class Outbox
         // phpcs:ignore WordPress.DB.DirectDatabaseQuery, VisitorService.DB.DirectDatabaseQuery -- the plugin's own outbox table
         $kept = $wpdb->insert(self::table(), [
             'path' => $path,
-            'body' => (string) wp_json_encode($body, JSON_UNESCAPED_SLASHES),
+            // Stripped here too, so no secret in a URL waits in the shop's database either.
+            'body' => (string) wp_json_encode(UrlSecrets::stripFields($body), JSON_UNESCAPED_SLASHES),
             'attempts' => 0,
             'next_attempt_at' => 0,
             'created_at' => time(),
