@@ -1,5 +1,6 @@
 """Issue 31 points 3 to 5 in Chromium: a funnel of the shop's sessions step by step, a
-drop-off opening the recordings of the sessions that stopped there, the errors list sorted by
+drop-off opening the recordings of the sessions that stopped there, a funnel defined and edited
+in the dashboard with its conversion over time (issue 41 point 3), the errors list sorted by
 revenue at risk with its rule on the page, and the overview's traffic sources. Everything is
 sent through the real ingest endpoints with the demo site's API key, on top of the demo data;
 each page passes axe-core.
@@ -59,6 +60,39 @@ async def _session(dashboard: Dashboard, visitor: str, reached: int, *, minute: 
             **context, "recordingId": str(uuid.uuid4()), "url": f"{SHOP}/product/mug"})
 
 
+#: Every element of a panel within its panel's box, and no table wrap that scrolls sideways:
+#: the elements that are not, as "panel id or class > tag#id.class: left-right of left-right".
+_OUTSIDE_THEIR_PANEL = """() => {
+  const outside = [];
+  for (const panel of document.querySelectorAll('main .panel')) {
+    const box = panel.getBoundingClientRect();
+    for (const element of panel.querySelectorAll('*')) {
+      const rect = element.getBoundingClientRect();
+      if (!rect.width || element.closest('details:not([open]) > :not(summary)')) continue;
+      if (rect.left < box.left - 0.5 || rect.right > box.right + 0.5) {
+        outside.push(`${panel.id || panel.className} > ${element.tagName}#${element.id}` +
+          `.${element.className.baseVal ?? element.className}: ${Math.round(rect.left)}-` +
+          `${Math.round(rect.right)} of ${Math.round(box.left)}-${Math.round(box.right)}`);
+      }
+    }
+    for (const wrap of panel.querySelectorAll('.table-wrap')) {
+      if (wrap.scrollWidth > wrap.clientWidth) {
+        outside.push(`${wrap.querySelector('table').id} scrolls: ${wrap.scrollWidth} in ` +
+          `${wrap.clientWidth}`);
+      }
+    }
+  }
+  return outside;
+}"""
+
+
+async def _fits_its_panels(page: Page, where: str) -> None:
+    outside = await page.evaluate(_OUTSIDE_THEIR_PANEL)
+    assert not outside, f"{where}: {outside[:8]}"
+    assert await page.evaluate("document.documentElement.scrollWidth") <= \
+        page.viewport_size["width"], where
+
+
 async def test_a_funnel_step_by_step_and_a_drop_off_opening_its_recordings(
         page: Page, dashboard: Dashboard, deps):
     await _session(dashboard, "ui-f1", 4)
@@ -79,7 +113,16 @@ async def test_a_funnel_step_by_step_and_a_drop_off_opening_its_recordings(
         await expect(steps.nth(index).locator("td").nth(0)).to_have_text(sessions)
         await expect(steps.nth(index).locator("td").nth(1)).to_have_text(conversion)
     await expect(page.locator("#funnel-by-source")).to_contain_text("uitest")
+    await expect(page.locator("#funnel-by-source tbody tr").first).to_contain_text(
+        "4 → 2 → 1 → 1")
     await assert_accessible(page, "the funnels page")
+    # The breakdowns of four steps fit their third of the row (issue 41: they were 692-775 px
+    # wide in 311 px panels), and on a phone the "Stopped here" links are whole.
+    await _fits_its_panels(page, "the shop funnel at 1280 px")
+    await page.set_viewport_size({"width": 390, "height": 844})
+    await _fits_its_panels(page, "the shop funnel at 390 px")
+    await page.screenshot(path="/tmp/funnel-shop-390.png", full_page=True)
+    await page.set_viewport_size({"width": 1280, "height": 860})
 
     # From the keyboard: the first step's drop-off opens the recordings of the 2 that stopped.
     stopped = page.get_by_role("link", name="2 stopped at step 1, Product view: their recordings")
@@ -89,6 +132,57 @@ async def test_a_funnel_step_by_step_and_a_drop_off_opening_its_recordings(
     await expect(page.locator("#recordings li.recording")).to_have_count(2)
     await expect(page.locator("#funnel-filter")).to_contain_text("stopped at step 1")
     await assert_accessible(page, "the recordings of a funnel step")
+
+    # A funnel defined in the wrong order (cart, then product view) finds nobody at step 2;
+    # edited in the dashboard, renamed with the product view moved up from the keyboard, its
+    # report follows: 4 viewed, 2 of them added to the cart.
+    await page.goto(dashboard.page_url("/funnels/new"))
+    await page.get_by_label("Name", exact=True).fill("Mug")
+    for index, event in enumerate(("add_to_cart", "product_view")):
+        await page.locator(f"#step-{index}-kind").select_option("event")
+        await page.locator(f"#step-{index}-event").select_option(event)
+    await page.get_by_role("button", name="Create funnel").click()
+    await expect(page.get_by_role("heading", name="Funnel: Mug")).to_be_visible()
+    await page.get_by_label("Source", exact=True).fill("uitest")
+    await page.get_by_label("Source", exact=True).press("Enter")
+    await page.wait_for_url("**source=uitest**")
+    await expect(page.locator("#funnel-steps tbody tr td:first-of-type")).to_have_text(
+        ["2", "0"])
+    await page.get_by_role("link", name="Edit this funnel").click()
+    await expect(page.get_by_role("heading", name="Edit funnel: Mug")).to_be_visible()
+    await expect(page.locator("#step-1-event")).to_have_value("product_view")
+    await page.get_by_label("Name", exact=True).fill("Mug: viewed, then carted")
+    await page.get_by_role("button", name="Move step 2 up").focus()
+    await page.keyboard.press("Enter")
+    await expect(page.locator("#funnel-step-status")).to_have_text("Step 2 is now step 1.")
+    # At the top it cannot go further up, so the focus is on its way back down.
+    await expect(page.get_by_role("button", name="Move step 1 down")).to_be_focused()
+    await expect(page.get_by_role("button", name="Move step 1 up")).to_be_disabled()
+    await expect(page.locator("#funnel-step-list legend")).to_have_text(["Step 1", "Step 2"])
+    await assert_accessible(page, "the funnel editor")
+    await _fits_its_panels(page, "the funnel editor")
+    await page.screenshot(path="/tmp/funnel-editor-1280.png", full_page=True)
+    await page.get_by_role("button", name="Save changes").click()
+    await expect(page.get_by_role("heading", name="Funnel: Mug: viewed, then carted")
+                 ).to_be_visible()
+    assert "source=uitest" in page.url, page.url
+    await expect(page.locator("#funnel-steps tbody tr td:first-of-type")).to_have_text(
+        ["4", "2"])
+    over = page.locator("#funnel-over-time")
+    await expect(over.locator("#funnel-conversion .figure-value")).to_have_text("50%")
+    await expect(over.locator("#funnel-conversion")).to_contain_text("none at step 1 in")
+    await over.get_by_text("Each day as a table").click()
+    await expect(over.locator("#funnel-by-period tbody tr").last).to_contain_text("50%")
+    changed = [entry["details"]["fields"] async for entry in deps.store.collection(
+        "audit_log").find({"siteId": dashboard.site_id, "action": "funnel.changed"})]
+    assert changed == [["name", "steps"]], changed
+    await assert_accessible(page, "an edited funnel's report")
+    await _fits_its_panels(page, "an edited funnel at 1280 px")
+    await page.screenshot(path="/tmp/funnel-edited-1280.png", full_page=True)
+    await page.set_viewport_size({"width": 390, "height": 844})
+    await assert_accessible(page, "an edited funnel's report on a phone")
+    await _fits_its_panels(page, "an edited funnel at 390 px")
+    await page.screenshot(path="/tmp/funnel-edited-390.png", full_page=True)
 
 
 async def test_the_errors_list_sorted_by_revenue_at_risk_says_its_rule(
