@@ -268,6 +268,26 @@ BENCHMARKS.append("bench.derivation")
 ROWS_FOR["bench.derivation"] = _derivation_rows
 
 
+def _insight_rows(f: dict[str, Any]) -> list[Row]:
+    scales = [str(scale) for scale in sorted(int(key) for key in f["sessions"])]
+    base, top = scales[0], scales[-1]
+    rows = []
+    for name, sizes in f["reports"].items():
+        target = f"<= {f['target_ratio']}x" if name.startswith("errors list") else None
+        rows.append(row("insight", f"{name}: s at {f['sessions'][top]} sessions "
+                        f"(baseline: {f['sessions'][base]})", sizes[top]["seconds"],
+                        sizes[base]["seconds"], target))
+        rows.append(row("insight", f"{name}: documents read at {f['sessions'][top]} "
+                        f"(baseline: {f['sessions'][base]})", sizes[top]["documents_read"],
+                        sizes[base]["documents_read"]))
+    return rows
+
+
+# The reports a shop owner bets on at 1x, 4x and 16x the sessions (issue 39).
+BENCHMARKS.append("bench.insight")
+ROWS_FOR["bench.insight"] = _insight_rows
+
+
 def summary_table(rows: list[Row]) -> str:
     """The rows as a fixed-width text table."""
     def cell(value: Any) -> str:
