@@ -8,8 +8,8 @@ Shared by every layer, like errors.py (docs/decisions.md, "One spelling of an in
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import overload
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, overload
 
 
 @overload
@@ -31,3 +31,19 @@ def format_instant(moment: datetime | None) -> str | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def day_bounds(first: date, last: date) -> tuple[datetime, datetime]:
+    """The UTC days `first` to `last` as [start, end): the instants a day range covers."""
+    start = datetime(first.year, first.month, first.day, tzinfo=UTC)
+    return start, datetime(last.year, last.month, last.day, tzinfo=UTC) + timedelta(days=1)
+
+
+def days_condition(first: date | None, last: date | None) -> dict[str, Any]:
+    """A query condition on an instant for the UTC days `first` to `last`, either open."""
+    condition: dict[str, Any] = {}
+    if first is not None:
+        condition["$gte"] = day_bounds(first, first)[0]
+    if last is not None:
+        condition["$lt"] = day_bounds(last, last)[1]
+    return condition

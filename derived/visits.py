@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator, Iterable
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from derived import journeys
 from documents.retention import Expiry
 from documents.store import ASCENDING, DESCENDING, Index, Store
+from instants import days_condition
 
 COLLECTION = "visit_sessions"
 #: Pages kept per visit, the earliest first: funnels look at these. A visit of more pages
@@ -238,18 +239,13 @@ async def visits_of(store: Store, site_id: str, visitor_id: str, *, session: Any
         yield visit
 
 
-def _day_bounds(first: date, last: date) -> dict[str, datetime]:
-    return {"$gte": datetime(first.year, first.month, first.day, tzinfo=UTC),
-            "$lt": datetime(last.year, last.month, last.day, tzinfo=UTC) + timedelta(days=1)}
-
-
 async def visits_between(store: Store, site_id: str, first: date, last: date, *,
                          hidden: list[str], source: str | None = None,
                          ) -> AsyncIterator[dict[str, Any]]:
     """The site's visits that started on the UTC days `first` to `last`, restricted visitors
     (`hidden`) left out, of one source (`source_label`) when given; one query on
     (siteId, startedAt)."""
-    query: dict[str, Any] = {"siteId": site_id, "startedAt": _day_bounds(first, last),
+    query: dict[str, Any] = {"siteId": site_id, "startedAt": days_condition(first, last),
                              "pageviews": {"$gt": 0}}
     if hidden:
         query["visitorId"] = {"$nin": hidden}

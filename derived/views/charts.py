@@ -8,7 +8,7 @@ and visitors filters).
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Any
 
 from derived import daily_figures
@@ -54,20 +54,3 @@ async def daily_counts(store: Store, site_id: str, first: date, last: date
     days = await daily_figures.site_days(store, site_id, first, last)
     return [{"day": day, "pageviews": figures["pageviews"], "errors": figures["errors"]}
             for day, figures in daily_figures.period(days, first, last).per_day.items()]
-
-
-# Days as instants, for the queries that read over a range -----------------------------------
-
-
-def _day_bounds(first: date, last: date) -> tuple[datetime, datetime]:
-    start = datetime(first.year, first.month, first.day, tzinfo=UTC)
-    return start, datetime(last.year, last.month, last.day, tzinfo=UTC) + timedelta(days=1)
-
-
-def _bounds(first: date | None, last: date | None) -> dict[str, Any]:
-    bound: dict[str, Any] = {}
-    if first is not None:
-        bound["$gte"] = datetime(first.year, first.month, first.day, tzinfo=UTC)
-    if last is not None:
-        bound["$lt"] = datetime(last.year, last.month, last.day, tzinfo=UTC) + timedelta(days=1)
-    return bound

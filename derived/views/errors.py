@@ -10,11 +10,11 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from derived import conversion_impact
-from derived.views.charts import _day_bounds
-from derived.views.paging import Page, _not_restricted, keyset_page, readable
+from derived.views.paging import Page, keyset_page, not_restricted, readable
 from documents import error_records, recordings, visitors
 from documents.store import DESCENDING, Store
 from errors import InvalidInput, NotFound
+from instants import day_bounds
 
 ERROR_STATUSES = ("open", "resolved", "ignored")
 
@@ -106,9 +106,9 @@ async def ranked_errors(store: Store, site_id: str, *, first: date, last: date,
     """
     if sort not in ERROR_SORTS:
         raise InvalidInput(f"sort must be one of {', '.join(ERROR_SORTS)}", field="sort")
-    start, end = _day_bounds(first, last)
+    start, end = day_bounds(first, last)
     match: dict[str, Any] = {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end},
-                             **await _not_restricted(store, site_id)}
+                             **await not_restricted(store, site_id)}
     if page:
         match["page"] = {"$regex": "^" + re.escape(page)}
     grouped = await error_records.occurrences_per_error(store, match)
@@ -155,9 +155,9 @@ async def error_breakdown(store: Store, site_id: str, error_id: str, *, first: d
     latest occurrences with their anonymised context, and its revenue at risk from `impacts`
     (derived/conversion_impact.py) with the method in one sentence."""
     await find_error(store, site_id, error_id)
-    start, end = _day_bounds(first, last)
+    start, end = day_bounds(first, last)
     match = {"siteId": site_id, "errorId": error_id, "occurredAt": {"$gte": start, "$lt": end},
-             **await _not_restricted(store, site_id)}
+             **await not_restricted(store, site_id)}
 
     async def counted(key: Any, limit: int | None = BREAKDOWN_ITEMS) -> list[dict[str, Any]]:
         return await error_records.occurrences_counted_by(store, match, key, limit)
@@ -219,7 +219,7 @@ async def error_replays(store: Store, site_id: str, error_id: str, *, first: dat
     """The error's latest occurrences in the range that a recording shows, newest first, each
     with the recording and the moment to open it at."""
     await find_error(store, site_id, error_id)
-    start, end = _day_bounds(first, last)
+    start, end = day_bounds(first, last)
     restricted = await visitors.restricted_visitor_ids(store, site_id)
     match: dict[str, Any] = {"siteId": site_id, "errorId": error_id,
                              "occurredAt": {"$gte": start, "$lt": end}}

@@ -12,7 +12,7 @@ from typing import Any
 
 from derived.views.errors import error_summary
 from derived.views.leads import lead_view
-from derived.views.paging import _not_restricted, readable
+from derived.views.paging import not_restricted, readable
 from derived.views.recordings import recording_summary
 from documents import commerce, error_records, leads, recordings
 from documents.store import DESCENDING, Store
@@ -95,7 +95,7 @@ async def _export_filter(store: Store, export: CsvExport, site_id: str) -> dict[
     if export.kind == "errors":
         return {"siteId": site_id}
     kept = commerce.KEPT if export.collection == commerce.ORDERS else {}
-    return {"siteId": site_id, **kept, **await _not_restricted(store, site_id)}
+    return {"siteId": site_id, **kept, **await not_restricted(store, site_id)}
 
 
 async def count_export_rows(store: Store, export: CsvExport, site_id: str, *, up_to: int) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from derived.views.paging import Page, _not_restricted, keyset_page, readable
+from derived.views.paging import Page, keyset_page, not_restricted, readable
 from documents import leads
 from documents.store import Store
 
@@ -29,7 +29,7 @@ def lead_view(lead: dict[str, Any]) -> dict[str, Any]:
 
 async def list_leads(store: Store, site_id: str, *, cursor: str | None, limit: int) -> Page:
     """The site's leads, newest first, without those of restricted visitors."""
-    filter_ = {"siteId": site_id, **await _not_restricted(store, site_id)}
+    filter_ = {"siteId": site_id, **await not_restricted(store, site_id)}
     found, next_cursor = await keyset_page(store, leads.COLLECTION, filter_, "createdAt",
                                            cursor, limit)
     return Page(readable(found, lead_view, "lead"), next_cursor)

@@ -24,13 +24,12 @@ from typing import Any
 from urllib.parse import quote
 
 from derived import visits
-from derived.views.charts import _bounds
 from derived.views.errors import recording_at
-from derived.views.paging import _not_restricted, encode_cursor, keyset_page, readable
+from derived.views.paging import encode_cursor, keyset_page, not_restricted, readable
 from documents import commerce, visitors
 from documents.store import Store
 from errors import InvalidInput
-from instants import format_instant
+from instants import days_condition, format_instant
 
 SORTS = ("placed", "paid", "value")
 STATUSES = ("placed", "paid", "refunded", "cancelled", "failed")
@@ -106,8 +105,9 @@ async def _filter(store: Store, site_id: str, filters: OrderFilters) -> dict[str
     if low is not None and high is not None and low > high:
         raise InvalidInput("minNet is more than maxNet", field="minNet")
     filter_: dict[str, Any] = {"siteId": site_id, **commerce.KEPT,
-                               **await _not_restricted(store, site_id),
-                               _date_field(filters.sort): _bounds(filters.first, filters.last)}
+                               **await not_restricted(store, site_id),
+                               _date_field(filters.sort): days_condition(filters.first,
+                                                                         filters.last)}
     if filters.status is not None:
         filter_["status"] = filters.status
     if currency is not None:

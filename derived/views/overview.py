@@ -9,9 +9,9 @@ from datetime import date, timedelta
 from typing import Any
 
 from derived import daily_figures, derivation
-from derived.views.charts import _day_bounds
 from documents import commerce, error_records, visitors
 from documents.store import Store
+from instants import day_bounds
 
 #: Rows of each overview ranking.
 TOP_ITEMS = 10
@@ -53,7 +53,7 @@ async def overview(store: Store, site: dict[str, Any], first: date, last: date
         days, before_first, before_last)
     pages = await daily_figures.page_figures(store, site_id, first, last)
     sessions = await daily_figures.session_figures(store, site_id, first, last)
-    start, end = _day_bounds(first, last)
+    start, end = day_bounds(first, last)
     top_errors = await error_records.occurrences_counted_by(
         store, {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end}, **hidden},
         "$errorId", TOP_ITEMS)

@@ -122,6 +122,6 @@ async def keyset_page(store: Store, collection: str, filter_: dict[str, Any], so
 # Restriction ---------------------------------------------------------------------------------
 
 
-async def _not_restricted(store: Store, site_id: str) -> dict[str, Any]:
+async def not_restricted(store: Store, site_id: str) -> dict[str, Any]:
     restricted = await visitors.restricted_visitor_ids(store, site_id)
     return {"visitorId": {"$nin": restricted}} if restricted else {}

@@ -15,11 +15,11 @@ from typing import Any
 
 from derived.daily_figures import page_path
 from derived.funnel_reports import MAX_FILTER_SESSIONS
-from derived.views.charts import _bounds, _day_bounds
 from derived.views.paging import Page, keyset_page, readable
 from documents import error_records, interactions, leads, recordings, visitors
 from documents.store import ASCENDING, Store
 from errors import InvalidInput, NotFound
+from instants import day_bounds, days_condition
 
 
 def recording_summary(recording: dict[str, Any]) -> dict[str, Any]:
@@ -116,7 +116,7 @@ async def search_recordings(store: Store, site_id: str, filters: RecordingFilter
         filter_["visitorId"] = filters.visitor_id
     elif restricted:
         filter_["visitorId"] = {"$nin": restricted}
-    if bound := _bounds(filters.first, filters.last):
+    if bound := days_condition(filters.first, filters.last):
         filter_["startedAt"] = bound
     if filters.page:
         filter_["pages.url"] = {"$regex": re.escape(filters.page), "$options": "i"}
@@ -222,7 +222,7 @@ async def sessions_hit_by(store: Store, site_id: str, error_id: str, first: date
     """The browser sessions the error hit between `first` and `last` (the recordings list's
     `error` filter: the sessions behind its revenue at risk), restricted visitors left out;
     at most MAX_FILTER_SESSIONS, the earliest hit first."""
-    start, end = _day_bounds(first, last)
+    start, end = day_bounds(first, last)
     return tuple(await error_records.sessions_hit(
         store, site_id, error_id, start, end,
         hidden=await visitors.restricted_visitor_ids(store, site_id), limit=MAX_FILTER_SESSIONS))

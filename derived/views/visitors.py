@@ -16,13 +16,13 @@ from typing import Any
 
 from derived.daily_figures import page_path
 from derived.views import orders as order_views
-from derived.views.charts import _bounds
 from derived.views.leads import lead_view
 from derived.views.paging import decode_cursor, encode_cursor, keyset_page, readable
 from derived.views.recordings import recording_summary
 from documents import engagement, error_records, leads, recordings, visitors
 from documents.store import Store
 from errors import NotFound
+from instants import days_condition
 
 #: How many of each kind of related item the visitor profile embeds.
 PROFILE_ITEMS = 50
@@ -211,9 +211,9 @@ async def search_visitors(store: Store, site_id: str, filters: VisitorFilters, *
         filter_["wpUserId"] = {"$nin": [None, ""]} if filters.logged_in else {"$in": [None, ""]}
     if filters.has_lead is not None:
         filter_["counts.leads"] = {"$gt": 0} if filters.has_lead else {"$not": {"$gt": 0}}
-    if bound := _bounds(filters.first_seen_from, filters.first_seen_to):
+    if bound := days_condition(filters.first_seen_from, filters.first_seen_to):
         filter_["firstSeen"] = bound
-    if bound := _bounds(filters.last_seen_from, filters.last_seen_to):
+    if bound := days_condition(filters.last_seen_from, filters.last_seen_to):
         filter_["lastSeen"] = bound
 
     async def keep(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
