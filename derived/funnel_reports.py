@@ -23,7 +23,10 @@ passed in (privacy/exclusion.py). The rules (decision "Issue 31" in docs/decisio
   up to `DAILY_UP_TO_DAYS` days, per ISO week (Monday to Sunday, the first and last cut to the
   range) for a longer one; the previous period is the one of the same length just before
   (derived/views/overview.py), its sessions gone through the funnel as it is defined now, and
-  the change is the difference of the two conversions (in points, not relative).
+  the change is the difference of the two conversions (in points, not relative);
+* visits go with the pageviews' retention ("activity", documents/retention.py) while the daily
+  figures keep their counts, so a report over a range the last purge reached says from when
+  its sessions are gone (`purgedBefore`, `purged_before`).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from typing import Any
 
 from derived import journeys, visits
 from derived.views.overview import previous_period
+from documents import retention
 from documents.funnels import PRODUCT_VIEW, find_funnel, step_view, view
 from documents.store import Store
 from documents.visitors import restricted_visitor_ids
@@ -161,22 +165,36 @@ def _median_seconds(paths: list[SessionPath], step: int) -> float | None:
     return round(statistics.median(gaps), 1) if gaps else None
 
 
+async def purged_before(store: Store, site_id: str, first: date) -> datetime | None:
+    """The instant before which the last purge removed the site's visits, when the days from
+    `first` on start before it; else None. It is the last purge's cutoff: when an earlier purge
+    ran under a shorter retention, what it removed beyond that is not recorded (retention
+    status keeps the last run only)."""
+    status = (await retention.site_status(store, site_id)).get("activity") or {}
+    if not status.get("lastPurgeAt") or not status.get("removedTotal"):
+        return None
+    cutoff = retention.cutoff(_aware(status["lastPurgeAt"]), int(status["retentionDays"]))
+    return cutoff if day_bounds(first, first)[0] < cutoff else None
+
+
 async def funnel_report(store: Store, site_id: str, funnel: dict[str, Any], first: date,
                         last: date, *, source: str | None, page_matches: PageMatch,
                         offload: Offload) -> dict[str, Any]:
     """The funnel's report over the range and its conversion in the previous period: both
-    read here, worked out through `offload`."""
+    read here, worked out through `offload`; `purgedBefore` when the purge reached either
+    period."""
     before_first, before_last = previous_period(first, last)
-    sessions, before = await asyncio.gather(
+    sessions, before, purged = await asyncio.gather(
         read_sessions(store, site_id, first, last, source=source),
-        read_sessions(store, site_id, before_first, before_last, source=source))
+        read_sessions(store, site_id, before_first, before_last, source=source),
+        purged_before(store, site_id, before_first))
 
     def work_out(check: Checkpoint) -> dict[str, Any]:
         paths = paths_through(funnel, sessions, page_matches=page_matches, check=check)
         previous = paths_through(funnel, before, page_matches=page_matches, check=check)
         return report(funnel, paths, first, last, source, previous=previous)
 
-    return await offload(work_out)
+    return {**await offload(work_out), "purgedBefore": purged}
 
 
 def _periods(first: date, last: date) -> tuple[str, list[tuple[date, date]]]:

@@ -495,46 +495,49 @@ def _figure(now: Any, before: Any, change_now: Any, change_before: Any) -> dict[
 def money_overview(now: Any, before: Any, currency: str | None,
                    source: str | None) -> dict[str, Any]:
     """The overview's commerce figures from two periods of daily figures (daily_figures.Period):
-    orders, conversion rate (paid orders per visitor), revenue, average order value and revenue
-    per visitor, each against the previous period; revenue and its ratios in the reporting
-    `currency` only, other currencies listed apart, never summed. Money as decimal text."""
+    orders, conversion rate (those orders per visitor), revenue, average order value and
+    revenue per visitor, each against the previous period, all of them of the orders in the
+    reporting `currency` only, so that orders x average order value = revenue and orders /
+    visitors = conversion; each other currency is listed apart with its own orders and revenue,
+    never summed. Money as decimal text; the conversion as the exact ratio (the dashboard
+    rounds it once)."""
     def per(period: Any) -> dict[str, Any]:
-        orders = sum(period.orders.values())
-        mine = period.orders.get(currency, 0) if currency else 0
+        # No reporting currency yet means no paid order was folded yet: nothing to split.
+        orders = period.orders.get(currency, 0) if currency else sum(period.orders.values())
         revenue = period.revenue.get(currency, 0) if currency else 0
-        return {"orders": orders, "mine": mine, "revenue": revenue,
-                "visitors": period.visitors,
+        return {"orders": orders, "revenue": revenue, "visitors": period.visitors,
                 "conversion": Decimal(orders) / period.visitors if period.visitors else Decimal(0)}
 
     a, b = per(now), per(before)
     figures: dict[str, Any] = {
         "orders": _figure(a["orders"], b["orders"], a["orders"], b["orders"]),
-        "conversionRate": _figure(round(float(a["conversion"]), 4),
-                                  round(float(b["conversion"]), 4),
+        "conversionRate": _figure(float(a["conversion"]), float(b["conversion"]),
                                   a["conversion"], b["conversion"]),
     }
     if currency:
-        aov_a = Decimal(a["revenue"]) / a["mine"] if a["mine"] else Decimal(0)
-        aov_b = Decimal(b["revenue"]) / b["mine"] if b["mine"] else Decimal(0)
+        aov_a = Decimal(a["revenue"]) / a["orders"] if a["orders"] else Decimal(0)
+        aov_b = Decimal(b["revenue"]) / b["orders"] if b["orders"] else Decimal(0)
         rpv_a = Decimal(a["revenue"]) / a["visitors"] if a["visitors"] else Decimal(0)
         rpv_b = Decimal(b["revenue"]) / b["visitors"] if b["visitors"] else Decimal(0)
         figures.update({
             "revenue": _figure(decimal_text(a["revenue"], currency),
                                decimal_text(b["revenue"], currency), a["revenue"], b["revenue"]),
-            "averageOrderValue": _figure(_ratio_text(a["revenue"], a["mine"], currency),
-                                         _ratio_text(b["revenue"], b["mine"], currency),
+            "averageOrderValue": _figure(_ratio_text(a["revenue"], a["orders"], currency),
+                                         _ratio_text(b["revenue"], b["orders"], currency),
                                          aov_a, aov_b),
             "revenuePerVisitor": _figure(_ratio_text(a["revenue"], a["visitors"], currency),
                                          _ratio_text(b["revenue"], b["visitors"], currency),
                                          rpv_a, rpv_b),
         })
-    others = sorted((set(now.orders) | set(now.revenue)) - {currency})
+    others = sorted((set(now.orders) | set(now.revenue)) - {currency}) if currency else []
     return {
         "currency": currency, "currencySource": source, "figures": figures,
         "otherCurrencies": [{"currency": other, "orders": now.orders.get(other, 0),
                              "revenue": decimal_text(now.revenue.get(other, 0), other)}
                             for other in others],
-        "days": [{"day": day, "orders": sum(money["orders"].values()),
+        "days": [{"day": day,
+                  "orders": money["orders"].get(currency, 0) if currency
+                  else sum(money["orders"].values()),
                   "revenue": decimal_text(money["revenue"].get(currency, 0), currency)
                   if currency else None}
                  for day, money in sorted(now.money_per_day.items())],

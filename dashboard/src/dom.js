@@ -54,6 +54,28 @@ export function table({ id, caption, head, rows, wrap = {} }) {
 }
 
 /**
+ * A ratio (0.1795) as a percentage in the browser's language, rounded once: one decimal under
+ * 10 % ("7.3%"), whole from there ("18%"); "—" for none. The API gives the exact ratio, so this
+ * is the one rounding between it and the page; every page writes its percentages with it.
+ */
+export function percent(ratio) {
+  if (ratio === null || ratio === undefined || Number.isNaN(Number(ratio))) return '—';
+  const tenths = Math.round(Math.abs(ratio) * 1000);
+  const places = tenths > 0 && tenths < 100 ? 1 : 0;
+  return new Intl.NumberFormat(navigator.language, {
+    style: 'percent',
+    minimumFractionDigits: places,
+    maximumFractionDigits: places,
+  }).format(ratio);
+}
+
+/** A relative change against the previous period: its size as `percent` says it, and its sign (0 when it rounds to nothing). */
+export function percentChange(change) {
+  const size = percent(Math.abs(change));
+  return { size, sign: size === percent(0) ? 0 : Math.sign(change) };
+}
+
+/**
  * Shares of a whole, one bar each with its percentage and count; `none` says that there are
  * none, `unknown` names a row without a name.
  */
@@ -63,13 +85,13 @@ export function shareList(id, rows, { none = 'Nothing in this period', unknown }
     'ul',
     { class: 'shares', id },
     rows.map((row) => {
-      const percent = Math.round(row.share * 100);
+      const width = Math.round(row.share * 100);
       return h(
         'li',
         {},
         h('span', { class: 'share-name' }, row.name || unknown),
-        h('span', { class: 'share-bar', 'aria-hidden': 'true' }, h('span', { style: `width: ${percent}%` })),
-        h('span', { class: 'share-value' }, `${percent}% (${row.count})`),
+        h('span', { class: 'share-bar', 'aria-hidden': 'true' }, h('span', { style: `width: ${width}%` })),
+        h('span', { class: 'share-value' }, `${percent(row.share)} (${row.count})`),
       );
     }),
   );

@@ -4,7 +4,8 @@
 // in the URL, so a view can be bookmarked and shared.
 import { siteApi } from './api.js';
 import { actionButton, exportTools } from './controls.js';
-import { empty, facts, h, pagePath, shareList, svg, table, when } from './dom.js';
+import { empty, facts, h, pagePath, percent, shareList, svg, table, when } from './dom.js';
+import { amount } from './money.js';
 import { choice, field, filterForm, isoDay, picked } from './filters.js';
 
 const FILTERS = ['status', 'source', 'page', 'from', 'to', 'sort'];
@@ -181,11 +182,12 @@ function atRisk(impact) {
   return h(
     'strong',
     { class: 'at-risk' },
-    `${impact.revenueAtRiskText} ${impact.currency}`,
+    amount(impact.revenueAtRiskText, impact.currency),
     h(
       'span',
       { class: 'hint' },
-      ` (90% interval ${impact.revenueAtRiskLowText} to ${impact.revenueAtRiskHighText}; ${observed(impact)})`,
+      ` (90% interval ${amount(impact.revenueAtRiskLowText, impact.currency)} to ` +
+        `${amount(impact.revenueAtRiskHighText, impact.currency)}; ${observed(impact)})`,
     ),
   );
 }
@@ -196,12 +198,6 @@ function observed(impact) {
     `${plural(impact.affectedSessions, 'session')} hit: ` +
     `${percent(impact.affectedConversion)} ordered, against ${percent(impact.baselineConversion)}`
   );
-}
-
-/** A share as a percentage: one decimal under 10 %, whole above. */
-function percent(share) {
-  const value = share * 100;
-  return `${value < 10 ? value.toFixed(1) : Math.round(value)}%`;
 }
 
 /** Why an error has no figure: too few sessions hit, or a drop chance explains. */
@@ -228,9 +224,9 @@ function revenueAtRisk(site, errorId, breakdown, range) {
       ? h(
           'p',
           {},
-          h('strong', { class: 'at-risk' }, `${impact.revenueAtRiskText} ${impact.currency}`),
-          ` at risk (90% interval ${impact.revenueAtRiskLowText} to ${impact.revenueAtRiskHighText} ` +
-            `${impact.currency}).`,
+          h('strong', { class: 'at-risk' }, amount(impact.revenueAtRiskText, impact.currency)),
+          ` at risk (90% interval ${amount(impact.revenueAtRiskLowText, impact.currency)} to ` +
+            `${amount(impact.revenueAtRiskHighText, impact.currency)}).`,
         )
       : h('p', {}, h('strong', {}, 'Not enough data. '), noFigureBecause(impact)),
     impact.affectedSessions

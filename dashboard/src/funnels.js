@@ -5,7 +5,7 @@
 // and source; and a form to define or edit a funnel (owners, admins; `?edit=1` edits).
 import { describeError, siteApi } from './api.js';
 import { actionButton } from './controls.js';
-import { alertBox, empty, h, seconds, svg, table } from './dom.js';
+import { alertBox, empty, h, percent, seconds, svg, table, when } from './dom.js';
 import { field, filterForm, isoDay, picked } from './filters.js';
 
 const EVENTS = {
@@ -21,8 +21,6 @@ const BREAKDOWNS = [
 ];
 const MIN_STEPS = 2;
 const MAX_STEPS = 8;
-
-const percent = (ratio) => (ratio === null || ratio === undefined ? '—' : `${Math.round(ratio * 1000) / 10}%`);
 
 export async function funnelsPage(app, site, item, query) {
   if (item === 'new') return funnelForm(app, site);
@@ -86,6 +84,7 @@ export async function funnelsPage(app, site, item, query) {
         { id: 'funnel-steps-title' },
         `Sessions from ${report.from} to ${report.to}${report.source ? ` from ${report.source}` : ''}`,
       ),
+      purgeNote(report),
       steps(site, chosen, report, range),
     ),
     overTime(report),
@@ -125,8 +124,21 @@ export async function funnelsPage(app, site, item, query) {
   );
 }
 
+/** Why a range has fewer sessions than the Overview's daily figures: the retention purge removed them. */
+function purgeNote(report) {
+  if (!report.purgedBefore) return null;
+  return h(
+    'p',
+    { class: 'hint', id: 'funnel-purged' },
+    `Sessions that started before ${when(report.purgedBefore)} were removed by the retention setting ` +
+      '(pageviews and interactions); the daily figures keep their counts.',
+  );
+}
+
 function steps(site, funnel, report, range) {
-  if (!report.sessions) return empty('No sessions in this period', 'Try a wider date range.');
+  if (!report.sessions) {
+    return empty('No sessions in this period', report.purgedBefore ? null : 'Try a wider date range.');
+  }
   const widest = Math.max(1, report.steps[0].sessions);
   return table({
     id: 'funnel-steps',

@@ -1,8 +1,10 @@
 // The overview's money figures (issue 31): paid orders, conversion rate, revenue, average order
-// value and revenue per visitor against the previous period, orders in other currencies apart,
-// and revenue per day. Amounts arrive as exact decimal text and are shown as they are, with
-// their currency: nothing is added up or converted here.
-import { h, svg } from './dom.js';
+// value and revenue per visitor against the previous period, all in the reporting currency;
+// each other currency apart with its own orders and revenue; and revenue per day. Amounts
+// arrive as exact decimal text and are written by `amount`, the dashboard's one way to show
+// money (the overview, the orders, an error's revenue at risk): nothing is added up or
+// converted here.
+import { h, percent, percentChange, svg } from './dom.js';
 
 const FIGURES = [
   ['orders', 'Orders'],
@@ -13,10 +15,31 @@ const FIGURES = [
 ];
 const MONEY = new Set(['revenue', 'averageOrderValue', 'revenuePerVisitor']);
 
+/**
+ * An amount (the API's exact decimal text, "45.00") in its currency, written as the browser's
+ * language writes money ("€45.00" in English, "45,00 €" in French) by Intl's currency rules,
+ * with the text's places: the currency's exponent as the service keeps it. "—" for none.
+ */
+export function amount(text, currency) {
+  if (text === null || text === undefined) return '—';
+  if (!currency) return String(text);
+  const places = (String(text).split('.')[1] || '').length;
+  try {
+    return new Intl.NumberFormat(navigator.language, {
+      style: 'currency',
+      currency,
+      minimumFractionDigits: places,
+      maximumFractionDigits: places,
+    }).format(text);
+  } catch {
+    return `${text} ${currency}`; // a code this browser does not know
+  }
+}
+
 function shown(value, name, currency) {
   if (value === null || value === undefined) return '–';
-  if (name === 'conversionRate') return `${(value * 100).toFixed(1)}%`;
-  if (MONEY.has(name)) return `${value} ${currency}`;
+  if (name === 'conversionRate') return percent(value);
+  if (MONEY.has(name)) return amount(value, currency);
   return value.toLocaleString();
 }
 
@@ -25,12 +48,12 @@ function change(figure, name, currency, days) {
   if (figure.change === null) {
     return h('span', { class: 'change' }, `none in ${period}`);
   }
-  const percent = Math.round(figure.change * 100);
-  const tone = percent === 0 ? '' : percent > 0 ? 'better' : 'worse';
+  const { size, sign } = percentChange(figure.change);
+  const tone = sign === 0 ? '' : sign > 0 ? 'better' : 'worse';
   return h(
     'span',
     { class: `change ${tone}` },
-    `${percent === 0 ? '±' : percent > 0 ? '▲ +' : '▼ '}${percent}% vs ${period} ` +
+    `${sign === 0 ? '±' : sign > 0 ? '▲ +' : '▼ −'}${size} vs ${period} ` +
       `(${shown(figure.previous, name, currency)})`,
   );
 }
@@ -55,7 +78,7 @@ function revenueChart(days, currency) {
   days.forEach((day, index) => {
     const tall = (height - pad.top - pad.bottom) * (heights[index] / peak);
     const x = pad.left + index * slot;
-    const label = `${day.day}: ${day.orders} paid orders, ${day.revenue ?? '–'} ${currency || ''}`;
+    const label = `${day.day}: ${day.orders} paid orders, ${amount(day.revenue, currency)}`;
     parts.push(
       svg(
         'rect',
@@ -101,8 +124,8 @@ export function moneyPanel(money, days) {
       'p',
       { class: 'hint' },
       currency
-        ? `Paid orders, less refunds, on the day of payment; revenue in ${currency} (${source}). Conversion ` +
-            `rate: paid orders per visitor.`
+        ? `Paid orders in ${currency} (${source}), less refunds, on the day of payment: every figure here is ` +
+            `of those orders. Conversion rate: those orders per visitor.`
         : "No paid order yet. Orders come from the shop's server once the plugin or the commerce ingest reports them.",
     ),
   ];
@@ -111,9 +134,13 @@ export function moneyPanel(money, days) {
       h(
         'p',
         { class: 'hint', id: 'other-currencies' },
-        'Also paid in other currencies, not included above: ',
+        'Paid in other currencies, counted apart: ',
         money.otherCurrencies
-          .map((row) => `${row.orders} ${row.orders === 1 ? 'order' : 'orders'}, ${row.revenue} ${row.currency}`)
+          .map(
+            (row) =>
+              `${row.orders} ${row.orders === 1 ? 'order' : 'orders'} in ${row.currency}, ` +
+              amount(row.revenue, row.currency),
+          )
           .join('; '),
         '.',
       ),

@@ -5,6 +5,7 @@
 import { describeError, siteApi } from './api.js';
 import { download } from './controls.js';
 import { alertBox, empty, h, table, when } from './dom.js';
+import { amount } from './money.js';
 import { choice, field, filterForm, listQuery } from './filters.js';
 
 /** The list's filters, each a query parameter of the page and of the API. */
@@ -19,11 +20,6 @@ const STATUSES = {
 };
 const SORTS = { placed: 'Newest placed', paid: 'Newest paid', value: 'Highest value' };
 const AMOUNT = { inputmode: 'decimal', pattern: '[0-9]{1,13}([.][0-9]{1,3})?', maxlength: 17, placeholder: '0.00' };
-
-/** An amount with its currency, as the Overview writes it ("45.50 EUR"). */
-export function money(text, currency) {
-  return text === null || text === undefined ? '—' : `${text} ${currency || ''}`.trim();
-}
 
 /** The order's status as a badge. */
 export function statusBadge(status) {
@@ -80,8 +76,8 @@ function orderRow(order) {
     cell(
       'Net value',
       [
-        money(order.valueText, order.currency),
-        refunded ? h('span', { class: 'hint' }, ` of ${money(order.totalText, order.currency)}`) : null,
+        amount(order.valueText, order.currency),
+        refunded ? h('span', { class: 'hint' }, ` of ${amount(order.totalText, order.currency)}`) : null,
       ],
       { class: 'num' },
     ),
@@ -198,7 +194,7 @@ export function visitorOrders(orders) {
         { dataset: { orderId: order.orderId } },
         orderCell(order),
         cell('Placed', when(order.placedAt)),
-        cell('Net value', money(order.valueText, order.currency), { class: 'num' }),
+        cell('Net value', amount(order.valueText, order.currency), { class: 'num' }),
         cell('Source', order.source),
         cell('Links', orderLinks(order)),
       ),

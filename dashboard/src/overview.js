@@ -4,7 +4,7 @@
 // traffic sources (traffic.js); the daily chart (chart.js) and the live feed of new errors and leads.
 import { ApiError, describeError, siteApi } from './api.js';
 import { dailyChart } from './chart.js';
-import { alertBox, empty, h, shareList, table, when } from './dom.js';
+import { alertBox, empty, h, percentChange, shareList, table, when } from './dom.js';
 import { isoDay } from './filters.js';
 import { moneyPanel } from './money.js';
 import { trafficPanels } from './traffic.js';
@@ -31,13 +31,13 @@ function number(value, name) {
 function change(figure, name, days) {
   const period = days === 1 ? 'the day before' : `the ${days} days before`;
   if (figure.change === null) return h('span', { class: 'change' }, figure.previous ? '' : `none in ${period}`);
-  const percent = Math.round(figure.change * 100);
-  const up = percent > 0;
-  const tone = percent === 0 ? '' : up === WORSE_WHEN_UP.has(name) ? 'worse' : 'better';
+  const { size, sign } = percentChange(figure.change);
+  const up = sign > 0;
+  const tone = sign === 0 ? '' : up === WORSE_WHEN_UP.has(name) ? 'worse' : 'better';
   return h(
     'span',
     { class: `change ${tone}` },
-    `${percent === 0 ? '±' : up ? '▲ +' : '▼ '}${percent}% vs ${period} (${number(figure.previous, name)})`,
+    `${sign === 0 ? '±' : up ? '▲ +' : '▼ −'}${size} vs ${period} (${number(figure.previous, name)})`,
   );
 }
 

@@ -87,13 +87,13 @@ async def test_the_overview_counts_paid_orders_less_refunds_in_the_reporting_cur
     t = await _traffic(ingest, deps)
     money = await _money(fetch, tenant, viewer_token, t)
     assert (money["currency"], money["currencySource"]) == ("EUR", "firstOrder")
-    # Now: A1, B1 and D1 count (3 orders, 4 visitors); EUR 19.99 + 40.00 = 59.99 over 2 EUR
-    # orders (29.995, shown 30.00) and 4 visitors (14.9975, shown 15.00). Before: E1 alone,
-    # 20.00 over 1 order and 2 visitors. Changes on the exact amounts: 3999/2000 = 1.9995,
-    # 999.5/2000 = 0.49975 and 499.75/1000 = 0.49975 (both shown 0.4998).
+    # Now: A1 and B1 count in EUR (2 orders, 4 visitors: 0.5), D1 in USD apart; EUR 19.99 +
+    # 40.00 = 59.99 over 2 orders (29.995, shown 30.00) and 4 visitors (14.9975, shown 15.00).
+    # Before: E1 alone, 20.00 over 1 order and 2 visitors (0.5). Changes on the exact amounts:
+    # 3999/2000 = 1.9995, 999.5/2000 = 0.49975 and 499.75/1000 = 0.49975 (both shown 0.4998).
     assert _values(money) == {
-        "orders": (3, 1, 2.0),
-        "conversionRate": (0.75, 0.5, 0.5),
+        "orders": (2, 1, 1.0),
+        "conversionRate": (0.5, 0.5, 0.0),
         "revenue": ("59.99", "20.00", 1.9995),
         "averageOrderValue": ("30.00", "20.00", 0.4998),
         "revenuePerVisitor": ("15.00", "10.00", 0.4998),
@@ -101,9 +101,37 @@ async def test_the_overview_counts_paid_orders_less_refunds_in_the_reporting_cur
     assert money["otherCurrencies"] == [{"currency": "USD", "orders": 1, "revenue": "30.00"}]
     days = {row["day"]: (row["orders"], row["revenue"]) for row in money["days"]}
     assert len(days) == 7
-    assert days[(t - timedelta(days=1)).isoformat()] == (2, "19.99")  # A1 and D1 (USD)
+    assert days[(t - timedelta(days=1)).isoformat()] == (1, "19.99")  # A1; D1 is in USD
     assert days[(t - timedelta(days=2)).isoformat()] == (1, "40.00")  # B1 less its refund
     assert days[(t - timedelta(days=3)).isoformat()] == (0, "0.00")   # A2, cancelled
+
+
+async def test_every_money_figure_counts_the_reporting_currencys_orders_only(
+        fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str):
+    # Issue 41 point 8: 39 visitors on T-1, 7 of them pay 45.00 EUR each and one 30.00 USD.
+    t, day = _today(), _today() - timedelta(days=1)
+    for n in range(39):
+        await ingest("pageviews", {"visitorId": f"v{n}", "url": f"{SHOP}/",
+                                   "occurredAt": _at(day, 8)})
+    for n in range(8):
+        await _order(ingest, f"v{n}", f"O{n}", "30.00" if n == 7 else "45.00",
+                     "USD" if n == 7 else "EUR", day, ("order_paid", day, {}))
+    await deps.derivation.fold()
+    money = await _money(fetch, tenant, viewer_token, t)
+    values = _values(money)
+    # 7 orders, 7 x 45.00 = 315.00, conversion 7/39 unrounded (0.179487...), 315.00 / 39 =
+    # 8.0769 (shown 8.08); the USD order apart, with its own count. Nothing before.
+    assert values == {
+        "orders": (7, 0, None),
+        "conversionRate": (7 / 39, 0.0, None),
+        "revenue": ("315.00", "0.00", None),
+        "averageOrderValue": ("45.00", None, None),
+        "revenuePerVisitor": ("8.08", None, None),  # no visitor before
+    }
+    assert values["orders"][0] * 4500 == 31500  # orders x average order value = revenue
+    assert money["otherCurrencies"] == [{"currency": "USD", "orders": 1, "revenue": "30.00"}]
+    assert [(row["orders"], row["revenue"]) for row in money["days"]
+            if row["day"] == day.isoformat()] == [(7, "315.00")]
 
 
 async def test_a_reporting_currency_set_for_the_site_shows_the_others_apart(
@@ -116,6 +144,7 @@ async def test_a_reporting_currency_set_for_the_site_shows_the_others_apart(
     money = await _money(fetch, tenant, viewer_token, t)
     assert (money["currency"], money["currencySource"]) == ("USD", "setting")
     # D1 alone in USD: 30.00 over 1 order, and over 4 visitors 7.50; nothing in USD before.
+    assert _values(money)["orders"] == (1, 0, None)
     assert _values(money)["revenue"] == ("30.00", "0.00", None)
     assert _values(money)["averageOrderValue"] == ("30.00", None, None)
     assert _values(money)["revenuePerVisitor"] == ("7.50", "0.00", None)
@@ -140,10 +169,11 @@ async def test_erasure_takes_the_visitors_orders_out_of_the_money_figures(
     assert erased.json()["counts"]["commerceEvents"] == 3
     await deps.derivation.fold()
     money = await _money(fetch, tenant, viewer_token, t)
-    # Without b: A1 and D1 (2 orders, 3 visitors: 0.6667); EUR 19.99 over 1 order, and over
-    # 3 visitors 6.6633 (shown 6.66).
+    # Without b: A1 in EUR (1 order, 3 visitors: 1/3) and D1 apart; EUR 19.99 over 1 order,
+    # and over 3 visitors 6.6633 (shown 6.66).
     values = _values(money)
-    assert values["orders"][0] == 2 and values["conversionRate"][0] == 0.6667
+    assert values["orders"][0] == 1 and values["conversionRate"][0] == 1 / 3
+    assert money["otherCurrencies"] == [{"currency": "USD", "orders": 1, "revenue": "30.00"}]
     assert values["revenue"][0] == "19.99"
     assert values["averageOrderValue"][0] == "19.99"
     assert values["revenuePerVisitor"][0] == "6.66"
@@ -162,10 +192,11 @@ async def test_a_restriction_takes_the_orders_out_until_it_is_lifted(
     switch = f"/api/v1/sites/{tenant.site_id}/visitors/a/restriction"
     answer = await fetch(switch, "PUT", json_body={"on": True}, token=tenant.token)
     assert answer.code == 200, answer
-    # Without a: B1 and D1 (2 orders, 3 visitors); EUR 40.00 over 1 order, 13.33 per visitor.
+    # Without a: B1 in EUR and D1 apart (3 visitors); EUR 40.00 over 1 order, 13.33 per
+    # visitor.
     values = _values(await _money(fetch, tenant, viewer_token, t))
     assert (values["orders"][0], values["revenue"][0], values["averageOrderValue"][0],
-            values["revenuePerVisitor"][0]) == (2, "40.00", "40.00", "13.33")
+            values["revenuePerVisitor"][0]) == (1, "40.00", "40.00", "13.33")
     answer = await fetch(switch, "PUT", json_body={"on": False}, token=tenant.token)
     assert answer.code == 200, answer
     assert await _money(fetch, tenant, viewer_token, t) == before

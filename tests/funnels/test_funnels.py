@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from tests.retention.conftest import make_purger
 from tests.support.app import Fetch, Tenant
 from tests.support.ingest import Ingest
 
@@ -379,3 +380,24 @@ async def test_an_edit_is_audited_with_the_names_of_the_fields_it_changed(
     shop = await fetch(f"{base}/shop", "PATCH", json_body={"name": "Mine"}, token=tenant.token)
     assert shop.code == 422, shop
     assert len(await changes()) == 2
+
+
+async def test_a_report_over_purged_days_says_from_when_their_sessions_are_gone(
+        fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str, schemas):
+    """Issue 41 point 8: the six sessions, then pageviews kept 30 days and a purge 31 days on;
+    the funnel has no session left and says why, while the day's figures keep 6 visitors."""
+    await _sessions(ingest, deps)
+    assert (await _report(fetch, tenant, viewer_token))["purgedBefore"] is None
+    await deps.store.collection("sites").update_one(
+        {"_id": tenant.site_id}, {"$set": {"settings.retentionDays": {"activity": 30}}})
+    purged_at = (datetime.now(UTC) + timedelta(days=31)).replace(microsecond=0)
+    report = await make_purger(deps.store).purge(purged_at)
+    assert report is not None and report.removed["activity"] > 0
+    after = await _report(fetch, tenant, viewer_token)
+    schemas.validate(after, "FunnelReport")
+    assert (after["sessions"], after["entered"]) == (0, 0)
+    assert datetime.fromisoformat(after["purgedBefore"]) == purged_at - timedelta(days=30)
+    day = BASE.date().isoformat()
+    overview = await fetch(f"/api/v1/sites/{tenant.site_id}/overview?from={day}&to={day}",
+                           token=viewer_token)
+    assert overview.json()["figures"]["visitors"]["value"] == 6
