@@ -3,7 +3,8 @@
 
 Milliseconds because that is what the store keeps (a BSON date), so an instant read back and
 written out again is spelled the same; always three digits, so instants sort as text too.
-Shared by every layer, like errors.py (docs/decisions.md, "One spelling of an instant").
+Shared by every layer, like errors.py (docs/decisions.md, "One spelling of an instant"), with
+the UTC day ranges the reports read over.
 """
 
 from __future__ import annotations
@@ -47,3 +48,9 @@ def days_condition(first: date | None, last: date | None) -> dict[str, Any]:
     if last is not None:
         condition["$lt"] = day_bounds(last, last)[1]
     return condition
+
+
+def previous_period(first: date, last: date) -> tuple[date, date]:
+    """The days of the same length that end the day before `first`."""
+    length = (last - first).days + 1
+    return first - timedelta(days=length), first - timedelta(days=1)

@@ -41,12 +41,12 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from derived import journeys, visits
-from derived.views.overview import previous_period
 from documents import retention
 from documents.funnels import PRODUCT_VIEW, find_funnel, step_view, view
 from documents.store import Store
 from documents.visitors import restricted_visitor_ids
 from errors import InvalidInput
+from instants import day_bounds, previous_period
 
 BREAKDOWN_ITEMS = 10
 BREAKDOWNS = ("device", "country", "source")
@@ -109,11 +109,6 @@ def walk(moments: list[list[datetime]]) -> tuple[datetime, ...]:
             break
         reached.append(found)
     return tuple(reached)
-
-
-def day_bounds(first: date, last: date) -> tuple[datetime, datetime]:
-    start = datetime(first.year, first.month, first.day, tzinfo=UTC)
-    return start, datetime(last.year, last.month, last.day, tzinfo=UTC) + timedelta(days=1)
 
 
 @dataclass(frozen=True)

@@ -5,22 +5,16 @@ and frustrated pages, countries, devices, money and traffic.
 from __future__ import annotations
 
 from collections import Counter
-from datetime import date, timedelta
+from datetime import date
 from typing import Any
 
 from derived import daily_figures, derivation
 from documents import commerce, error_records, visitors
 from documents.store import Store
-from instants import day_bounds
+from instants import day_bounds, previous_period
 
 #: Rows of each overview ranking.
 TOP_ITEMS = 10
-
-
-def previous_period(first: date, last: date) -> tuple[date, date]:
-    """The period of the same length that ends the day before `first`."""
-    length = (last - first).days + 1
-    return first - timedelta(days=length), first - timedelta(days=1)
 
 
 def _change(now: float, before: float) -> float | None:
