@@ -121,7 +121,6 @@ async def test_a_funnel_step_by_step_and_a_drop_off_opening_its_recordings(
     await _fits_its_panels(page, "the shop funnel at 1280 px")
     await page.set_viewport_size({"width": 390, "height": 844})
     await _fits_its_panels(page, "the shop funnel at 390 px")
-    await page.screenshot(path="/tmp/funnel-shop-390.png", full_page=True)
     await page.set_viewport_size({"width": 1280, "height": 860})
 
     # From the keyboard: the first step's drop-off opens the recordings of the 2 that stopped.
@@ -161,7 +160,6 @@ async def test_a_funnel_step_by_step_and_a_drop_off_opening_its_recordings(
     await expect(page.locator("#funnel-step-list legend")).to_have_text(["Step 1", "Step 2"])
     await assert_accessible(page, "the funnel editor")
     await _fits_its_panels(page, "the funnel editor")
-    await page.screenshot(path="/tmp/funnel-editor-1280.png", full_page=True)
     await page.get_by_role("button", name="Save changes").click()
     await expect(page.get_by_role("heading", name="Funnel: Mug: viewed, then carted")
                  ).to_be_visible()
@@ -178,11 +176,9 @@ async def test_a_funnel_step_by_step_and_a_drop_off_opening_its_recordings(
     assert changed == [["name", "steps"]], changed
     await assert_accessible(page, "an edited funnel's report")
     await _fits_its_panels(page, "an edited funnel at 1280 px")
-    await page.screenshot(path="/tmp/funnel-edited-1280.png", full_page=True)
     await page.set_viewport_size({"width": 390, "height": 844})
     await assert_accessible(page, "an edited funnel's report on a phone")
     await _fits_its_panels(page, "an edited funnel at 390 px")
-    await page.screenshot(path="/tmp/funnel-edited-390.png", full_page=True)
 
 
 async def test_the_errors_list_sorted_by_revenue_at_risk_says_its_rule(
@@ -231,14 +227,12 @@ async def test_the_errors_list_sorted_by_revenue_at_risk_says_its_rule(
     await expect(risk).to_contain_text("Ordered after being hit10%")
     await expect(page.locator("#risk-method")).to_contain_text("Mantel-Haenszel")
     await assert_accessible(page, "an error's revenue at risk")
-    await page.screenshot(path="/tmp/error-risk-1280.png", full_page=True)
     # On a phone: the same figures, nothing cut or scrolled sideways; and the list keeps the
     # column it is sorted by.
     await page.set_viewport_size({"width": 390, "height": 844})
     await expect(risk.locator(".at-risk")).to_be_visible()
     box = await risk.bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
-    await page.screenshot(path="/tmp/error-risk-390.png", full_page=True)
     await assert_accessible(page, "an error's revenue at risk on a phone")
     await page.go_back()
     await expect(page.locator("#errors tbody tr").first.locator(".at-risk")).to_be_visible()

@@ -70,7 +70,6 @@ async def test_the_owner_filters_orders_and_follows_one_to_its_visitor_on_a_phon
     await expect(ui2).to_contain_text("/cart · 1 page")
     await expect(table.locator('tr[data-order-id="ui-3"]')).to_contain_text(written[2])
     await assert_accessible(page, "the orders page at 1280 px")
-    await page.screenshot(path="/tmp/orders-1280.png", full_page=True)
 
     # A choice applies at once and is kept in the address.
     await page.get_by_label("Status").select_option("paid")
@@ -90,7 +89,6 @@ async def test_the_owner_filters_orders_and_follows_one_to_its_visitor_on_a_phon
     assert await page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     assert await table.evaluate("t => t.getBoundingClientRect().right") <= PHONE["width"]
     await assert_accessible(page, "the orders page at 390 px")
-    await page.screenshot(path="/tmp/orders-390.png", full_page=True)
 
     await page.get_by_role("link", name="Visitor of order ui-2").click()
     orders = page.locator("#visitor-orders")
