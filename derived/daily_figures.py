@@ -306,7 +306,8 @@ class FigureSource:
     #: visitor's errors stay counted" in docs/decisions.md).
     kept_when_erased: bool = False
     #: What a record adds to its session's journey (derived/journeys.py), given the record
-    #: and its fact: the journey after it, or None when it adds nothing.
+    #: and its fact: the journey after it, or None when it adds nothing (which the record
+    #: and fact alone decide, so the fold can ask before it looks the visit up).
     journey: Callable[[dict[str, Any], dict[str, Any], dict[str, Any]],
                       dict[str, Any] | None] | None = None
     #: Whether a record sent without a browser session still joins a journey (the shop's

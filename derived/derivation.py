@@ -149,15 +149,17 @@ async def _join_journey(store: Store, tally: daily_figures.Tally,
                         record: dict[str, Any], *, session: Any) -> None:
     """Put a record into its session's journey (derived/journeys.py) and count the
     difference it makes to the daily outcome counts."""
+    assert source.journey is not None
     session_id = record.get("sessionId") or fact.get("sessionId")
     if not session_id and not source.joins_without_session:
         return
+    if source.journey(journeys.empty(), record, fact) is None:
+        return  # a click that is no rage or dead click, say: no visit to look up
     site_id, who = fact["siteId"], fact["visitorId"]
     visit = await visits.journey_visit(store, site_id, who, session_id, record["at"],
                                        session=session)
     if visit is None:
         return
-    assert source.journey is not None
     changed = source.journey(journeys.of(visit), record, fact)
     if changed is None:
         return

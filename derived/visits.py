@@ -136,14 +136,13 @@ def with_pageview(visit: dict[str, Any] | None, record: dict[str, Any], *, site_
             "product": bool(record.get("product"))}
     if visit is None or not visit.get("pageviews"):
         key = session_key(record)
-        new = {"_id": visit_id(site_id, visitor_id, key), "siteId": site_id,
-               "visitorId": visitor_id, "sessionId": record.get("sessionId") or None,
-               "startedAt": at, "endedAt": at, "day": day_of(at),
-               "country": country.upper() if isinstance(country, str) and country else None,
-               "device": device or None, "entry": page_path(url), "exit": page_path(url),
-               "source": dict(record.get("source") or {}), "pageviews": 1, "pages": [page],
-               "journey": (visit or {}).get("journey") or journeys.empty()}
-        return new
+        return {"_id": visit_id(site_id, visitor_id, key), "siteId": site_id,
+                "visitorId": visitor_id, "sessionId": record.get("sessionId") or None,
+                "startedAt": at, "endedAt": at, "day": day_of(at),
+                "country": country.upper() if isinstance(country, str) and country else None,
+                "device": device or None, "entry": page_path(url), "exit": page_path(url),
+                "source": dict(record.get("source") or {}), "pageviews": 1, "pages": [page],
+                "journey": (visit or {}).get("journey") or journeys.empty()}
     visit = dict(visit)
     started = _aware(visit["startedAt"])
     if at < started:
