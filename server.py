@@ -55,6 +55,7 @@ from handlers import notifications as notification_handlers
 from handlers import orders as order_handlers
 from handlers import retention as retention_handlers
 from handlers import sdk as sdk_handlers
+from handlers import sessions as session_handlers
 from handlers import sites as site_handlers
 from handlers import subject_requests_by_email as privacy_by_email_handlers
 from handlers import surveys as survey_handlers
@@ -249,6 +250,7 @@ def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
         *visitor_handlers.default_handlers,
         *data_api_handlers.default_handlers,
         *order_handlers.default_handlers,
+        *session_handlers.default_handlers,
         *heatmap_handlers.default_handlers,
         *csv_export_handlers.default_handlers,
         *survey_handlers.default_handlers,

@@ -120,12 +120,14 @@ class RangeSessions:
 
 
 async def read_sessions(store: Store, site_id: str, first: date, last: date, *,
-                        source: str | None = None) -> RangeSessions:
-    """Every session that started between `first` and `last` (of `source` when given), one
-    visit document each; restricted visitors left out."""
+                        source: str | None = None, within: dict[str, Any] | None = None
+                        ) -> RangeSessions:
+    """Every session that started between `first` and `last` (of `source`, and of a segment's
+    condition `within`, when given), one visit document each; restricted visitors left out."""
     hidden = await restricted_visitor_ids(store, site_id)
     found = [visit async for visit in visits.visits_between(store, site_id, first, last,
-                                                            hidden=hidden, source=source)]
+                                                            hidden=hidden, source=source,
+                                                            within=within)]
     return RangeSessions(found)
 
 
@@ -174,14 +176,17 @@ async def purged_before(store: Store, site_id: str, first: date) -> datetime | N
 
 async def funnel_report(store: Store, site_id: str, funnel: dict[str, Any], first: date,
                         last: date, *, source: str | None, page_matches: PageMatch,
-                        offload: Offload) -> dict[str, Any]:
+                        offload: Offload, within: dict[str, Any] | None = None
+                        ) -> dict[str, Any]:
     """The funnel's report over the range and its conversion in the previous period: both
     read here, worked out through `offload`; `purgedBefore` when the purge reached either
-    period."""
+    period. With `within` (a saved segment's condition, `visits.matching`), only the sessions
+    of the segment are counted, in both periods."""
     before_first, before_last = previous_period(first, last)
     sessions, before, purged = await asyncio.gather(
-        read_sessions(store, site_id, first, last, source=source),
-        read_sessions(store, site_id, before_first, before_last, source=source),
+        read_sessions(store, site_id, first, last, source=source, within=within),
+        read_sessions(store, site_id, before_first, before_last, source=source,
+                      within=within),
         purged_before(store, site_id, before_first))
 
     def work_out(check: Checkpoint) -> dict[str, Any]:

@@ -9,19 +9,31 @@ Visits are the visitor's data (exported, erased with them). Like `visitor_days` 
 written only by the fold, so they hold exactly what is folded; what a visit adds to the daily
 session figures (`session_days`, derived/daily_figures.py) is `contributions(visit)`, and the fold
 applies the difference a pageview makes to it (decision "Issue 31" in docs/decisions.md).
+
+Sessions are found by outcome (issue 41 point 5, the sessions list and saved segments,
+documents/segments.py) through what every save writes beside the visit, a function of the visit
+alone like its contributions: `filterKeys`, one "kind:value" string per thing a session can be
+found by (its entry and exit, each page, UTM campaign and source, source, device, country,
+each error hit, each page with a rage or dead click, and whether and in which currencies it
+paid), on one index with the start; and `orderValues`, its paid orders' net revenue per
+currency, which a value filter ranges over (`matching`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import AsyncIterator, Iterable
 from datetime import UTC, date, datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from derived import journeys
+from documents import commerce
 from documents.retention import Expiry
+from documents.segments import SessionFilters
 from documents.store import ASCENDING, DESCENDING, Index, Store
+from errors import InvalidInput
 from instants import days_condition
 
 COLLECTION = "visit_sessions"
@@ -45,6 +57,9 @@ INDEXES = [
     Index(COLLECTION, (("siteId", ASCENDING), ("startedAt", ASCENDING))),
     # A visitor's visits: erasure, export, restriction; the last before a moment (journeys).
     Index(COLLECTION, (("siteId", ASCENDING), ("visitorId", ASCENDING), ("startedAt", ASCENDING))),
+    # Sessions found by outcome (`matching`): a site's visits of one filter key by start; the
+    # other keys of a combination, and the value range, are matched on the visits it reads.
+    Index(COLLECTION, (("siteId", ASCENDING), ("filterKeys", ASCENDING), ("startedAt", ASCENDING))),
 ]
 #: A visit goes with the pageviews it was made of (retention's "activity"): when it started
 #: before the cutoff. What it added to the session figures stays, as anyone's.
@@ -216,15 +231,131 @@ async def journey_visit(store: Store, site_id: str, visitor_id: str, session_id:
 
 
 async def save_visit(store: Store, visit: dict[str, Any], *, session: Any) -> None:
-    await store.collection(COLLECTION).replace_one({"_id": visit["_id"]}, visit, upsert=True,
-                                                   session=session)
+    await store.collection(COLLECTION).replace_one({"_id": visit["_id"]}, findable(visit),
+                                                   upsert=True, session=session)
 
 
 async def replace_site(store: Store, site_id: str, visits: list[dict[str, Any]]) -> None:
     """The site's visits as a rebuild worked them out."""
     await store.collection(COLLECTION).delete_many({"siteId": site_id})
     for offset in range(0, len(visits), 1000):
-        await store.collection(COLLECTION).insert_many(visits[offset:offset + 1000])
+        await store.collection(COLLECTION).insert_many(
+            [findable(visit) for visit in visits[offset:offset + 1000]])
+
+
+async def add_filter_keys(store: Store) -> None:
+    """Give every stored visit its filter keys and order values (a start-up migration for the
+    visits folded before sessions were found by outcome)."""
+    batch: list[dict[str, Any]] = []
+    async for visit in store.collection(COLLECTION).find({"filterKeys": None}):
+        batch.append(visit)
+        if len(batch) == 500:
+            await _rewrite(store, batch)
+            batch = []
+    await _rewrite(store, batch)
+
+
+async def _rewrite(store: Store, batch: list[dict[str, Any]]) -> None:
+    for visit in batch:
+        found = findable(visit)
+        await store.collection(COLLECTION).update_one(
+            {"_id": visit["_id"]}, {"$set": {"filterKeys": found["filterKeys"],
+                                            "orderValues": found["orderValues"]}})
+
+
+# Finding sessions by outcome ------------------------------------------------------------------
+
+#: The filter key of a session with a paid order, and the prefix of one per currency paid in.
+CONVERTED = "converted"
+PAID_IN = "paid:"
+
+
+def paid_values(visit: dict[str, Any]) -> dict[str, int]:
+    """The net revenue of the session's paid orders, in minor units per currency."""
+    values: dict[str, int] = {}
+    for _order, _at, currency, orders, revenue in journeys.of(visit)["orders"]:
+        if orders > 0:
+            values[currency] = values.get(currency, 0) + int(revenue)
+    return values
+
+
+def filter_keys(visit: dict[str, Any]) -> list[str]:
+    """What the session can be found by, as "kind:value" strings (`matching`); nothing for a
+    visit of no pageviews yet."""
+    if not visit.get("pageviews"):
+        return []
+    source = visit.get("source") or {}
+    journey = journeys.of(visit)
+    keys = {f"entry:{visit.get('entry')}", f"exit:{visit.get('exit')}",
+            f"source:{source_label(source)}"}
+    keys |= {f"page:{page_path(page.get('url'))}" for page in visit.get("pages") or []
+             if isinstance(page, dict)}
+    for kind, field in (("utmCampaign", "utmCampaign"), ("utmSource", "utmSource"),
+                        ("device", "device"), ("country", "country")):
+        value = source.get(field) if kind.startswith("utm") else visit.get(field)
+        if value:
+            keys.add(f"{kind}:{value}")
+    keys |= {f"error:{error_id}" for error_id, _ in journey["errors"]}
+    keys |= {f"frustration:{page}" for page, _ in journey["frustrated"]}
+    paid = paid_values(visit)
+    if paid:
+        keys |= {CONVERTED, *(f"{PAID_IN}{currency}" for currency in paid)}
+    return sorted(keys)
+
+
+def findable(visit: dict[str, Any]) -> dict[str, Any]:
+    """The visit with its filter keys and order values, as it is saved."""
+    return {**visit, "filterKeys": filter_keys(visit), "orderValues": paid_values(visit)}
+
+
+#: Each key-matched filter's kind of key, by the `SessionFilters` field that names it.
+_KEYED = {"utm_campaign": "utmCampaign", "utm_source": "utmSource", "source": "source",
+          "entry": "entry", "exit": "exit", "page": "page", "error": "error",
+          "frustration": "frustration", "device": "device", "country": "country"}
+
+
+def _amount(raw: str | None, currency: str, name: str) -> int | None:
+    if raw is None:
+        return None
+    try:
+        return commerce.minor_units(raw, currency)
+    except commerce.InvalidMoney as exc:
+        raise InvalidInput(f"{name}: {exc}", field=name) from None
+
+
+def matching(filters: SessionFilters, currency: str | None) -> dict[str, Any]:
+    """The query condition of the visits the filters find (every filter must hold), on the
+    index of (siteId, filterKeys, startedAt) when one is key-matched. A value is in the site's
+    reporting `currency`; InvalidInput when a value is asked for and there is none yet."""
+    keys: list[str] = []
+    clauses: list[dict[str, Any]] = []
+    for field, kind in _KEYED.items():
+        value = getattr(filters, field)
+        if value is None:
+            continue
+        if kind in ("entry", "exit", "page", "frustration") and value.endswith("*"):
+            clauses.append({"filterKeys": {"$regex": "^" + re.escape(f"{kind}:{value[:-1]}")}})
+        else:
+            keys.append(f"{kind}:{value}")
+    if filters.converted is True:
+        keys.append(CONVERTED)
+    elif filters.converted is False:
+        clauses.append({"filterKeys": {"$ne": CONVERTED}})
+    if filters.min_value is not None or filters.max_value is not None:
+        if currency is None:
+            raise InvalidInput("an order value is in the site's reporting currency, and the "
+                               "site has none yet", field="minValue" if filters.min_value
+                               is not None else "maxValue")
+        keys.append(f"{PAID_IN}{currency}")
+        within: dict[str, int] = {}
+        if (low := _amount(filters.min_value, currency, "minValue")) is not None:
+            within["$gte"] = low
+        if (high := _amount(filters.max_value, currency, "maxValue")) is not None:
+            within["$lte"] = high
+        clauses.append({f"orderValues.{currency}": within})
+    if keys:
+        clauses.insert(0, {"filterKeys": {"$all": keys}})
+    return {"$and": clauses} if clauses else {}
 
 
 # Reads ----------------------------------------------------------------------------------------
@@ -240,12 +371,14 @@ async def visits_of(store: Store, site_id: str, visitor_id: str, *, session: Any
 
 async def visits_between(store: Store, site_id: str, first: date, last: date, *,
                          hidden: list[str], source: str | None = None,
+                         within: dict[str, Any] | None = None,
                          ) -> AsyncIterator[dict[str, Any]]:
     """The site's visits that started on the UTC days `first` to `last`, restricted visitors
-    (`hidden`) left out, of one source (`source_label`) when given; one query on
-    (siteId, startedAt)."""
+    (`hidden`) left out, of one source (`source_label`) when given, and meeting `within` (a
+    segment's `matching`) when given; one query on (siteId, startedAt), or on the filter keys
+    when `within` has one."""
     query: dict[str, Any] = {"siteId": site_id, "startedAt": days_condition(first, last),
-                             "pageviews": {"$gt": 0}}
+                             "pageviews": {"$gt": 0}, **(within or {})}
     if hidden:
         query["visitorId"] = {"$nin": hidden}
     if source is not None:
@@ -264,6 +397,36 @@ def source_filter(source: str) -> dict[str, Any]:
         return {"source.utmSource": None, "source.referrerDomain": None}
     return {"$or": [{"source.utmSource": source},
                     {"source.utmSource": None, "source.referrerDomain": source}]}
+
+
+async def session_ids_matching(store: Store, site_id: str, within: dict[str, Any],
+                               first: datetime, last: datetime, *, hidden: list[str],
+                               limit: int) -> list[str]:
+    """Browser session ids of the site's visits meeting `within` (`matching`) that started in
+    [first, last), the newest first, restricted visitors (`hidden`) left out."""
+    query = {"siteId": site_id, "startedAt": {"$gte": first, "$lt": last},
+             "pageviews": {"$gt": 0}, "sessionId": {"$ne": None}, **within}
+    if hidden:
+        query["visitorId"] = {"$nin": hidden}
+    cursor = store.collection(COLLECTION).find(query, {"sessionId": 1}).sort(
+        "startedAt", DESCENDING).limit(limit)
+    return [visit["sessionId"] async for visit in cursor]
+
+
+async def visitor_ids_matching(store: Store, site_id: str, within: dict[str, Any], *,
+                               hidden: list[str], limit: int) -> list[str]:
+    """The visitors with a kept visit meeting `within` (`matching`), those of the newest
+    visits first, at most `limit`; restricted visitors (`hidden`) left out."""
+    query = {"siteId": site_id, "pageviews": {"$gt": 0}, **within}
+    if hidden:
+        query["visitorId"] = {"$nin": hidden}
+    rows = store.collection(COLLECTION).aggregate([
+        {"$match": query},
+        {"$group": {"_id": "$visitorId", "last": {"$max": "$startedAt"}}},
+        {"$sort": {"last": DESCENDING, "_id": DESCENDING}},
+        {"$limit": limit},
+    ])
+    return [row["_id"] async for row in rows]
 
 
 async def session_ids_from(store: Store, site_id: str, source: str, first: datetime,

@@ -24,6 +24,7 @@ from documents import (
     recordings,
     requests,
     retention,
+    segments,
     sites,
     statement_nonces,
     surveys,
@@ -41,7 +42,7 @@ def declared_indexes() -> list[Index]:
         *funnels.INDEXES,
         *interactions.INDEXES,
         *leads.INDEXES, *notifications.INDEXES, *recordings.INDEXES,
-        *requests.INDEXES, *retention.INDEXES, *sites.INDEXES,
+        *requests.INDEXES, *retention.INDEXES, *segments.INDEXES, *sites.INDEXES,
         *statement_nonces.INDEXES,
         *surveys.INDEXES, *visitors.INDEXES,
     ]

@@ -35,6 +35,7 @@ from documents import (
     recordings,
     requests,
     retention,
+    segments,
     sites,
     statement_nonces,
     surveys,
@@ -109,6 +110,7 @@ SHARD_KEYS: dict[str, Placement] = {
     surveys.COUNTERS: Placement(SITE, BY_SITE),
     notifications.DELIVERIES: Placement(SITE, BY_SITE),
     funnels.COLLECTION: Placement(SITE, BY_SITE),
+    segments.COLLECTION: Placement(SITE, BY_SITE),
     heatmaps.COUNTS: Placement(SITE, BY_SITE),
     # An order's events can arrive without the visitor (a payment confirmed later), so an
     # order is found by its own key: by site, like the site's figures.

@@ -16,6 +16,7 @@ from derived.views import charts, overview, paging
 from derived.views import errors as error_views
 from derived.views import leads as lead_views
 from derived.views import recordings as recording_views
+from derived.views import sessions as session_views
 from derived.views import visitors as visitor_views
 from documents import error_records, recordings, visitors
 from handlers.site_api import (
@@ -33,8 +34,8 @@ from realtime.recent import recent_events
 
 class VisitorsHandler(SiteDataHandler):
     """GET .../visitors?q=&country=&device=&loggedIn=&hasLead=&hasError=&firstSeenFrom=&
-    firstSeenTo=&lastSeenFrom=&lastSeenTo=&cursor=&limit=: visitors by last seen, newest
-    first, searched and filtered."""
+    firstSeenTo=&lastSeenFrom=&lastSeenTo=&segment=&cursor=&limit=: visitors by last seen,
+    newest first, searched and filtered."""
 
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
@@ -47,7 +48,9 @@ class VisitorsHandler(SiteDataHandler):
             first_seen_from=self.optional_day("firstSeenFrom"),
             first_seen_to=self.optional_day("firstSeenTo"),
             last_seen_from=self.optional_day("lastSeenFrom"),
-            last_seen_to=self.optional_day("lastSeenTo"))
+            last_seen_to=self.optional_day("lastSeenTo"),
+            visitors=await session_views.segment_visitors(
+                self.deps.store, site, argument("segment", None) or None))
         page = await visitor_views.search_visitors(self.deps.store, site["_id"], filters,
                                                    cursor=cursor, limit=limit)
         self.write_json(page.as_dict())
@@ -168,16 +171,17 @@ class LeadHandler(SiteDataHandler):
 
 class RecordingsHandler(SiteDataHandler):
     """GET .../recordings?visitorId=&from=&to=&minDuration=&maxDuration=&page=&country=&
-    device=&has=&source=&funnel=&stoppedAt=&error=&cursor=&limit=: recordings, newest first, with
-    what happened in each."""
+    device=&has=&source=&funnel=&stoppedAt=&error=&segment=&cursor=&limit=: recordings, newest
+    first, with what happened in each."""
 
     async def sessions(self, site: dict[str, Any]) -> tuple[str, ...] | None:
-        """The sessions a `source`, `funnel` + `stoppedAt` or `error` filter leaves (all of
-        those given); None without one."""
+        """The sessions a `source`, `funnel` + `stoppedAt`, `error` or `segment` filter leaves
+        (all of those given); None without one."""
         source = self.get_query_argument("source", None) or None
         funnel_id = self.get_query_argument("funnel", None) or None
         error_id = self.get_query_argument("error", None) or None
-        if source is None and funnel_id is None and error_id is None:
+        segment_id = self.get_query_argument("segment", None) or None
+        if source is None and funnel_id is None and error_id is None and segment_id is None:
             return None
         first, last = self.day_range()
         found: tuple[str, ...] | None = None
@@ -191,6 +195,10 @@ class RecordingsHandler(SiteDataHandler):
             hit = await recording_views.sessions_hit_by(self.deps.store, site["_id"], error_id,
                                                         first, last)
             found = hit if found is None else tuple(s for s in found if s in set(hit))
+        if segment_id is not None:
+            chosen = await session_views.segment_sessions(self.deps.store, site, segment_id,
+                                                          first, last)
+            found = chosen if found is None else tuple(s for s in found if s in set(chosen or ()))
         return found
 
     async def get(self, site_id: str) -> None:

@@ -6,6 +6,7 @@ derived/conversion_impact.py say how each is worked out)."""
 from __future__ import annotations
 
 from derived import conversion_impact, funnel_reports
+from derived.views import sessions as session_views
 from documents import funnels
 from handlers.site_api import SITE_ID, UUID, SiteDataHandler
 from privacy.exclusion import page_matcher, validate_pattern
@@ -66,8 +67,9 @@ class FunnelHandler(SiteDataHandler):
 
 
 class FunnelReportHandler(SiteDataHandler):
-    """GET .../funnels/{funnelId}/report?from=&to=&source=: the range's sessions through it,
-    worked out on a report thread within the time limit (503 past it)."""
+    """GET .../funnels/{funnelId}/report?from=&to=&source=&segment=: the range's sessions (of
+    a saved segment's, when named) through it, worked out on a report thread within the time
+    limit (503 past it)."""
 
     async def get(self, site_id: str, funnel_id: str) -> None:
         offload = self.deps.reports.limited()
@@ -75,9 +77,11 @@ class FunnelReportHandler(SiteDataHandler):
         funnel = await funnels.find_funnel(self.deps.store, site["_id"], funnel_id)
         first, last = self.day_range()
         source = self.get_query_argument("source", None) or None
+        within = await session_views.segment_condition(
+            self.deps.store, site, self.get_query_argument("segment", None) or None)
         self.write_json(await funnel_reports.funnel_report(
             self.deps.store, site["_id"], funnel, first, last, source=source,
-            page_matches=page_matcher(), offload=offload))
+            page_matches=page_matcher(), offload=offload, within=within))
 
 
 class PagesAtRiskHandler(SiteDataHandler):

@@ -1,17 +1,17 @@
 """The account export (spec §2 "Account export file"): the customer's own data, as one JSON.
 
 It holds the account, its organizations and users, the sites and their configuration (with
-their survey and funnel definitions), invoices and the audit trail. Site API keys, public keys and
-integration credentials are left out (and so are their digests and sealed forms); configured
-integration and notification settings appear with their values replaced by the literal text
-`<redacted>`.
+their survey and funnel definitions and saved segments), invoices and the audit trail. Site API
+keys, public keys and integration credentials are left out (and so are their digests and sealed
+forms); configured integration and notification settings appear with their values replaced by
+the literal text `<redacted>`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from documents import accounts, audit, funnels, retention
+from documents import accounts, audit, funnels, retention, segments
 from documents import notifications as notification_documents
 from documents import sites as site_documents
 from documents import surveys as survey_documents
@@ -60,6 +60,9 @@ async def account_export(store: Store, user: AuthenticatedUser) -> dict[str, Any
         view["funnels"] = [funnels.view(funnel) for funnel in
                            await funnels.list_funnels(store, site["_id"])
                            if not funnel.get("builtIn")]
+        # The segments the customer saved (session filters, no visitor's data).
+        view["segments"] = [segments.view(segment)
+                            for segment in await segments.list_segments(store, site["_id"])]
         # Every kind's retention in force, defaults included (issue 32).
         view["retentionDays"] = retention.site_days(site)
         site_views.append(view)

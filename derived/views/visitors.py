@@ -194,6 +194,8 @@ class VisitorFilters:
     first_seen_to: date | None = None
     last_seen_from: date | None = None
     last_seen_to: date | None = None
+    #: Only these visitors (those with a session of a saved segment), when given.
+    visitors: tuple[str, ...] | None = None
 
 
 async def search_visitors(store: Store, site_id: str, filters: VisitorFilters, *,
@@ -215,6 +217,8 @@ async def search_visitors(store: Store, site_id: str, filters: VisitorFilters, *
         filter_["firstSeen"] = bound
     if bound := days_condition(filters.last_seen_from, filters.last_seen_to):
         filter_["lastSeen"] = bound
+    if filters.visitors is not None:
+        filter_["visitorId"] = {"$in": list(filters.visitors)}
 
     async def keep(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
         shaped = readable(batch, lambda p: {**p, "row": visitor_summary(p)},

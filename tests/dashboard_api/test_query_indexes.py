@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from derived import daily_figures, derivation, store_setup, visits
-from documents import commerce, error_records, funnels, heatmaps
+from documents import commerce, error_records, funnels, heatmaps, segments
 
 DECLARED = store_setup.declared_indexes()
 
@@ -96,6 +96,14 @@ SHAPES = [
     (commerce.ORDERS, {"siteId", "status"}, "placedAt"),
     (commerce.ORDERS, {"siteId", "currency"}, "placedAt"),
     (commerce.ORDERS, {"siteId", "visitorId"}, None),
+    # sessions by outcome (issue 41 point 5): a range of a site's visits by one filter key
+    # (entry, exit, page, source, UTM, device, country, error, frustration, paid), newest
+    # first, the other keys and the value range matched on the visits it reads; unfiltered or
+    # converted=false alone on (siteId, startedAt) above. A segment's recordings (its session
+    # ids in a range) and visitors (the newest visits of any day) read the same shapes; a
+    # segment by its `_id`, a site's segments by name.
+    (visits.COLLECTION, {"siteId", "filterKeys"}, "startedAt"),
+    (segments.COLLECTION, {"siteId"}, "nameKey"),
 ]
 
 
