@@ -1,5 +1,5 @@
 // The funnels page: the shop funnel and the site's own funnels over a date range (kept in the
-// URL with the source), each step with its sessions, conversion, drop-off and median time from
+// URL with the source and a saved segment), each step with its sessions, conversion, drop-off and median time from
 // the step before; each drop-off opens the recordings of the sessions that stopped there; the
 // conversion per day or week against the previous period; the same counts by device, country
 // and source; and a form to define or edit a funnel (owners, admins; `?edit=1` edits).
@@ -7,6 +7,7 @@ import { describeError, siteApi } from './api.js';
 import { actionButton } from './controls.js';
 import { alertBox, empty, h, percent, seconds, svg, table, when } from './dom.js';
 import { field, filterForm, isoDay, picked } from './filters.js';
+import { segmentChoice } from './sessions.js';
 
 const EVENTS = {
   product_view: 'Product view',
@@ -27,7 +28,7 @@ export async function funnelsPage(app, site, item, query) {
   const funnels = await app.session.json(siteApi(site, '/funnels'));
   const chosen = funnels.find((funnel) => funnel.id === item) || funnels[0];
   const path = `/app/sites/${site.id}/funnels/${chosen.id}`;
-  const range = picked(query, ['from', 'to', 'source']);
+  const range = picked(query, ['from', 'to', 'source', 'segment']);
   if (query.get('edit') && !chosen.builtIn && app.isAdmin(site)) {
     // The shop funnel has every event as a step, each under the name the API gives a step of
     // that event without a name of its own.
@@ -68,6 +69,7 @@ export async function funnelsPage(app, site, item, query) {
         placeholder: 'google.com, newsletter or (direct)',
         maxlength: 100,
       }),
+      await segmentChoice(app, site, query.get('segment')),
     ],
   });
   return h(

@@ -1,11 +1,12 @@
 // The recordings pages: the list, filtered in the URL (date, length, page, country, device,
-// marks, source, a funnel step's drop-off), and one recording replayed
+// marks, source, a funnel step's drop-off, a saved segment), and one recording replayed
 // (/app/sites/{site}/recordings/{id}?at=<ISO time to open at>) beside what happened in it.
 import { describeError, siteApi } from './api.js';
 import { exportPanel } from './controls.js';
 import { alertBox, empty, h, progress, seconds, when } from './dom.js';
 import { DEVICES, checks, choice, field, filterForm, listQuery, pager } from './filters.js';
 import { KINDS, LEAD_IN_MS, loadInto, mountPlayer, withPageChanges } from './replay.js';
+import { segmentChoice } from './sessions.js';
 
 /** The recordings list's filters, each a query parameter of the page and of the API. */
 const RECORDING_FILTERS = [
@@ -21,6 +22,7 @@ const RECORDING_FILTERS = [
   'funnel',
   'stoppedAt',
   'error',
+  'segment',
 ];
 const MARKS = { error: 'An error', rage_click: 'A rage click', dead_click: 'A dead click', lead: 'A lead' };
 const MARK_WORDS = {
@@ -47,6 +49,7 @@ export async function recordingsPage(app, site, item, query) {
     label: 'Filter recordings',
     path,
     controls: [
+      await segmentChoice(app, site, query.get('segment')),
       field('from', 'From', query.get('from'), { type: 'date' }),
       field('to', 'To', query.get('to'), { type: 'date' }),
       field('minDuration', 'At least (seconds)', query.get('minDuration'), {

@@ -10,6 +10,7 @@ import { alertBox, empty, facts, h, pagePath, progress, seconds, table, when } f
 import { DEVICES, choice, field, filterForm, listQuery, pager, yesNo } from './filters.js';
 import { replayControl } from './replay.js';
 import { visitorOrders } from './orders.js';
+import { segmentChoice } from './sessions.js';
 
 function visitorName(visitor) {
   return visitor.visitorLabel || visitor.displayName || visitor.visitorId;
@@ -59,6 +60,7 @@ const VISITOR_FILTERS = [
   'firstSeenTo',
   'lastSeenFrom',
   'lastSeenTo',
+  'segment',
 ];
 
 export async function visitorsPage(app, site, item, query) {
@@ -72,6 +74,7 @@ export async function visitorsPage(app, site, item, query) {
     path,
     submit: 'Search',
     controls: [
+      await segmentChoice(app, site, query.get('segment')),
       field('q', 'Search visitors', query.get('q'), {
         type: 'search',
         placeholder: 'Name, e-mail or visitor id',
