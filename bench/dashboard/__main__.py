@@ -33,7 +33,7 @@ from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 from bench.tenant import create_tenant
 from derived import daily_figures
-from documents import activity, commerce, error_records, interactions, visitors
+from documents import activity, commerce, error_records, interactions, segments, visitors
 from documents.recordings import backfill_facts
 from documents.store import Store
 from ingest.commerce import commerce_event
@@ -201,6 +201,11 @@ async def _calls(store: Store, site_id: str, now: datetime) -> dict[str, str]:
         {"siteId": site_id}, sort=[("startedAt", -1)])
     today = now.date().isoformat()
     week = (now - timedelta(days=6)).date().isoformat()
+    # A shop that reports in EUR, with one saved segment: sessions that paid.
+    await store.collection("sites").update_one(
+        {"_id": site_id}, {"$set": {"settings.reportingCurrency": "EUR"}})
+    segment = await segments.create_segment(store, site_id, {
+        "name": "Buyers", "filters": {"converted": True}}, session=None)
     return {
         "overview, 30 days": "/overview",
         "overview, 7 days": f"/overview?from={week}&to={today}",
@@ -227,6 +232,21 @@ async def _calls(store: Store, site_id: str, now: datetime) -> dict[str, str]:
         "recordings, source": "/recordings?limit=25&source=google.com",
         "errors by revenue at risk": "/error-trends?limit=50&sort=revenueAtRisk",
         "pages by revenue at risk": "/revenue-at-risk/pages",
+        # Sessions by outcome (issue 41 point 5): each filter one query on the visits' index.
+        "sessions, first page": "/sessions?limit=25",
+        "sessions, converted": "/sessions?limit=25&converted=true",
+        "sessions, not converted": "/sessions?limit=25&converted=false",
+        "sessions, order value": "/sessions?limit=25&minValue=40&maxValue=100",
+        "sessions, utm source": "/sessions?limit=25&utmSource=newsletter",
+        "sessions, entry page": "/sessions?limit=25&entry=/cart",
+        "sessions, exit prefix": "/sessions?limit=25&exit=/product/*",
+        "sessions, visited + mobile": "/sessions?limit=25&page=/checkout&device=mobile",
+        "sessions, error": f"/sessions?limit=25&error={error['_id']}",
+        "sessions, frustration": "/sessions?limit=25&frustration=/cart",
+        "sessions, 3 filters": "/sessions?limit=25&converted=true&page=/checkout&country=DE",
+        "recordings, segment": f"/recordings?limit=25&segment={segment['_id']}",
+        "visitors, segment": f"/visitors?limit=25&segment={segment['_id']}",
+        "funnel, shop, segment": f"/funnels/shop/report?segment={segment['_id']}",
     }
 
 
