@@ -14,6 +14,11 @@ per day of the range instead of every pageview in it.
   with that entry page, exit page, referrer, source or UTM value (`visits.contributions`).
   The visits they are counted from (derived/visits.py) are kept by the fold as the
   visitor's days are, and are the visitor's data too.
+* `error_days`, one per (site, day, error): its occurrences, the first and last of them, and
+  `visitors`, the visitors it hit that day by "<gap>", the days since it last hit the same
+  visitor: the errors list reads a range's errors from these alone, as the overview reads
+  `site_days`. The gaps are kept on `error_visitor_days`, one per (site, visitor, error, day),
+  the visitor's data like `visitor_days`.
 
 What each kind of stored record adds to them is one table, `FIGURE_SOURCES`; counting,
 a visitor's share and the rebuild all read it. The increments are made off the request path
@@ -33,7 +38,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -45,12 +50,16 @@ SITE_DAYS = "site_days"
 PAGE_DAYS = "page_days"
 VISITOR_DAYS = "visitor_days"
 SESSION_DAYS = "session_days"
+ERROR_DAYS = "error_days"
+ERROR_VISITOR_DAYS = "error_visitor_days"
 #: Each day's site figures are spread over this many documents, by visitor, so that concurrent
 #: transactions of different visitors seldom write the same document (a write conflict makes
 #: MongoDB retry one of them); a read sums the slots. Page figures are not: traffic spreads
 #: over pages by itself, and slots would multiply the documents a range's pages are read from.
 SLOTS = 8
-COLLECTIONS = (SITE_DAYS, PAGE_DAYS, VISITOR_DAYS, SESSION_DAYS)
+COLLECTIONS = (SITE_DAYS, PAGE_DAYS, VISITOR_DAYS, SESSION_DAYS, ERROR_DAYS, ERROR_VISITOR_DAYS)
+#: The chains of days: a visitor's, and a visitor's with one error.
+CHAINS = (VISITOR_DAYS, ERROR_VISITOR_DAYS)
 
 #: Gaps at least this long count as "new": no range is longer (views.MAX_CHART_DAYS), so a
 #: visitor whose previous day is that far back is first seen in any range that holds the day.
@@ -67,6 +76,9 @@ INDEXES = [
     Index(PAGE_DAYS, (("siteId", ASCENDING), ("day", ASCENDING), ("page", ASCENDING))),
     Index(VISITOR_DAYS, (("siteId", ASCENDING), ("visitorId", ASCENDING), ("day", ASCENDING))),
     Index(SESSION_DAYS, (("siteId", ASCENDING), ("day", ASCENDING), ("dimension", ASCENDING))),
+    Index(ERROR_DAYS, (("siteId", ASCENDING), ("day", ASCENDING))),
+    Index(ERROR_VISITOR_DAYS, (("siteId", ASCENDING), ("visitorId", ASCENDING),
+                               ("errorId", ASCENDING), ("day", ASCENDING))),
 ]
 
 
@@ -111,6 +123,14 @@ def session_day_id(site_id: str, day: str, dimension: str, value: str) -> str:
     return f"{site_id}:{day}:{digest}"
 
 
+def error_day_id(site_id: str, day: str, error_id: str) -> str:
+    return f"{site_id}:{day}:{error_id}"
+
+
+def error_visitor_day_id(site_id: str, visitor_id: str, error_id: str, day: str) -> str:
+    return f"{site_id}:{visitor_id}:{error_id}:{day}"
+
+
 def _label(value: Any) -> str:
     text = _KEY_UNSAFE.sub("_", str(value or ""))[:32]
     return text or "unknown"
@@ -121,10 +141,21 @@ def country_code(country: Any) -> str | None:
     return str(country).upper() if country else None
 
 
+def gap_key(gap: int | None) -> str:
+    """A gap as a `visitors` key begins: "new" when there is none within MAX_GAP_DAYS."""
+    return NEW if gap is None or gap >= MAX_GAP_DAYS else str(gap)
+
+
 def visitor_key(gap: int | None, country: Any, device: Any) -> str:
     """The `visitors` key a visitor-day is counted under."""
-    when = NEW if gap is None or gap >= MAX_GAP_DAYS else str(gap)
-    return f"{when}|{_label(country_code(country))}|{_label(device)}"
+    return f"{gap_key(gap)}|{_label(country_code(country))}|{_label(device)}"
+
+
+def first_in_range(gap_key_: str, offset: int) -> bool:
+    """Whether a day counted with this gap, `offset` days into a range, is its visitor's first
+    in the range: so the distinct visitors of a range are the sum over its days of these."""
+    when = gap_key_.partition("|")[0]
+    return when == NEW or int(when) > offset
 
 
 def gap_between(day: str, previous_day: str | None) -> int | None:
@@ -153,6 +184,8 @@ class Tally:
     increments: dict[tuple[str, str], Counter[str]] = field(
         default_factory=lambda: defaultdict(Counter))
     keys: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    #: The first and last moment counted on each `error_days` document.
+    seen: dict[tuple[str, str], tuple[datetime, datetime]] = field(default_factory=dict)
 
     def _add(self, collection: str, doc_id: str, keys: dict[str, Any], name: str,
              amount: int) -> None:
@@ -188,8 +221,26 @@ class Tally:
     def lead(self, who: str | None, at: datetime) -> None:
         self._day(who, day_of(at), "leads")
 
-    def error(self, who: str | None, at: datetime) -> None:
-        self._day(who, day_of(at), "errors")
+    def _error_day(self, day: str, error_id: str, name: str, amount: int) -> tuple[str, str]:
+        doc_id = error_day_id(self.site_id, day, error_id)
+        self._add(ERROR_DAYS, doc_id, {"siteId": self.site_id, "day": day, "errorId": error_id},
+                  name, amount)
+        return ERROR_DAYS, doc_id
+
+    def error(self, who: str | None, record: dict[str, Any]) -> None:
+        """An occurrence: on the site's day, and on its error's day with its moment."""
+        at = record["at"]
+        day = day_of(at)
+        self._day(who, day, "errors")
+        if error_id := record.get("errorId"):
+            key = self._error_day(day, error_id, "occurrences", 1)
+            first, last = self.seen.get(key, (at, at))
+            self.seen[key] = (min(first, at), max(last, at))
+
+    def error_visitor_day(self, error_id: str, day: str, previous_day: str | None,
+                          amount: int = 1) -> None:
+        self._error_day(day, error_id, f"visitors.{gap_key(gap_between(day, previous_day))}",
+                        amount)
 
     def order(self, who: str | None, record: dict[str, Any]) -> None:
         """Paid orders and their net revenue (minor units), per currency (documents/commerce.py)."""
@@ -227,6 +278,9 @@ class Tally:
         for key, counts in other.increments.items():
             self.keys.setdefault(key, other.keys[key])
             self.increments[key].update(counts)
+        for key, (first, last) in other.seen.items():
+            mine = self.seen.get(key, (first, last))
+            self.seen[key] = (min(mine[0], first), max(mine[1], last))
 
     def leave_out(self, other: Tally) -> None:
         """Take `other`'s increments out of these (what is not folded yet, say)."""
@@ -246,16 +300,18 @@ class Tally:
                     field: str | None = None) -> None:
         """Add (or with sign -1 take out) the increments, one upsert by `_id` per document;
         to the figures, or to one field of them (`RETAINED`)."""
-        pages, sessions = [], []
+        pages, sessions, errors = [], [], []
         lowered = False
         if field is None:
             await self._check_sums(store, sign, session)
         for collection, doc_id, keys, amounts in self.documents(sign):
+            update: dict[str, Any] = {"$setOnInsert": keys}
             if field is not None:
                 amounts = {f"{field}.{name}": amount for name, amount in amounts.items()}
+            elif sign > 0 and (seen := self.seen.get((collection, doc_id))):
+                update.update({"$min": {"first": seen[0]}, "$max": {"last": seen[1]}})
             await store.collection(collection).update_one(
-                {"_id": doc_id}, {"$inc": amounts, "$setOnInsert": keys}, upsert=True,
-                session=session)
+                {"_id": doc_id}, {"$inc": amounts, **update}, upsert=True, session=session)
             if field is not None:
                 continue
             if collection == PAGE_DAYS:
@@ -263,6 +319,8 @@ class Tally:
             elif collection == SESSION_DAYS:
                 sessions.append(doc_id)
                 lowered = lowered or any(amount < 0 for amount in amounts.values())
+            elif collection == ERROR_DAYS and amounts.get("occurrences", 0) < 0:
+                errors.append(doc_id)
         if sign < 0 and pages:
             # A page's day left at nothing is removed, so no trace of the visitor stays.
             await store.collection(PAGE_DAYS).delete_many(
@@ -272,6 +330,29 @@ class Tally:
             # So is a session figure left at nothing (a fold moves a visit's exit page on).
             await store.collection(SESSION_DAYS).delete_many(
                 {"_id": {"$in": sessions}, "sessions": {"$not": {"$gt": 0}}}, session=session)
+        if errors:
+            await _bound_error_days(store, self.site_id, errors, session)
+
+
+async def _bound_error_days(store: Store, site_id: str, doc_ids: list[str], session: Any
+                            ) -> None:
+    """An error's day whose occurrences were taken out: removed when none is left, else its
+    first and last moments found again among the occurrences still counted (a restricted
+    visitor's are not), so no moment of what was taken out stays on it."""
+    days = store.collection(ERROR_DAYS)
+    await days.delete_many({"_id": {"$in": doc_ids}, "occurrences": {"$not": {"$gt": 0}}},
+                           session=session)
+    held = await visitors.restricted_visitor_ids(store, site_id, session=session)
+    async for doc in days.find({"_id": {"$in": doc_ids}}, {"day": 1, "errorId": 1},
+                               session=session):
+        start = datetime.combine(date.fromisoformat(doc["day"]), time(), UTC)
+        bounds = await error_records.occurrence_bounds(
+            store, site_id, doc["errorId"], start, start + timedelta(days=1), held,
+            session=session)
+        if bounds is not None:
+            await days.update_one({"_id": doc["_id"]},
+                                  {"$set": {"first": bounds[0], "last": bounds[1]}},
+                                  session=session)
 
 
 # What feeds the figures ---------------------------------------------------------------------
@@ -297,6 +378,9 @@ class FigureSource:
     count: Callable[[Tally, str | None, dict[str, Any]], None]
     #: The records' days make the visitor's chain of active days (`visitor_days`).
     chains_days: bool = False
+    #: The records' days make the visitor's chain of days with their error
+    #: (`error_visitor_days`).
+    chains_error_days: bool = False
     #: The recording mark a record sets, if any (documents/recordings.py MARKS).
     mark: Callable[[dict[str, Any]], str | None] = lambda _record: None
     #: Each record carries the heatmap share it adds (documents/heatmaps.py).
@@ -364,8 +448,8 @@ FIGURE_SOURCES: tuple[FigureSource, ...] = (
                  {"visitorId": 1, "occurredAt": 1, "errorId": 1, "sessionId": 1},
                  lambda doc: [{"at": doc["occurredAt"], "errorId": doc.get("errorId"),
                                "sessionId": doc.get("sessionId")}],
-                 lambda tally, who, r: tally.error(who, r["at"]), mark=lambda _r: "error",
-                 kept_when_erased=True, journey=_error_hit),
+                 Tally.error, mark=lambda _r: "error", kept_when_erased=True,
+                 journey=_error_hit, chains_error_days=True),
     # An order's records are its figure, and a fact's are the change to it (documents/commerce.py).
     FigureSource(ORDER, commerce.ORDERS, {"visitorId": 1, "figure": 1, "sessionId": 1},
                  lambda doc: [{**record, "orderId": doc["_id"],
@@ -403,30 +487,54 @@ async def chain_day(store: Store, tally: Tally, site_id: str, visitor_id: str, a
             "country": country_code(country), "device": device}},
         upsert=True, projection={"_id": 1}, session=session)
     if before is None:
-        await _link_day(store, tally, site_id, visitor_id, day, country, device, session)
+        def count(doc: dict[str, Any] | None, day: str, previous_day: str | None,
+                  amount: int) -> None:
+            tally.visitor_day(visitor_id, day, previous_day, (doc or {}).get("country", country),
+                              (doc or {}).get("device", device), amount)
+
+        await _link_day(store.collection(VISITOR_DAYS),
+                        {"siteId": site_id, "visitorId": visitor_id}, day, doc_id, count,
+                        session)
 
 
-async def _link_day(store: Store, tally: Tally, site_id: str, visitor_id: str, day: str,
-                    country: Any, device: Any, session: Any) -> None:
-    """Put a visitor's new day into their chain: its gap from the day before, and the next
-    day's gap now measured from it (a pageview can arrive after later ones)."""
-    days = store.collection(VISITOR_DAYS)
-    mine = {"siteId": site_id, "visitorId": visitor_id}
+async def chain_error_day(store: Store, tally: Tally, site_id: str, visitor_id: str,
+                          record: dict[str, Any], *, session: Any) -> None:
+    """Link an occurrence's day into the visitor's chain of days with its error, when it is
+    the first that day: so the error's day counts the visitor, by the gap since the last."""
+    error_id = record.get("errorId")
+    if not error_id:
+        return
+    day = day_of(record["at"])
+    doc_id = error_visitor_day_id(site_id, visitor_id, error_id, day)
+    mine = {"siteId": site_id, "visitorId": visitor_id, "errorId": error_id}
+    before = await store.collection(ERROR_VISITOR_DAYS).find_one_and_update(
+        {"_id": doc_id}, {"$inc": {"occurrences": 1},
+                          "$setOnInsert": {**mine, "day": day, "previousDay": None}},
+        upsert=True, projection={"_id": 1}, session=session)
+    if before is None:
+        await _link_day(store.collection(ERROR_VISITOR_DAYS), mine, day, doc_id,
+                        lambda _doc, day, previous_day, amount: tally.error_visitor_day(
+                            error_id, day, previous_day, amount), session)
+
+
+async def _link_day(days: Any, mine: dict[str, Any], day: str, doc_id: str,
+                    count: Callable[[dict[str, Any] | None, str, str | None, int], None],
+                    session: Any) -> None:
+    """Put a new day into a chain of days (`mine`): count it by its gap from the day before,
+    and the next day by its gap now measured from it (a record can arrive after later ones).
+    `count(following doc or None, day, previous day, +1 or -1)` counts one day."""
     previous = await days.find_one({**mine, "day": {"$lt": day}}, {"day": 1},
                                    sort=[("day", DESCENDING)], session=session)
     previous_day = previous["day"] if previous else None
     if previous_day is not None:
-        await days.update_one({"_id": visitor_day_id(site_id, visitor_id, day)},
-                              {"$set": {"previousDay": previous_day}}, session=session)
-    tally.visitor_day(visitor_id, day, previous_day, country, device)
-    following = await days.find_one({**mine, "day": {"$gt": day}},
-                                    {"day": 1, "previousDay": 1, "country": 1, "device": 1},
-                                    sort=[("day", ASCENDING)], session=session)
+        await days.update_one({"_id": doc_id}, {"$set": {"previousDay": previous_day}},
+                              session=session)
+    count(None, day, previous_day, 1)
+    following = await days.find_one({**mine, "day": {"$gt": day}}, sort=[("day", ASCENDING)],
+                                    session=session)
     if following is not None:
-        tally.visitor_day(visitor_id, following["day"], following.get("previousDay"),
-                          following.get("country"), following.get("device"), -1)
-        tally.visitor_day(visitor_id, following["day"], day, following.get("country"),
-                          following.get("device"))
+        count(following, following["day"], following.get("previousDay"), -1)
+        count(following, following["day"], day, 1)
         await days.update_one({"_id": following["_id"]}, {"$set": {"previousDay": day}},
                               session=session)
 
@@ -466,6 +574,8 @@ async def visitor_share(store: Store, site_id: str, visitor_id: str, *,
     async for day in store.collection(VISITOR_DAYS).find(mine, session=session):
         tally.visitor_day(visitor_id, day["day"], day.get("previousDay"), day.get("country"),
                           day.get("device"))
+    async for day in store.collection(ERROR_VISITOR_DAYS).find(mine, session=session):
+        tally.error_visitor_day(day["errorId"], day["day"], day.get("previousDay"))
     async for visit in visits.visits_of(store, site_id, visitor_id, session=session):
         tally.visit(visit)
     return tally
@@ -490,7 +600,8 @@ async def anonymised_share(store: Store, site_id: str, visitor_id: str, *,
 RETAINED = "retained"
 #: The fields that say which figure a document is, per collection.
 _KEY_FIELDS = {SITE_DAYS: ("siteId", "day", "slot"), PAGE_DAYS: ("siteId", "day", "page"),
-               SESSION_DAYS: ("siteId", "day", "dimension", "value")}
+               SESSION_DAYS: ("siteId", "day", "dimension", "value"),
+               ERROR_DAYS: ("siteId", "day", "errorId")}
 
 
 @dataclass
@@ -501,6 +612,7 @@ class Stored:
     tally: Tally
     chain: list[dict[str, Any]]
     visits: list[dict[str, Any]]
+    error_chain: list[dict[str, Any]] = field(default_factory=list)
 
 
 async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None = None, *,
@@ -518,6 +630,7 @@ async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None
     held = {visitor for visitor, doc in profiles.items() if doc.get("restricted")}
     tally = Tally(site_id)
     active: dict[str, Counter[str]] = defaultdict(Counter)
+    hit: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     viewed: dict[str, list[dict[str, Any]]] = defaultdict(list)
     joinable: list[tuple[FigureSource, str, dict[str, Any]]] = []
     for source in FIGURE_SOURCES:
@@ -531,6 +644,8 @@ async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None
                     # A restricted visitor's days stay chained, to be counted when it is lifted.
                     active[visitor_id][day_of(record["at"])] += 1
                     viewed[visitor_id].append(record)
+                if source.chains_error_days and visitor_id and record.get("errorId"):
+                    hit[(visitor_id, record["errorId"])][day_of(record["at"])] += 1
                 if source.journey is not None and visitor_id:
                     joinable.append((source, visitor_id, record))
                 if visitor_id not in held:
@@ -543,6 +658,22 @@ async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None
         days = active[day["visitorId"]]
         if day["day"] not in days:
             days[day["day"]] = int(day.get("pageviews") or 0)
+    async for day in store.collection(ERROR_VISITOR_DAYS).find(
+            mine, {"visitorId": 1, "errorId": 1, "day": 1, "occurrences": 1}, session=session):
+        days = hit[(day["visitorId"], day["errorId"])]
+        if day["day"] not in days:
+            days[day["day"]] = int(day.get("occurrences") or 0)
+    error_chain = []
+    for (visitor_id, error_id), days in hit.items():
+        previous = None
+        for day in sorted(days):
+            if visitor_id not in held:
+                tally.error_visitor_day(error_id, day, previous)
+            error_chain.append({
+                "_id": error_visitor_day_id(site_id, visitor_id, error_id, day),
+                "siteId": site_id, "visitorId": visitor_id, "errorId": error_id, "day": day,
+                "previousDay": previous, "occurrences": days[day]})
+            previous = day
     folded_visits = {visit["_id"]: visit async for visit in store.collection(
         visits.COLLECTION).find(mine, session=session)}
     chain = []
@@ -584,7 +715,7 @@ async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None
     for visit in site_visits:
         if visit.get("visitorId") not in held:
             tally.visit(visit)
-    return Stored(tally, chain, site_visits)
+    return Stored(tally, chain, site_visits, error_chain)
 
 
 def _join_stored_journeys(site_id: str, site_visits: list[dict[str, Any]],
@@ -686,7 +817,7 @@ async def rebuild_site(store: Store, site_id: str) -> None:
         # A site folded before the first currency was kept gets it (kept ones stay).
         await sites.keep_first_currency(store, site_id, first)
     await visits.replace_site(store, site_id, stored.visits)
-    for collection in (SITE_DAYS, PAGE_DAYS, VISITOR_DAYS, SESSION_DAYS):
+    for collection in COLLECTIONS:
         await store.collection(collection).delete_many({"siteId": site_id})
     documents = defaultdict(list)
     kept = {key: {name: amount for name, amount in counts.items() if amount}
@@ -697,10 +828,13 @@ async def rebuild_site(store: Store, site_id: str) -> None:
         if not amounts and not own:
             continue
         doc = {"_id": doc_id, **tally.keys[(collection, doc_id)], **_nested(amounts)}
+        if seen := tally.seen.get((collection, doc_id)):
+            doc["first"], doc["last"] = seen
         if own:
             doc[RETAINED] = _nested(own)
         documents[collection].append(doc)
     documents[VISITOR_DAYS] = stored.chain
+    documents[ERROR_VISITOR_DAYS] = stored.error_chain
     for collection, docs in documents.items():
         for offset in range(0, len(docs), 1000):
             await store.collection(collection).insert_many(docs[offset:offset + 1000])
@@ -777,10 +911,10 @@ def period(documents: dict[str, dict[str, Any]], first: date, last: date) -> Per
         for name, amounts in money_per_day[day].items():
             money[name].update(amounts)
         for key, count in (doc.get("visitors") or {}).items():
-            when, _, rest = key.partition("|")
+            _when, _, rest = key.partition("|")
             country, _, device = rest.partition("|")
             # Counted here when this is the visitor's first active day in the period.
-            if count > 0 and (when == NEW or int(when) > offset):
+            if count > 0 and first_in_range(key, offset):
                 visitors += count
                 countries[country] += count
                 devices[device] += count
@@ -819,3 +953,34 @@ async def session_figures(store: Store, site_id: str, first: date, last: date, *
         figures.setdefault(row["_id"]["dimension"], Counter())[row["_id"]["value"]] += int(
             row["sessions"])
     return figures
+
+
+@dataclass
+class ErrorFigures:
+    """One error's figures over a range, from its day documents."""
+
+    occurrences: int = 0
+    visitors: int = 0
+    first_seen: datetime | None = None
+    last_seen: datetime | None = None
+    per_day: Counter[str] = field(default_factory=Counter)
+
+
+async def error_figures(store: Store, site_id: str, first: date, last: date
+                        ) -> dict[str, ErrorFigures]:
+    """Each error's occurrences, distinct visitors hit, first and last moment and occurrences
+    per day between `first` and `last`: one indexed read of errors × days documents."""
+    days = _days(first, last)
+    offsets = {day: offset for offset, day in enumerate(days)}
+    figures: dict[str, ErrorFigures] = defaultdict(ErrorFigures)
+    async for doc in store.collection(ERROR_DAYS).find(
+            {"siteId": site_id, "day": {"$in": days}, "occurrences": {"$gt": 0}}):
+        error = figures[doc["errorId"]]
+        error.occurrences += int(doc["occurrences"])
+        error.per_day[doc["day"]] += int(doc["occurrences"])
+        error.visitors += sum(int(count) for key, count in (doc.get("visitors") or {}).items()
+                              if count > 0 and first_in_range(key, offsets[doc["day"]]))
+        if doc.get("first") is not None:
+            error.first_seen = min(filter(None, (error.first_seen, doc["first"])))
+            error.last_seen = max(filter(None, (error.last_seen, doc["last"])))
+    return dict(figures)

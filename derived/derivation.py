@@ -125,6 +125,9 @@ async def _fold(store: Store, site_id: str, facts: list[dict[str, Any]], *,
                 await daily_figures.chain_visit(store, counted, site_id, who, record,
                                                 country=fact.get("country"),
                                                 device=fact.get("device"), session=session)
+            if source.chains_error_days and who:
+                await daily_figures.chain_error_day(store, counted, site_id, who, record,
+                                                    session=session)
             if source.journey is not None and who:
                 await _join_journey(store, counted, source, fact, record, session=session)
             if source.heatmap and record.get("heatmap"):

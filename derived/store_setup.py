@@ -25,6 +25,10 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("visits-v1", derivation.rebuild_all_sites),
     # Visits carry their journey, and the daily counts its outcome (derived/journeys.py).
     ("journeys-v1", derivation.rebuild_all_sites),
+    # Visits carry what sessions are found by (issue 41 point 5, derived/visits.py).
+    ("visit-filter-keys-v1", visits.add_filter_keys),
+    # Each error's days, and the days it hit each visitor (the errors list, issue 39).
+    ("error-days-v1", derivation.rebuild_all_sites),
 )
 
 #: Where each derived collection would live in a sharded cluster (documents/sharding.py says
@@ -33,12 +37,14 @@ SHARD_KEYS: dict[str, Placement] = {
     derivation.LEASES: Placement(None, "one lease per site"),
     # A visitor's share of the figures: erased and restricted with the visitor.
     daily_figures.VISITOR_DAYS: Placement(VISITOR, BY_VISITOR),
+    daily_figures.ERROR_VISITOR_DAYS: Placement(VISITOR, BY_VISITOR),
     visits.COLLECTION: Placement(VISITOR, BY_VISITOR),
     derivation.COLLECTION: Placement(VISITOR, BY_VISITOR + "; folded per site"),
     # A site's own figures.
     daily_figures.SITE_DAYS: Placement(SITE, BY_SITE + " (read by `_id`, which starts with it)"),
     daily_figures.PAGE_DAYS: Placement(SITE, BY_SITE),
     daily_figures.SESSION_DAYS: Placement(SITE, BY_SITE),
+    daily_figures.ERROR_DAYS: Placement(SITE, BY_SITE),
 }
 #: Query shapes on derived collections that do not name the shard key, and why they may scatter.
 SCATTERS: dict[tuple[str, frozenset[str]], str] = {

@@ -402,13 +402,14 @@ async def trim_recent(store: Store, site_id: str, before: datetime, kind: str, *
     return len(ids), changed.modified_count
 
 
-async def restricted_visitor_ids(store: Store, site_id: str) -> list[str]:
+async def restricted_visitor_ids(store: Store, site_id: str, *, session: Any = None
+                                 ) -> list[str]:
     """Ids of the site's restricted visitors, to leave out of dashboard lists and charts.
 
     The list is as long as the number of restrictions, which are rare and made by hand.
     """
     return sorted(await store.collection(COLLECTION).distinct(
-        "visitorId", {"siteId": site_id, "restricted": True}))
+        "visitorId", {"siteId": site_id, "restricted": True}, session=session))
 
 
 async def linked_profiles(store: Store, site_id: str, wp_user_id: Any, visitor_id: str, *,

@@ -213,6 +213,7 @@ class VisitorExport:
                                                                  "failedAt"),
             "errorRecordsAnonymised": lambda query: self._error_records(query, keys),
             "activeDays": self._active_days,
+            "errorDays": self._error_days,
             "visits": self._visits,
             "pendingFigureFacts": self._pending_facts,
             "pendingRecordingMarks": self._pending_marks,
@@ -297,6 +298,10 @@ class VisitorExport:
     async def _active_days(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         async for day in self._find(daily_figures.VISITOR_DAYS, query, "day"):
             yield {key: day.get(key) for key in ("day", "pageviews", "country", "device")}
+
+    async def _error_days(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        async for day in self._find(daily_figures.ERROR_VISITOR_DAYS, query, "day"):
+            yield {key: day.get(key) for key in ("errorId", "day", "occurrences")}
 
     async def _visits(self, query: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         async for visit in self._find(visits.COLLECTION, query, "startedAt"):

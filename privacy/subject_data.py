@@ -179,6 +179,11 @@ VISITOR_DATA: tuple[VisitorDataSource, ...] = (
     # distinct-visitor figures are kept on (derived/daily_figures.py).
     VisitorDataSource(daily_figures.VISITOR_DAYS, "activeDays", "delete", _by_visitor, "activeDays",
                       "Days the visitor was active, as the overview counts visitors"),
+    # The days an error hit the visitor: the chain the errors list counts the visitors each
+    # error hit on (derived/daily_figures.py).
+    VisitorDataSource(daily_figures.ERROR_VISITOR_DAYS, "errorDays", "delete", _by_visitor,
+                      "errorDays", "Days an error hit the visitor, as the errors list counts "
+                      "visitors"),
     # The visitor's visits (entry and exit pages, where they came from, the pages seen), as
     # the overview's session figures and funnels read them (derived/visits.py).
     VisitorDataSource(visits.COLLECTION, "visits", "delete", _by_visitor, "visits",

@@ -6,10 +6,10 @@ range, and the recordings that show its latest occurrences.
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from derived import conversion_impact
+from derived import conversion_impact, daily_figures, journeys
 from derived.views.paging import Page, keyset_page, not_restricted, readable
 from documents import error_records, recordings, visitors
 from documents.store import DESCENDING, Store
@@ -101,50 +101,67 @@ async def ranked_errors(store: Store, site_id: str, *, first: date, last: date,
     `impacts` (derived/conversion_impact.py) gives each error its revenue at risk; sorted
     by it, the significant figures come first, largest first, then the errors by sessions hit.
 
-    Counted from the occurrences, which are kept for errors tied to a visitor or a session (as
-    the daily chart counts them); status and source come from each error's aggregate.
+    Counted from the errors' folded day figures (`daily_figures.error_figures`: errors × days
+    documents, whatever the traffic), or, on pages starting with `page`, from the occurrences
+    there; status and source come from each error's aggregate.
     """
     if sort not in ERROR_SORTS:
         raise InvalidInput(f"sort must be one of {', '.join(ERROR_SORTS)}", field="sort")
-    start, end = day_bounds(first, last)
-    match: dict[str, Any] = {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end},
-                             **await not_restricted(store, site_id)}
     if page:
-        match["page"] = {"$regex": "^" + re.escape(page)}
-    grouped = await error_records.occurrences_per_error(store, match)
-    aggregate_filter: dict[str, Any] = {"_id": {"$in": [row["_id"] for row in grouped]},
-                                        "siteId": site_id}
+        figures = await _figures_on_pages(store, site_id, first, last, page)
+    else:
+        figures = await daily_figures.error_figures(store, site_id, first, last)
+    aggregate_filter: dict[str, Any] = {"_id": {"$in": sorted(figures)}, "siteId": site_id}
     if status:
         aggregate_filter.update(_error_filter(site_id, status))
     if source:
         aggregate_filter["source"] = source
     errors = {error["_id"]: error async for error in error_records.errors_matching(
         store, aggregate_filter, error_records.WITHOUT_JOB_IDS)}
-    rows = [row for row in grouped if row["_id"] in errors]
     impacts = impacts or {}
-    for row in rows:
-        impact = impacts.get(row["_id"])
-        row["revenueAtRisk"] = (impact or {}).get("revenueAtRisk")
-        row["sessionsHit"] = (impact or {}).get("affectedSessions", 0)
+    rows = [{"_id": error_id, "occurrences": counted.occurrences,
+             "visitors": counted.visitors, "firstSeen": counted.first_seen,
+             "lastSeen": counted.last_seen, "trend": counted.per_day,
+             "revenueAtRisk": (impacts.get(error_id) or {}).get("revenueAtRisk"),
+             "sessionsHit": (impacts.get(error_id) or {}).get("affectedSessions", 0)}
+            for error_id, counted in figures.items() if error_id in errors]
     if sort == "revenueAtRisk":
         rows.sort(key=lambda row: (row["revenueAtRisk"] is not None, row["revenueAtRisk"] or 0,
-                                   row["sessionsHit"], row["lastSeen"], row["_id"]),
+                                   row["sessionsHit"], _moment(row["lastSeen"]), row["_id"]),
                   reverse=True)
     else:
-        rows.sort(key=lambda row: (row[sort], row["lastSeen"], row["_id"]), reverse=True)
-    rows = rows[:limit]
-    per_day = error_records.occurrences_per_error_and_day(
-        store, {**match, "errorId": {"$in": [row["_id"] for row in rows]}},
-        _day_key("$occurredAt"))
-    trend = {(item["_id"]["error"], item["_id"]["day"]): item["count"] async for item in per_day}
+        rows.sort(key=lambda row: (_moment(row[sort]) if sort == "lastSeen" else row[sort],
+                                   _moment(row["lastSeen"]), row["_id"]), reverse=True)
     days = _days(first, last)
     return {"from": first.isoformat(), "to": last.isoformat(), "days": days, "items": [{
         **error_summary(errors[row["_id"]]),
         "occurrencesInRange": row["occurrences"], "visitorsAffected": row["visitors"],
         "firstSeenInRange": row["firstSeen"], "lastSeenInRange": row["lastSeen"],
-        "trend": [trend.get((row["_id"], day), 0) for day in days],
+        "trend": [row["trend"].get(day, 0) for day in days],
         "impact": impacts.get(row["_id"]) or conversion_impact.no_impact(None),
-    } for row in rows]}
+    } for row in rows[:limit]]}
+
+
+def _moment(moment: datetime | None) -> datetime:
+    """A moment to sort by, an unknown one first (a day folded before moments were kept)."""
+    return journeys.aware(moment) if moment is not None else datetime.min.replace(tzinfo=UTC)
+
+
+async def _figures_on_pages(store: Store, site_id: str, first: date, last: date, page: str
+                            ) -> dict[str, daily_figures.ErrorFigures]:
+    """Each error's figures over the range counted from its occurrences on pages starting with
+    `page` (the folded figures are not kept per page), restricted visitors left out."""
+    start, end = day_bounds(first, last)
+    match: dict[str, Any] = {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end},
+                             "page": {"$regex": "^" + re.escape(page)},
+                             **await not_restricted(store, site_id)}
+    figures = {row["_id"]: daily_figures.ErrorFigures(
+        row["occurrences"], row["visitors"], row["firstSeen"], row["lastSeen"])
+        for row in await error_records.occurrences_per_error(store, match)}
+    per_day = error_records.occurrences_per_error_and_day(store, match, _day_key("$occurredAt"))
+    async for item in per_day:
+        figures[item["_id"]["error"]].per_day[item["_id"]["day"]] = item["count"]
+    return figures
 
 
 async def error_breakdown(store: Store, site_id: str, error_id: str, *, first: date,

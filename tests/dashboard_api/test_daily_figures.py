@@ -13,7 +13,7 @@ from derived import daily_figures, derivation, store_setup
 from documents import error_records, migrations
 from tasks.errors import keep_occurrence
 from tests.support.app import Fetch, Tenant
-from tests.support.ingest import Ingest
+from tests.support.ingest import Ingest, send_errors
 
 SHOP = "https://shop.example"
 GB_IP, DE_IP = "81.2.69.160", "85.214.132.117"
@@ -43,7 +43,8 @@ async def _figures(store, site_id: str) -> dict[str, dict[str, Any]]:
     """Every day document of the site, without zero counts (a moved visitor leaves a 0)."""
     kept: dict[str, dict[str, Any]] = {}
     for collection in (daily_figures.SITE_DAYS, daily_figures.PAGE_DAYS,
-                       daily_figures.VISITOR_DAYS):
+                       daily_figures.VISITOR_DAYS, daily_figures.ERROR_DAYS,
+                       daily_figures.ERROR_VISITOR_DAYS):
         async for doc in store.collection(collection).find({"siteId": site_id}):
             visitors = {key: n for key, n in (doc.pop("visitors", None) or {}).items() if n}
             fields = {key: value for key, value in doc.items() if value != 0}
@@ -115,6 +116,42 @@ async def _mixed_traffic(ingest: Ingest, deps, tenant: Tenant) -> None:
             occurred_at=datetime.now(UTC) - timedelta(days=1), visitor_id=visitor,
             session_id=None, wp_user_id=None, ip_address=None, context={}, stack=None))
     await deps.derivation.fold()  # the derivation catches up, as it does within seconds
+
+
+async def test_each_errors_visitors_are_exact_for_every_range_whatever_the_arrival_order(
+        fetch: Fetch, tenant: Tenant, deps, ingest: Ingest, viewer_token: str):
+    rng = random.Random(39)
+    first = _today() - timedelta(days=DAYS - 1)
+    hits = []  # (error, visitor, day), an occurrence each
+    for n in range(10):
+        for error in ("fp-a", "fp-b"):
+            days = {first + timedelta(days=rng.randrange(DAYS)) for _ in range(rng.randint(0, 4))}
+            hits.extend((error, f"v{n}", day) for day in days for _ in range(rng.randint(1, 2)))
+    rng.shuffle(hits)  # a late occurrence lands between days already counted
+    await send_errors(ingest, deps, [
+        {"visitorId": visitor, "source": "javascript", "type": "TypeError", "message": error,
+         "url": f"{SHOP}/cart", "occurredAt": _at(day, 8 + number % 12)}
+        for number, (error, visitor, day) in enumerate(hits)])
+    await deps.derivation.fold()
+    for low, high in [(first + timedelta(days=a), first + timedelta(days=b))
+                      for a in range(0, DAYS, 3) for b in range(a, DAYS, 4)]:
+        answer = await fetch(f"/api/v1/sites/{tenant.site_id}/error-trends?from={low}"
+                             f"&to={high}&sort=occurrences", token=viewer_token)
+        assert answer.code == 200, answer
+        listed = {row["message"]: row for row in answer.json()["items"]}
+        for error in ("fp-a", "fp-b"):
+            inside = [(visitor, day) for e, visitor, day in hits
+                      if e == error and low <= day <= high]
+            if not inside:
+                assert error not in listed, (low, high)
+                continue
+            row = listed[error]
+            assert row["occurrencesInRange"] == len(inside), (error, low, high)
+            assert row["visitorsAffected"] == len({v for v, _ in inside}), (error, low, high)
+            assert row["firstSeenInRange"][:10] == min(day for _, day in inside).isoformat()
+            assert row["lastSeenInRange"][:10] == max(day for _, day in inside).isoformat()
+    assert await _figures(deps.store, tenant.site_id) == await _as_rebuilt(deps.store,
+                                                                            tenant.site_id)
 
 
 async def test_what_ingest_keeps_is_what_the_stored_data_adds_up_to(

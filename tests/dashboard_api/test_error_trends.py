@@ -33,6 +33,7 @@ async def _seed(ingest: Ingest, deps) -> None:
           for _ in range(4)],
         _report("db gone away", "v-dee", 0, "https://shop.example/checkout", FIREFOX, "php"),
     ])
+    await deps.derivation.fold()
 
 
 async def test_the_ranked_list_filters_sorts_and_trends_within_the_range(

@@ -58,7 +58,7 @@ async def test_an_erased_visitors_error_stays_listed_and_counted_without_them(
                                    "occurredAt": NOON.isoformat()})
     # Ann hits the fault twice, Bob once: one error, 3 occurrences, 2 visitors.
     await send_errors(ingest, deps, [_report("v-ann", 30), _report("v-ann", 20),
-                                     _report("v-bob", 10)])
+                                     _report("v-bob", 10)], fold=when != "not folded")
     if when == "not folded":
         pending = await deps.store.collection("unfolded_facts").count_documents(
             {"visitorId": "v-ann", "kind": daily_figures.ERROR})

@@ -11,14 +11,18 @@ from typing import Any
 Ingest = Callable[..., Awaitable[dict[str, Any]]]
 
 
-async def send_errors(ingest: Ingest, deps: Any, reports: list[dict[str, Any]]) -> None:
-    """Send the reports through /ingest/errors and wait until the queue has stored them all
-    and counted them on their errors, which the worker does last."""
+async def send_errors(ingest: Ingest, deps: Any, reports: list[dict[str, Any]], *,
+                      fold: bool = True) -> None:
+    """Send the reports through /ingest/errors, wait until the queue has stored them all
+    and counted them on their errors, which the worker does last, and (unless `fold` is
+    False) fold them into the figures, as the derivation does within seconds."""
     before = await counted_occurrences(deps.store)
     for report in reports:
         await ingest("errors", report)
     for _ in range(300):
         if await counted_occurrences(deps.store) >= before + len(reports):
+            if fold:
+                await deps.derivation.fold()
             return
         await asyncio.sleep(0.02)
     raise AssertionError("the errors were not processed")

@@ -41,6 +41,7 @@ async def _seed(dashboard: Dashboard, deps) -> None:
                   type="E_WARNING", message="Undefined index: shipping",
                   url=f"{SHOP}/checkout", userAgent=FIREFOX)
     await deps.queue.join()
+    await deps.derivation.fold()
 
 
 async def test_the_errors_list_filters_and_sorts_from_the_url_with_a_trend_per_error(
