@@ -290,11 +290,9 @@ def filter_keys(visit: dict[str, Any]) -> list[str]:
             f"source:{source_label(source)}"}
     keys |= {f"page:{page_path(page.get('url'))}" for page in visit.get("pages") or []
              if isinstance(page, dict)}
-    for kind, field in (("utmCampaign", "utmCampaign"), ("utmSource", "utmSource"),
-                        ("device", "device"), ("country", "country")):
-        value = source.get(field) if kind.startswith("utm") else visit.get(field)
-        if value:
-            keys.add(f"{kind}:{value}")
+    keys |= {f"{field}:{source[field]}" for field in ("utmCampaign", "utmSource")
+             if source.get(field)}
+    keys |= {f"{field}:{visit[field]}" for field in ("device", "country") if visit.get(field)}
     keys |= {f"error:{error_id}" for error_id, _ in journey["errors"]}
     keys |= {f"frustration:{page}" for page, _ in journey["frustrated"]}
     paid = paid_values(visit)
