@@ -12,6 +12,7 @@ import { ordersPage } from './orders.js';
 import { overviewPage } from './overview.js';
 import { privacyPage } from './privacy.js';
 import { recordingsPage } from './recordings.js';
+import { sessionsPage } from './sessions.js';
 import { settingsPage } from './settings.js';
 import { surveysPage } from './surveys.js';
 import { visitorsPage } from './visitors.js';
@@ -27,6 +28,7 @@ const PAGES = {
   errors: errorsPage,
   leads: leadsPage,
   orders: ordersPage,
+  sessions: sessionsPage,
   recordings: recordingsPage,
   settings: settingsPage,
   privacy: privacyPage,
@@ -176,6 +178,7 @@ const TABS = [
   ['errors', 'Errors'],
   ['leads', 'Leads'],
   ['orders', 'Orders'],
+  ['sessions', 'Sessions'],
   ['recordings', 'Recordings'],
   ['funnels', 'Funnels'],
   ['heatmaps', 'Heatmaps'],
