@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo
 
 from pymongo import ReturnDocument
 
@@ -173,6 +174,12 @@ def normalise_settings(current: dict[str, Any], changes: dict[str, Any]) -> dict
         merged["retentionDays"] = {**current.get("retentionDays", {}),
                                    **changes["retentionDays"]}
     return merged
+
+
+def time_zone(site: dict[str, Any]) -> ZoneInfo:
+    """The site's time zone (`settings.timeZone`, an IANA name): its days run from midnight
+    to midnight there. UTC until one is set."""
+    return ZoneInfo((site.get("settings") or {}).get("timeZone") or "UTC")
 
 
 def public_view(site: dict[str, Any]) -> dict[str, Any]:
