@@ -44,6 +44,9 @@ SHAPES = [
     ("leads", {"siteId"}, "createdAt"),
     # a visitor's active days: the day before and after a new one, and their share.
     (daily_figures.VISITOR_DAYS, {"siteId", "visitorId"}, "day"),
+    # the errors list: a range's error days; a visitor's days with one error, as above.
+    (daily_figures.ERROR_DAYS, {"siteId"}, "day"),
+    (daily_figures.ERROR_VISITOR_DAYS, {"siteId", "visitorId", "errorId"}, "day"),
     # requests: a subject's requests (erasure forgets the id; a new request checks for one).
     ("dsr_requests", {"siteId", "subjectDigest"}, None),
     # the request log, newest first.
