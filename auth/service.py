@@ -110,8 +110,14 @@ class AuthService:
             raise Unauthenticated("e-mail or password is wrong", code="invalid_credentials")
 
         await accounts.clear_failures(self._store, pair_key)
-        await accounts.remember_login_network(self._store, user["_id"], network_hash)
+        await accounts.record_sign_in(self._store, user["_id"], network_hash)
         return await self._issue(user["_id"], accounts.new_id(), parent_id=None)
+
+    async def sign_in(self, user_id: str) -> TokenPair:
+        """Open a new token family for a user who just proved who they are another way (an
+        invitation accepted, a password reset)."""
+        await accounts.record_sign_in(self._store, user_id, None)
+        return await self._issue(user_id, accounts.new_id(), parent_id=None)
 
     async def _issue(self, user_id: str, family_id: str, parent_id: str | None) -> TokenPair:
         token_id = accounts.new_id()

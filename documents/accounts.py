@@ -156,14 +156,6 @@ async def load_authenticated_user(store: Store, user_id: str, token_family: str
     return AuthenticatedUser(user["_id"], user["accountId"], user["email"], roles, token_family)
 
 
-async def remember_login_network(store: Store, user_id: str, network_hash: str) -> None:
-    """Note a network the user logged in from, so account-wide throttling spares it."""
-    await store.collection(USERS).update_one(
-        {"_id": user_id},
-        {"$addToSet": {"knownLoginNetworks": network_hash}},
-    )
-
-
 # Refresh-token families ---------------------------------------------------------------------
 
 
@@ -294,3 +286,129 @@ async def invoices_of_account(store: Store, account_id: str) -> list[dict[str, A
     """The account's invoices, oldest first."""
     return await store.collection(INVOICES).find(
         {"accountId": account_id}).sort("issuedAt", ASCENDING).to_list(None)
+
+
+# Team: members, roles and sessions ------------------------------------------------------------
+
+
+async def members_of_organization(store: Store, organization_id: str) -> list[dict[str, Any]]:
+    """The organization's members, oldest first: user id, e-mail, name, role, last sign-in."""
+    memberships = await store.collection(MEMBERSHIPS).find(
+        {"organizationId": organization_id}).sort("createdAt", ASCENDING).to_list(None)
+    users = {
+        user["_id"]: user async for user in store.collection(USERS).find(
+            {"_id": {"$in": [m["userId"] for m in memberships]}})
+    }
+    return [
+        {"userId": m["userId"], "email": users[m["userId"]]["email"],
+         "displayName": users[m["userId"]].get("displayName"), "role": m["role"],
+         "memberSince": m["createdAt"],
+         "lastSignInAt": users[m["userId"]].get("lastSignInAt")}
+        for m in memberships if m["userId"] in users
+    ]
+
+
+async def find_membership(store: Store, organization_id: str, user_id: str, *,
+                          session: Any = None) -> dict[str, Any] | None:
+    """The user's membership of the organization, or None."""
+    return await store.collection(MEMBERSHIPS).find_one(
+        {"organizationId": organization_id, "userId": user_id}, session=session)
+
+
+async def _keep_an_owner(store: Store, organization_id: str, session: Any) -> None:
+    """Conflict when the organization would have no owner left. Writing the organization in the
+    same transaction makes two owners demoting each other at once conflict instead of both
+    passing the count."""
+    await store.collection(ORGANIZATIONS).update_one(
+        {"_id": organization_id}, {"$inc": {"ownershipChanges": 1}}, session=session)
+    owners = await store.collection(MEMBERSHIPS).count_documents(
+        {"organizationId": organization_id, "role": "owner"}, session=session)
+    if owners == 0:
+        raise Conflict("the organization's last owner cannot be removed or demoted; make "
+                       "another member owner first", code="last_owner")
+
+
+async def set_member_role(store: Store, organization_id: str, user_id: str, role: str, *,
+                          session: Any) -> str | None:
+    """Give a member a new role inside the caller's transaction; returns the old role, None
+    when the user is not a member. Conflict when no owner would be left."""
+    before = await store.collection(MEMBERSHIPS).find_one_and_update(
+        {"organizationId": organization_id, "userId": user_id}, {"$set": {"role": role}},
+        return_document=ReturnDocument.BEFORE, session=session)
+    if before is None:
+        return None
+    if before["role"] == "owner" and role != "owner":
+        await _keep_an_owner(store, organization_id, session)
+    return before["role"]
+
+
+async def remove_member(store: Store, organization_id: str, user_id: str, *, session: Any
+                        ) -> str | None:
+    """Remove a member inside the caller's transaction; returns their role, None when not a
+    member. A user left in no organization is deleted, so their e-mail may be invited again.
+    Conflict when no owner would be left."""
+    removed = await store.collection(MEMBERSHIPS).find_one_and_delete(
+        {"organizationId": organization_id, "userId": user_id}, session=session)
+    if removed is None:
+        return None
+    if removed["role"] == "owner":
+        await _keep_an_owner(store, organization_id, session)
+    if await store.collection(MEMBERSHIPS).count_documents({"userId": user_id},
+                                                           session=session) == 0:
+        await store.collection(USERS).delete_one({"_id": user_id}, session=session)
+    return removed["role"]
+
+
+async def add_invited_member(store: Store, *, account_id: str, organization_id: str, email: str,
+                             password_hash: str, display_name: str, role: str, session: Any
+                             ) -> str:
+    """Create the user an invitation names, with its role, inside the caller's transaction."""
+    user_id = new_id()
+    await _insert_member(store, session, user_id=user_id, account_id=account_id,
+                         organization_id=organization_id, email=email,
+                         password_hash=password_hash, display_name=display_name, role=role,
+                         now=datetime.now(UTC))
+    return user_id
+
+
+async def revoke_user_sessions(store: Store, user_id: str, reason: str, *,
+                               keep_family: str | None = None) -> int:
+    """Revoke every live token family of the user but `keep_family`; their access tokens stop
+    at once too (checked against revoked families). Returns how many were revoked."""
+    families = await store.collection(REFRESH_TOKENS).distinct(
+        "familyId", {"userId": user_id, "revokedAt": None})
+    revoked = 0
+    for family_id in families:
+        if family_id != keep_family:
+            await revoke_family(store, family_id, reason)
+            revoked += 1
+    return revoked
+
+
+async def record_sign_in(store: Store, user_id: str, network_hash: str | None) -> None:
+    """Note when the user signed in and, for a password sign-in, from which network
+    (account-wide throttling spares networks the user has signed in from)."""
+    update: dict[str, Any] = {"$set": {"lastSignInAt": datetime.now(UTC)}}
+    if network_hash is not None:
+        update["$addToSet"] = {"knownLoginNetworks": network_hash}
+    await store.collection(USERS).update_one({"_id": user_id}, update)
+
+
+async def set_password_hash(store: Store, user_id: str, password_hash: str, *,
+                            session: Any = None) -> bool:
+    """Replace the user's password hash; False when there is no such user."""
+    result = await store.collection(USERS).update_one(
+        {"_id": user_id}, {"$set": {"passwordHash": password_hash,
+                                    "passwordChangedAt": datetime.now(UTC)}},
+        session=session)
+    return result.matched_count == 1
+
+
+async def find_user(store: Store, user_id: str) -> dict[str, Any] | None:
+    """The user document, or None."""
+    return await store.collection(USERS).find_one({"_id": user_id})
+
+
+async def find_organization(store: Store, organization_id: str) -> dict[str, Any] | None:
+    """The organization document, or None."""
+    return await store.collection(ORGANIZATIONS).find_one({"_id": organization_id})

@@ -1,17 +1,17 @@
 """The account export (spec §2 "Account export file"): the customer's own data, as one JSON.
 
-It holds the account, its organizations and users, the sites and their configuration (with
-their survey and funnel definitions and saved segments), invoices and the audit trail. Site API
-keys, public keys and integration credentials are left out (and so are their digests and sealed
-forms); configured integration and notification settings appear with their values replaced by
-the literal text `<redacted>`.
+It holds the account, its organizations, users and invitations, the sites and their
+configuration (with their survey and funnel definitions and saved segments), invoices and the
+audit trail. Site API keys, public keys, integration credentials and invitation links are left
+out (and so are their digests and sealed forms); configured integration and notification
+settings appear with their values replaced by the literal text `<redacted>`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from documents import accounts, audit, funnels, retention, segments
+from documents import account_links, accounts, audit, funnels, retention, segments
 from documents import notifications as notification_documents
 from documents import sites as site_documents
 from documents import surveys as survey_documents
@@ -67,6 +67,8 @@ async def account_export(store: Store, user: AuthenticatedUser) -> dict[str, Any
         view["retentionDays"] = retention.site_days(site)
         site_views.append(view)
     invoices = await accounts.invoices_of_account(store, user.account_id)
+    # Who was invited with which role and what became of it (never the link's digest).
+    invitations = await account_links.invitations_of_account(store, user.account_id)
     trail = [entry async for entry in audit.entries_for_account(store, user.account_id)]
     return {
         "format": "visitor-service/account-export/v1",
@@ -75,6 +77,7 @@ async def account_export(store: Store, user: AuthenticatedUser) -> dict[str, Any
         "users": [{key: value for key, value in u.items() if key not in USER_SECRET_FIELDS}
                   for u in users],
         "memberships": memberships,
+        "invitations": invitations,
         "sites": site_views,
         "invoices": invoices,
         "auditTrail": trail,
