@@ -1,4 +1,5 @@
-"""Notification channels per site (e-mail over SMTP, signed webhook) and the delivery log.
+"""Notification channels per site (e-mail over SMTP, signed webhook, Slack-compatible incoming
+webhook) and the delivery log.
 
 One channel document per site, keyed by the site id. Secrets (SMTP password, webhook secret)
 are sealed with AES-256-GCM under a purpose bound to the site and the field, so a sealed value
@@ -37,8 +38,10 @@ INDEXES = [
 ]
 
 #: Write-only secret fields: API field -> stored sealed field, per channel.
+#: A Slack (or Mattermost, or Discord's Slack endpoint) incoming webhook's URL is its secret.
 SECRET_FIELDS = {"email": ("smtpPassword", "smtpPasswordSealed"),
-                 "webhook": ("secret", "secretSealed")}
+                 "webhook": ("secret", "secretSealed"),
+                 "slack": ("url", "urlSealed")}
 
 
 def secret_purpose(site_id: str, channel: str) -> str:
@@ -60,7 +63,7 @@ async def site_name(store: Store, site_id: str) -> str:
 
 def public_view(doc: dict[str, Any] | None) -> dict[str, Any]:
     """The channel configuration as the API shows it: secrets replaced by `...Set` flags."""
-    view: dict[str, Any] = {"email": None, "webhook": None}
+    view: dict[str, Any] = {"email": None, "webhook": None, "slack": None}
     for channel, (api_field, sealed_field) in SECRET_FIELDS.items():
         stored = (doc or {}).get(channel)
         if stored is None:
@@ -105,6 +108,9 @@ async def save_channels(store: Store, sealer: Sealer, site: dict[str, Any],
     webhook = update.get("webhook")
     if webhook and webhook.get("enabled") and not webhook.get("secretSealed"):
         raise InvalidInput("an enabled webhook needs a secret", field="webhook.secret")
+    slack = update.get("slack")
+    if slack and slack.get("enabled") and not slack.get("urlSealed"):
+        raise InvalidInput("an enabled Slack channel needs its webhook URL", field="slack.url")
     saved = await store.collection(CHANNELS).find_one_and_update(
         {"_id": site_id}, {"$set": update}, upsert=True, return_document=ReturnDocument.AFTER,
         session=session,
@@ -114,40 +120,51 @@ async def save_channels(store: Store, sealer: Sealer, site: dict[str, Any],
 
 async def start_delivery(store: Store, *, site_id: str, channel: str, error_id: str | None,
                          fingerprint: str | None, reopened: bool,
-                         event: str = "new_error") -> str:
+                         event: str = "new_error", rule_id: str | None = None) -> str:
     """Log a delivery about to be attempted; returns its id (also sent to webhook receivers)."""
     delivery_id = new_id()
     now = datetime.now(UTC)
     await store.collection(DELIVERIES).insert_one({
         "_id": delivery_id, "siteId": site_id, "channel": channel, "event": event,
         "errorId": error_id, "fingerprint": fingerprint, "reopened": reopened,
-        "status": "pending", "attempts": 0, "lastError": None,
+        "ruleId": rule_id, "status": "pending", "attempts": 0, "lastError": None,
+        "responseStatus": None,
         "createdAt": now, "updatedAt": now, "deliveredAt": None,
     })
     return delivery_id
 
 
 async def record_attempt(store: Store, delivery_id: str, *, error: str | None,
-                         final: bool) -> None:
-    """Count one attempt: delivered, failed for good, or still retrying."""
+                         final: bool, response_status: int | None = None) -> None:
+    """Count one attempt: delivered, failed for good, or still retrying (with the HTTP status
+    a webhook answered, when there was one)."""
     now = datetime.now(UTC)
     if error is None:
         fields: dict[str, Any] = {"status": "delivered", "deliveredAt": now, "lastError": None}
     else:
         fields = {"status": "failed" if final else "retrying", "lastError": error[:300]}
     fields["updatedAt"] = now
+    fields["responseStatus"] = response_status
     await store.collection(DELIVERIES).update_one(
         {"_id": delivery_id}, {"$set": fields, "$inc": {"attempts": 1}})
 
 
 async def recent_deliveries(store: Store, site_id: str, status: str | None,
-                            limit: int) -> list[dict[str, Any]]:
-    """The site's newest delivery log entries, optionally of one status."""
+                            limit: int, *, alerts_only: bool = False) -> list[dict[str, Any]]:
+    """The site's newest delivery log entries, optionally of one status, or of alerts only."""
     query: dict[str, Any] = {"siteId": site_id}
     if status:
         query["status"] = status
+    if alerts_only:
+        query["ruleId"] = {"$ne": None}
     cursor = store.collection(DELIVERIES).find(query).sort("createdAt", DESCENDING).limit(limit)
     return [delivery_view(doc) async for doc in cursor]
+
+
+async def find_delivery(store: Store, site_id: str, delivery_id: str) -> dict[str, Any] | None:
+    """One delivery log entry of the site, as the API shows it, or None."""
+    doc = await store.collection(DELIVERIES).find_one({"_id": delivery_id, "siteId": site_id})
+    return delivery_view(doc) if doc else None
 
 
 def delivery_view(doc: dict[str, Any]) -> dict[str, Any]:
@@ -155,7 +172,9 @@ def delivery_view(doc: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": doc["_id"], "channel": doc["channel"], "event": doc["event"],
         "errorId": doc["errorId"], "fingerprint": doc["fingerprint"],
-        "reopened": doc["reopened"], "status": doc["status"], "attempts": doc["attempts"],
+        "reopened": doc["reopened"], "ruleId": doc.get("ruleId"),
+        "responseStatus": doc.get("responseStatus"),
+        "status": doc["status"], "attempts": doc["attempts"],
         "lastError": doc.get("lastError"), "createdAt": format_instant(doc.get("createdAt")),
         "updatedAt": format_instant(doc.get("updatedAt")),
         "deliveredAt": format_instant(doc.get("deliveredAt")),

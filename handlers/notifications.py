@@ -30,6 +30,11 @@ class NotificationChannelsHandler(BaseHandler):
             await check_webhook_url(
                 body["webhook"]["url"],
                 allow_private=self.deps.settings.webhook_allow_private_addresses)
+        if (body.get("slack") or {}).get("url"):
+            await check_webhook_url(
+                body["slack"]["url"],
+                allow_private=self.deps.settings.webhook_allow_private_addresses,
+                field="slack.url")
 
         saved, _ = await self.audited(
             site, "site.notifications_changed",

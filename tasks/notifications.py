@@ -1,6 +1,8 @@
-"""Notifications to the Client when an error is new or re-opened: e-mail and a signed webhook.
+"""Notifications to the Client: an error new or re-opened, the retention purge in trouble, and
+alert episodes (tasks/alerts.py), by e-mail, signed webhook and Slack-compatible webhook.
 
-`Notifier.error_opened` is called by the error worker after processing. It only schedules the
+`Notifier.error_opened` is called by the error worker after processing, `Notifier.alert` by the
+alert evaluator. It only schedules the
 work and returns, so a slow SMTP server or a dead webhook can never fail or slow error
 processing. Each delivery is logged (documents/notifications.py), retried with exponential
 backoff and jitter, and recorded as failed when the attempts run out; the dashboard reads that
@@ -65,20 +67,30 @@ RETENTION_PROBLEMS = {"failed": "The retention purge failed",
 class DeliveryFailed(Exception):
     """One attempt did not deliver; the message is safe to store (no secrets)."""
 
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        #: The HTTP status the receiver answered, when it answered.
+        self.status = status
 
-async def check_webhook_url(url: str, *, allow_private: bool) -> None:
-    """Raise InvalidInput (field webhook.url) when the URL has no http(s) host, or when its host
-    is or resolves to an address the guard refuses (unless `allow_private`)."""
+
+#: What an attempt returns: the HTTP status a receiver answered, None for e-mail.
+Send = Callable[[str], Awaitable[int | None]]
+
+
+async def check_webhook_url(url: str, *, allow_private: bool, field: str = "webhook.url"
+                            ) -> None:
+    """Raise InvalidInput (on `field`) when the URL has no http(s) host, or when its host is or
+    resolves to an address the guard refuses (unless `allow_private`)."""
     try:
         addresses.url_host(url)
         if not allow_private:
             await addresses.check_url(url)
     except addresses.ForbiddenAddress as refused:
         raise InvalidInput(f"the webhook URL points to a {refused} address, which the service "
-                           "does not call", field="webhook.url") from None
+                           "does not call", field=field) from None
     except ValueError:  # UnicodeError included; also a port out of range
         raise InvalidInput("the webhook URL needs http(s) and a valid host and port",
-                           field="webhook.url") from None
+                           field=field) from None
 
 
 def sign_webhook(secret: str, body: bytes, timestamp: int) -> str:
@@ -131,6 +143,14 @@ class Notifier:
         "failed", "behind" or "overdue"."""
         task = asyncio.create_task(self._notify_retention(site_id, problem, kinds, since),
                                    name=f"notify-retention-{site_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def alert(self, site_id: str, rule: dict[str, Any], event: dict[str, Any]) -> None:
+        """Schedule an alert episode's deliveries on the rule's channels and return at once;
+        `event` is what tasks/alerts.py built (figures and a page, no visitor's data)."""
+        task = asyncio.create_task(self._notify_alert(site_id, rule, event),
+                                   name=f"notify-alert-{site_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -217,45 +237,100 @@ class Notifier:
         except Exception:  # noqa: BLE001 - background boundary: log, never reach the purge
             log.exception("retention notification failed", extra={"siteId": site_id})
 
+    async def _notify_alert(self, site_id: str, rule: dict[str, Any],
+                            event: dict[str, Any]) -> None:
+        try:
+            channels = await notifications.channels_for_site(self._store, site_id)
+            if not channels:
+                return
+            link = f"{self._public_url}/app/sites/{site_id}/{event['page']}"
+            event = {key: value for key, value in event.items() if key != "page"}
+            name = await notifications.site_name(self._store, site_id)
+            text = alert_text(name, event, link)
+            wanted = set(rule.get("channels") or ())
+            senders: dict[str, Send] = {}
+            email = channels.get("email")
+            if "email" in wanted and email and email.get("enabled"):
+                senders["email"] = lambda _id: self._send_text_email(
+                    site_id, email, f"[{name}] {event['title']}", text)
+            webhook = channels.get("webhook")
+            if "webhook" in wanted and webhook and webhook.get("enabled"):
+                senders["webhook"] = lambda delivery_id: self._send_webhook(
+                    site_id, webhook, event, delivery_id, link=link)
+            slack = channels.get("slack")
+            if "slack" in wanted and slack and slack.get("enabled"):
+                senders["slack"] = lambda _id: self._send_slack(site_id, slack, text)
+            await asyncio.gather(*(
+                self._deliver(site_id, channel, event, send, rule_id=rule["_id"])
+                for channel, send in senders.items()))
+        except Exception:  # noqa: BLE001 - background boundary: log, never reach the evaluator
+            log.exception("alert notification failed", extra={"siteId": site_id})
+
+    async def send_test(self, site_id: str, channel: str) -> str:
+        """Deliver a test message on one channel now, in one attempt, logged like any delivery;
+        returns the delivery's id. InvalidInput when the channel is not enabled."""
+        channels = await notifications.channels_for_site(self._store, site_id) or {}
+        config = channels.get(channel)
+        if not config or not config.get("enabled"):
+            raise InvalidInput(f"the {channel} channel is not enabled", field="channel")
+        name = await notifications.site_name(self._store, site_id)
+        link = f"{self._public_url}/app/sites/{site_id}/alerts"
+        event = {"type": "alert.test", "id": new_id(), "siteId": site_id,
+                 "at": format_instant(datetime.now(UTC)), "title": "Test message",
+                 "figures": {}}
+        text = alert_text(name, event, link)
+        sends: dict[str, Send] = {
+            "email": lambda _id: self._send_text_email(site_id, config,
+                                                       f"[{name}] Test message", text),
+            "webhook": lambda delivery_id: self._send_webhook(site_id, config, event,
+                                                              delivery_id, link=link),
+            "slack": lambda _id: self._send_slack(site_id, config, text)}
+        return await self._deliver(site_id, channel, event, sends[channel], attempts=1)
+
     async def _deliver(self, site_id: str, channel: str, event: dict[str, Any],
-                       send: Callable[[str], Awaitable[None]]) -> None:
+                       send: Send, *, rule_id: str | None = None,
+                       attempts: int | None = None) -> str:
+        """Deliver with retries (`attempts`, else the configured number); returns the id."""
         error = event.get("error") or {}
         delivery_id = await notifications.start_delivery(
             self._store, site_id=site_id, channel=channel,
             error_id=event["id"] if error else None, fingerprint=error.get("fingerprint"),
             reopened=bool(error.get("reopened")),
-            event="new_error" if error else event["type"])
-        for attempt in range(1, self._max_attempts + 1):
+            event="new_error" if error else event["type"], rule_id=rule_id)
+        attempts = attempts or self._max_attempts
+        for attempt in range(1, attempts + 1):
             try:
                 async with self._slots:
-                    await send(delivery_id)
+                    status = await send(delivery_id)
             except (DeliveryFailed, smtplib.SMTPException, OSError, SealedSecretError) as exc:
-                final = attempt == self._max_attempts
+                final = attempt == attempts
                 reason = _describe(exc)
-                await notifications.record_attempt(self._store, delivery_id, error=reason,
-                                                   final=final)
+                await notifications.record_attempt(
+                    self._store, delivery_id, error=reason, final=final,
+                    response_status=exc.status if isinstance(exc, DeliveryFailed) else None)
                 log.warning("notification attempt failed", extra={
                     "siteId": site_id, "channel": channel, "deliveryId": delivery_id,
                     "attempt": attempt, "final": final, "error": reason})
                 if final:
-                    return
+                    return delivery_id
                 delay = self._retry_seconds * 2 ** (attempt - 1)
                 await asyncio.sleep(random.uniform(delay / 2, delay))
             else:
                 await notifications.record_attempt(self._store, delivery_id, error=None,
-                                                   final=True)
-                return
+                                                   final=True, response_status=status)
+                return delivery_id
+        return delivery_id
 
     def _dashboard_link(self, site_id: str, error_id: str) -> str:
         return f"{self._public_url}/dashboard/sites/{site_id}/errors/{error_id}"
 
     async def _send_email(self, site_id: str, site_name: str, config: dict[str, Any],
-                          event: dict[str, Any]) -> None:
+                          event: dict[str, Any]) -> int | None:
         summary = event["error"]
         what = "Re-opened error" if summary["reopened"] else "New error"
         # Header values must be single lines (`_send_text_email`); error messages are
         # attacker-influenced text.
-        await self._send_text_email(
+        return await self._send_text_email(
             site_id, config, f"[{site_name}] {what}: {summary['message']}",
             f"{what} on {site_name}\n\n"
             f"Message: {summary['message']}\n"
@@ -282,7 +357,7 @@ class Notifier:
         await asyncio.to_thread(_send_smtp, config, password, message)
 
     async def _send_webhook(self, site_id: str, config: dict[str, Any], event: dict[str, Any],
-                            delivery_id: str, *, link: str | None = None) -> None:
+                            delivery_id: str, *, link: str | None = None) -> int:
         secret = self._sealer.open(config["secretSealed"],
                                    notifications.secret_purpose(site_id, "webhook"))
         body = json.dumps(
@@ -295,6 +370,20 @@ class Notifier:
                      SIGNATURE_HEADER: sign_webhook(secret, body, int(time.time())),
                      DELIVERY_HEADER: delivery_id, EVENT_HEADER: event["type"]},
         )
+        return await self._post(request)
+
+    async def _send_slack(self, site_id: str, config: dict[str, Any], text: str) -> int:
+        # Slack, Mattermost and Discord's /slack endpoint all read {"text": ...} as markdown.
+        url = self._sealer.open(config["urlSealed"], notifications.secret_purpose(site_id,
+                                                                                  "slack"))
+        request = HTTPRequest(
+            url, method="POST", body=json.dumps({"text": text}).encode(),
+            follow_redirects=False, connect_timeout=ATTEMPT_TIMEOUT_SECONDS,
+            request_timeout=ATTEMPT_TIMEOUT_SECONDS,
+            headers={"Content-Type": "application/json", "User-Agent": "visitor-service-webhook"})
+        return await self._post(request)
+
+    async def _post(self, request: HTTPRequest) -> int:
         try:
             response = await self._http_client().fetch(request, raise_error=False)
         except addresses.ForbiddenAddress as refused:
@@ -302,7 +391,19 @@ class Notifier:
                                  "address") from None
         if not 200 <= response.code < 300:
             raise DeliveryFailed(f"HTTP {response.code}" if response.code != 599
-                                 else f"connection failed: {type(response.error).__name__}")
+                                 else f"connection failed: {type(response.error).__name__}",
+                                 status=response.code if response.code != 599 else None)
+        return response.code
+
+
+def alert_text(site_name: str, event: dict[str, Any], link: str) -> str:
+    """An alert as plain text: what happened, its figures, where to look (e-mail and Slack)."""
+    lines = [f"{event['title']} on {site_name}", ""]
+    if event.get("rule"):
+        lines.append(f"Rule: {event['rule']['name']}")
+    lines += [f"{name}: {value}" for name, value in event.get("figures", {}).items()
+              if value is not None]
+    return "\n".join([*lines, "", link, ""])
 
 
 def _send_smtp(config: dict[str, Any], password: str, message: EmailMessage) -> None:
