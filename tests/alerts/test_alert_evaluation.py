@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from config.metrics import Metrics
 from derived import daily_figures
-from documents import sites
+from documents import retention, sites
 from tasks.alerts import AlertEvaluator
 from tests.alerts import figures
 from tests.alerts.conftest import Outbox
@@ -221,3 +221,20 @@ async def test_a_muted_rule_is_not_evaluated_and_a_cool_down_holds_a_second_epis
     before = len(outbox.events)
     await evaluator.evaluate_site(tenant.site_id, now + 10 * HOUR)
     assert len(outbox.events) == before
+
+
+async def test_the_purge_overdue_fires_once_and_resolves_when_a_run_is_on_time_again(
+        fetch: Fetch, tenant: Tenant, deps, evaluator: AlertEvaluator, outbox: Outbox):
+    await figures.rule(fetch, tenant, "purgeOverdue")
+    now = datetime.now(UTC)
+    # Watched for five hours and no run finished: hourly runs are overdue after three.
+    await retention.watch(deps.store, now - 5 * HOUR)
+    await evaluator.evaluate_site(tenant.site_id, now)
+    await evaluator.evaluate_site(tenant.site_id, now + timedelta(minutes=1))
+    [fired] = outbox.of("fired")
+    assert fired["page"] == "privacy"
+    assert fired["figures"]["overdueSince"] is not None
+    daily = AlertEvaluator(deps.store, Metrics(), outbox, interval_seconds=60,
+                           purge_interval_seconds=24 * 3600)
+    await daily.evaluate_site(tenant.site_id, now + timedelta(minutes=2))
+    assert len(outbox.of("resolved")) == 1
