@@ -1,4 +1,5 @@
-"""Dashboard sign-in: login, refresh-token rotation, logout, and who am I.
+"""Dashboard sign-in: login, refresh-token rotation, logout, who am I, and passwords changed
+or reset.
 
 The refresh token is returned in the body (API clients) and set as an HttpOnly, Secure,
 SameSite=Strict cookie scoped to /auth (the dashboard, whose scripts never see it). Refresh and
@@ -79,6 +80,42 @@ class LogoutHandler(TokenPairHandler):
         self.finish()
 
 
+class PasswordChangeHandler(BaseHandler):
+    """POST /auth/password: a new password, the current one required; other sessions end."""
+
+    async def post(self) -> None:
+        body = self.validated_body("PasswordChange")
+        await self.deps.recovery.change(self.user, body["currentPassword"], body["newPassword"])
+        self.set_status(204)
+        self.finish()
+
+
+class PasswordResetRequestHandler(BaseHandler):
+    """POST /auth/password-reset/request: mail a reset link; the same answer for any address."""
+
+    authentication = "none"
+
+    async def post(self) -> None:
+        body = self.validated_body("PasswordResetRequest")
+        await self.deps.recovery.request_reset(body["email"], self.client_ip)
+        self.write_json({"message": "If the address has an account and this service sends "
+                                    "mail, a reset link is on its way; it works once, within "
+                                    "30 minutes. Otherwise ask an owner of your organization."},
+                        status=202)
+
+
+class PasswordResetHandler(BaseHandler):
+    """POST /auth/password-reset/confirm: a new password with a reset link's token."""
+
+    authentication = "none"
+
+    async def post(self) -> None:
+        body = self.validated_body("PasswordReset")
+        await self.deps.recovery.reset(body["token"], body["password"])
+        self.set_status(204)
+        self.finish()
+
+
 class AccountExportHandler(BaseHandler):
     """GET /auth/me/export.json: the account export, secrets left out or redacted."""
 
@@ -103,4 +140,7 @@ default_handlers = [
     (r"/auth/logout", LogoutHandler),
     (r"/auth/me", MeHandler),
     (r"/auth/me/export\.json", AccountExportHandler),
+    (r"/auth/password", PasswordChangeHandler),
+    (r"/auth/password-reset/request", PasswordResetRequestHandler),
+    (r"/auth/password-reset/confirm", PasswordResetHandler),
 ]

@@ -53,6 +53,18 @@ class MemberHandler(BaseHandler):
         self.finish()
 
 
+class MemberPasswordResetHandler(BaseHandler):
+    """POST: a password reset link for a member (owners only), mailed when a mail server is
+    set, else in the answer once for the owner to pass on."""
+
+    async def post(self, organization_id: str, user_id: str) -> None:
+        issued = await self.deps.recovery.reset_for_member(self.user, organization_id, user_id)
+        answer = {"emailed": issued.emailed, "expiresAt": issued.expires_at}
+        if issued.link is not None:
+            answer["link"] = issued.link
+        self.write_json(answer, status=201)
+
+
 class InvitationDetailsHandler(BaseHandler):
     """POST /auth/invitations/details: what an invitation's token offers, for its page. The
     token travels in the body, never in a URL that a log would keep."""
@@ -79,6 +91,8 @@ default_handlers = [
     (r"/api/v1/organizations/([0-9a-f-]{36})/invitations", InvitationsHandler),
     (r"/api/v1/organizations/([0-9a-f-]{36})/invitations/([0-9a-f-]{36})", InvitationHandler),
     (r"/api/v1/organizations/([0-9a-f-]{36})/members/([0-9a-f-]{36})", MemberHandler),
+    (r"/api/v1/organizations/([0-9a-f-]{36})/members/([0-9a-f-]{36})/password-reset",
+     MemberPasswordResetHandler),
     (r"/auth/invitations/details", InvitationDetailsHandler),
     (r"/auth/invitations/accept", InvitationAcceptHandler),
 ]
