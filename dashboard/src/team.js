@@ -140,6 +140,22 @@ function memberRow(app, site, member, canManage, isOwner, refresh) {
         },
         { kind: 'secondary', ariaLabel: `Change role of ${member.email}` },
       ),
+      isOwner && member.userId !== app.me.id
+        ? actionButton(
+            'Reset password',
+            async () => {
+              const issued = await app.session.json(`${path}/password-reset`, { method: 'POST' });
+              if (issued.emailed) return `A reset link was mailed to ${member.email}.`;
+              const field = h('input', {
+                readonly: true,
+                value: issued.link,
+                'aria-label': `Reset link for ${member.email}`,
+              });
+              return h('span', {}, 'Pass this link on; it works once, within 30 minutes: ', field);
+            },
+            { kind: 'secondary', ariaLabel: `Reset password of ${member.email}` },
+          )
+        : null,
       actionButton(
         'Remove',
         async () => {
@@ -240,7 +256,8 @@ export async function teamPage(app, site) {
   );
 }
 
-async function publicCall(path, body) {
+/** A POST without a session (invitation and reset pages); Error with the API's code. */
+export async function publicCall(path, body) {
   const response = await fetch(path, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },

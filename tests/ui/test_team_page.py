@@ -67,3 +67,46 @@ async def test_the_owner_invites_a_colleague_who_joins_and_is_then_changed_and_r
     await expect(row).to_have_count(0)
     await page.set_viewport_size(PHONE)
     await assert_accessible(page, "the team page at 390 px, the owner's view")
+
+
+async def test_without_mail_the_owner_hands_a_member_a_reset_link_that_sets_a_new_password(
+        page: Page, browser: Browser, dashboard: Dashboard):
+    await sign_in(page, dashboard)
+    await page.goto(dashboard.page_url("/team"))
+    await page.get_by_label("E-mail").fill(COLLEAGUE)
+    await page.get_by_role("button", name="Invite").click()
+    invitation = await page.get_by_label("Invitation link").input_value()
+
+    context = await browser.new_context(viewport=PHONE)
+    try:
+        member = await context.new_page()
+        await member.goto(invitation)
+        await member.get_by_label("Choose a password").fill(COLLEAGUE_PASSWORD)
+        await member.get_by_role("button", name="Join").click()
+        await member.wait_for_selector("#site-switcher")
+
+        await page.reload()
+        await page.get_by_role("button", name=f"Reset password of {COLLEAGUE}").click()
+        reset_link = await page.get_by_label(f"Reset link for {COLLEAGUE}").input_value()
+        assert "/app/reset#" in reset_link
+
+        # Forgetting it, the member first finds the form that asks for a link by mail.
+        await member.locator("#logout").click()
+        await member.get_by_role("link", name="Forgot your password?").click()
+        await member.get_by_label("E-mail").fill(COLLEAGUE)
+        await member.get_by_role("button", name="Send a reset link").click()
+        await expect(member.get_by_role("status")).to_contain_text("ask an owner")
+        await assert_accessible(member, "the forgotten-password page at 390 px")
+
+        await member.goto(reset_link)
+        await member.get_by_label("New password").fill("new lanterns over the harbour")
+        await assert_accessible(member, "the reset page at 390 px")
+        await member.get_by_role("button", name="Set password").click()
+        await expect(member.get_by_role("heading", name="Password set")).to_be_visible()
+        await member.get_by_role("link", name="Sign in").click()
+        await member.get_by_label("E-mail").fill(COLLEAGUE)
+        await member.get_by_label("Password").fill("new lanterns over the harbour")
+        await member.get_by_role("button", name="Sign in").click()
+        await member.wait_for_selector("#site-switcher")
+    finally:
+        await context.close()
