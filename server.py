@@ -29,17 +29,21 @@ import tornado.web
 
 import documents
 from auth.passwords import PasswordHasher
+from auth.recovery import PasswordRecovery
 from auth.service import AuthService, ThrottleLimits
+from auth.team import Team
 from auth.tokens import TokenIssuer
 from config import Settings, SettingsError, load_settings
 from config.logging import configure_logging, log_request
 from config.metrics import Metrics
 from demo import seed_demo, seed_demo_activity
 from derived import derivation, store_setup
+from documents.account_links import LinkSigner
 from documents.accounts import is_family_revoked
 from documents.requests import SubjectDigester
 from documents.sites import KeyHasher, SiteKeyring
 from documents.store import Store, open_store
+from handlers import alerts as alert_handlers
 from handlers import api_docs as api_docs_handlers
 from handlers import auth as auth_handlers
 from handlers import csv_exports as csv_export_handlers
@@ -59,6 +63,7 @@ from handlers import sessions as session_handlers
 from handlers import sites as site_handlers
 from handlers import subject_requests_by_email as privacy_by_email_handlers
 from handlers import surveys as survey_handlers
+from handlers import team as team_handlers
 from handlers import ui as ui_handlers
 from handlers import visitors as visitor_handlers
 from handlers.base import NotFoundHandler
@@ -77,6 +82,8 @@ from privacy.useragent import UserAgentParser
 from realtime.bus import EventBus, InProcessBus, RedisBus
 from realtime.hub import LiveHub
 from realtime.site_changes import InProcessSiteChanges, RedisSiteChanges
+from tasks.account_mail import AccountMailer, parse_smtp_url
+from tasks.alerts import AlertEvaluator
 from tasks.derivation import FigureDeriver
 from tasks.heatmaps import HEATMAP_CHROMIUM, HeatmapRenderer
 from tasks.notifications import Notifier
@@ -134,6 +141,14 @@ async def build_deps(settings: Settings, *, store: Store | None = None,
                         max_attempts=settings.notify_max_attempts,
                         retry_seconds=settings.notify_retry_seconds,
                         allow_private_webhooks=settings.webhook_allow_private_addresses)
+    account_mailer = AccountMailer(
+        store, parse_smtp_url(settings.smtp_url, settings.public_url)
+        if settings.smtp_url else None,
+        max_attempts=settings.notify_max_attempts, retry_seconds=settings.notify_retry_seconds)
+    link_signer = LinkSigner(settings.secret_key)
+    team = Team(store, auth.passwords, link_signer, account_mailer, settings.public_url)
+    recovery = PasswordRecovery(store, auth.passwords, link_signer, account_mailer,
+                                settings.secret_key, settings.public_url)
     # The worker side of the queue publishes through the same bus the handlers use.
     queue = open_error_queue(settings, store=store, bus=bus, metrics=metrics, notifier=notifier)
     deps = Deps(
@@ -169,6 +184,9 @@ async def build_deps(settings: Settings, *, store: Store | None = None,
                     is_session_revoked=lambda family: is_family_revoked(store, family),
                     session_check_seconds=settings.live_session_check_seconds),
         notifier=notifier,
+        team=team,
+        recovery=recovery,
+        account_mailer=account_mailer,
         statements=StatementAttributor(store, keyring, metrics,
                                        max_age_seconds=settings.statement_max_age_seconds),
         subject_digester=SubjectDigester(settings.secret_key),
@@ -204,6 +222,7 @@ async def build_deps(settings: Settings, *, store: Store | None = None,
     deps.closers.append(deps.reports.close)
     deps.closers.append(deps.hub.close)
     deps.closers.append(deps.notifier.close)
+    deps.closers.append(deps.account_mailer.close)
     deps.bus.listen(deps.hub.dispatch)
     deps.closers.append(deps.queue.close)  # closed first: draining may still publish
     return deps
@@ -245,6 +264,7 @@ def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
         *health_handlers.default_handlers,
         *auth_handlers.default_handlers,
         *site_handlers.default_handlers,
+        *team_handlers.default_handlers,
         *funnel_handlers.default_handlers,
         *retention_handlers.default_handlers,
         *visitor_handlers.default_handlers,
@@ -256,6 +276,7 @@ def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
         *survey_handlers.default_handlers,
         *live_handlers.default_handlers,
         *notification_handlers.default_handlers,
+        *alert_handlers.default_handlers,
         *api_docs_handlers.default_handlers,
         *ui_handlers.default_handlers,
     ]
@@ -340,6 +361,15 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     # The figures are folded here on the embedded default; with REDIS_URL, by the worker.
     deps.derivation.start()
     deps.purge.start()
+    # Alert rules are evaluated beside the derivation: here on the embedded default, by the
+    # worker when REDIS_URL is set.
+    if not settings.redis_url:
+        evaluator = AlertEvaluator(
+            deps.store, deps.metrics, deps.notifier,
+            interval_seconds=settings.alert_evaluation_interval_seconds,
+            purge_interval_seconds=settings.retention_purge_interval_seconds)
+        evaluator.start()
+        deps.closers.append(evaluator.close)
     # Heatmap backgrounds are rendered off the request path, where Debian's Chromium is: here
     # on the embedded default, by the worker when REDIS_URL is set (a browser competes with
     # the requests for the web process's cores).
@@ -462,6 +492,20 @@ async def _rotate_key(settings: Settings, args: argparse.Namespace) -> None:
     await _with_real_store(settings, work)
 
 
+async def _reset_password(settings: Settings, args: argparse.Namespace) -> None:
+    from errors import NotFound
+
+    async def work(deps: Deps) -> None:
+        try:
+            issued = await deps.recovery.reset_by_operator(args.email)
+        except NotFound as missing:
+            raise SystemExit(missing.message) from None
+        print(json.dumps({"email": args.email, "link": issued.link,
+                          "expiresAt": issued.expires_at.isoformat()}))
+
+    await _with_real_store(settings, work)
+
+
 async def _replay_erasures(settings: Settings, args: argparse.Namespace) -> None:
     from privacy.replay import replay_erasures
 
@@ -557,6 +601,10 @@ def _parser() -> argparse.ArgumentParser:
     rotate = sub.add_parser("rotate-key", help="replace a site's API key; the old key stops "
                             "working at once (needs MONGODB_URI)")
     rotate.add_argument("--site-id", required=True)
+    reset = sub.add_parser("reset-password", help="print a single-use link, valid 30 minutes, "
+                           "that sets a new password for a user (an owner locked out without "
+                           "a mail server); needs MONGODB_URI")
+    reset.add_argument("--email", required=True, help="the user's login")
     replay = sub.add_parser("replay-erasures", help="after restoring a backup, erase again every "
                             "visitor erased since the backup was taken (needs MONGODB_URI)")
     replay.add_argument("--since", required=True, type=_since,
@@ -589,6 +637,7 @@ def cli(argv: list[str] | None = None) -> int:
         "create-user": lambda: _create_user(settings, args),
         "create-site": lambda: _create_site(settings, args),
         "rotate-key": lambda: _rotate_key(settings, args),
+        "reset-password": lambda: _reset_password(settings, args),
         "replay-erasures": lambda: _replay_erasures(settings, args),
         "quarantine": lambda: _quarantine(settings, args),
         "rebuild-figures": lambda: _rebuild_figures(settings, args),

@@ -15,6 +15,7 @@ import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 _IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -103,6 +104,16 @@ def _redis_url(raw: str) -> str:
     raw = raw.strip()
     if raw and not raw.startswith(("redis://", "rediss://", "unix://")):
         raise ValueError("must start with redis://, rediss:// or unix://")
+    return raw
+
+
+def _smtp_url(raw: str) -> str:
+    raw = raw.strip()
+    parts = urlsplit(raw)
+    # The value may carry a password: the message never repeats it.
+    if parts.scheme not in ("smtp", "smtps", "smtp+plain") or not parts.hostname:
+        raise ValueError("must be smtp://, smtps:// or smtp+plain:// followed by a host, e.g. "
+                         "smtps://user:password@mail.example:465?from=service@shop.example")
     return raw
 
 
@@ -289,6 +300,13 @@ class Settings:
         "retention (in the server on the embedded default, in the worker when REDIS_URL is set).",
         _positive_float,
     )
+    alert_evaluation_interval_seconds: float = _setting(
+        "ALERT_EVALUATION_INTERVAL_SECONDS",
+        60.0,
+        "Pause between passes of the alert rules' evaluation (in the server on the embedded "
+        "default, in the worker when REDIS_URL is set).",
+        _positive_float,
+    )
     retention_purge_batch: int = _setting(
         "RETENTION_PURGE_BATCH",
         200,
@@ -388,6 +406,16 @@ class Settings:
         2.0,
         "First retry delay of a failed notification; doubles per attempt, with jitter.",
         _positive_float,
+    )
+    smtp_url: str = _setting(
+        "SMTP_URL",
+        "",
+        "The operator's mail server for account mail (invitations, password resets): "
+        "smtp:// (STARTTLS), smtps:// (TLS) or smtp+plain:// (a relay on the same host), with "
+        "user:password@ if it needs a login and ?from= for the sender (default "
+        "visitor-service@ the PUBLIC_URL's host). Empty: no account mail; an invitation's "
+        "link is shown once to the inviter and owners reset passwords themselves.",
+        _smtp_url,
     )
     webhook_allow_private_addresses: bool = _setting(
         "WEBHOOK_ALLOW_PRIVATE_ADDRESSES",

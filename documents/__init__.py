@@ -8,8 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from documents import (
+    account_links,
+    account_mail,
     accounts,
     activity,
+    alerts,
     audit,
     commerce,
     engagement,
@@ -37,7 +40,8 @@ from documents.store import Index, Store
 def declared_indexes() -> list[Index]:
     """Every index every raw collection family declares."""
     return [
-        *accounts.INDEXES, *activity.INDEXES, *audit.INDEXES, *commerce.INDEXES,
+        *account_links.INDEXES, *account_mail.INDEXES,
+        *accounts.INDEXES, *activity.INDEXES, *alerts.INDEXES, *audit.INDEXES, *commerce.INDEXES,
         *engagement.INDEXES, *error_outbox.INDEXES, *error_records.INDEXES, *heatmaps.INDEXES,
         *funnels.INDEXES,
         *interactions.INDEXES,

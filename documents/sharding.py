@@ -19,8 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from documents import (
+    account_links,
+    account_mail,
     accounts,
     activity,
+    alerts,
     audit,
     commerce,
     engagement,
@@ -78,6 +81,12 @@ SHARD_KEYS: dict[str, Placement] = {
     retention.RUNS: Placement(None, "a document per purge run"),
     retention.STATUS: Placement(None, _SMALL),
     notifications.CHANNELS: Placement(None, _SMALL),
+    account_links.COLLECTION: Placement(None, "pending invitations and password resets, "
+                                              "expiring; unique token digest"),
+    account_mail.COLLECTION: Placement(None, "a log of invitation and reset mails"),
+    # Read across sites by the evaluator each pass: a few rules per site.
+    alerts.RULES: Placement(None, _SMALL),
+    alerts.EPISODES: Placement(None, "a few per rule, expiring; unique (rule, episode)"),
     audit.COLLECTION: Placement(None, "per organization, written by hand-made actions"),
     requests.COLLECTION: Placement(None, "per organization, written by hand-made requests"),
     heatmaps.RENDERS: Placement(None, "a queue of a few requests at a time"),

@@ -1,5 +1,5 @@
 """Dashboard sign-in: login, refresh-token rotation, logout, who am I, and passwords changed
-or reset.
+or reset, and an invitation accepted.
 
 The refresh token is returned in the body (API clients) and set as an HttpOnly, Secure,
 SameSite=Strict cookie scoped to /auth (the dashboard, whose scripts never see it). Refresh and
@@ -134,6 +134,16 @@ class MeHandler(BaseHandler):
         self.write_json(await accounts.describe_user(self.deps.store, self.user))
 
 
+class InvitationAcceptHandler(TokenPairHandler):
+    """POST /auth/invitations/accept: set a password, join, and get signed in."""
+
+    async def post(self) -> None:
+        body = self.validated_body("InvitationAccept")
+        user_id = await self.deps.team.accept(body["token"], body["password"],
+                                              body.get("displayName"))
+        self.send_pair(await self.deps.auth.sign_in(user_id))
+
+
 default_handlers = [
     (r"/auth/login", LoginHandler),
     (r"/auth/refresh", RefreshHandler),
@@ -143,4 +153,5 @@ default_handlers = [
     (r"/auth/password", PasswordChangeHandler),
     (r"/auth/password-reset/request", PasswordResetRequestHandler),
     (r"/auth/password-reset/confirm", PasswordResetHandler),
+    (r"/auth/invitations/accept", InvitationAcceptHandler),
 ]

@@ -8,7 +8,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from auth.recovery import PasswordRecovery
 from auth.service import AuthService
+from auth.team import Team
 from config import Settings
 from config.metrics import Metrics
 from documents.requests import SubjectDigester
@@ -24,6 +26,7 @@ from privacy.sealing import SecretSealer
 from realtime.bus import EventBus
 from realtime.hub import LiveHub
 from realtime.site_changes import InProcessSiteChanges, RedisSiteChanges
+from tasks.account_mail import AccountMailer
 from tasks.derivation import FigureDeriver
 from tasks.notifications import Notifier
 from tasks.purge import RetentionPurger
@@ -56,6 +59,12 @@ class Deps:
     queue: ErrorQueue
     hub: LiveHub
     notifier: Notifier
+    #: Organizations' teams: members, invitations, roles (auth/team.py).
+    team: Team
+    #: Password changes and resets (auth/recovery.py).
+    recovery: PasswordRecovery
+    #: Account mail (invitations, password resets) through SMTP_URL.
+    account_mailer: AccountMailer
     statements: StatementAttributor
     subject_digester: SubjectDigester
     #: Works out reports off the event loop, each within REPORT_TIME_LIMIT_SECONDS.

@@ -1,9 +1,8 @@
 """An organization's team in the dashboard API: members, invitations, roles, removal; and the
-public side of an invitation (what it offers, accepting it)."""
+public side of an invitation (what it offers; accepting it signs in: handlers/auth.py)."""
 
 from __future__ import annotations
 
-from handlers.auth import TokenPairHandler
 from handlers.base import BaseHandler
 
 
@@ -76,16 +75,6 @@ class InvitationDetailsHandler(BaseHandler):
         self.write_json(await self.deps.team.invitation(body["token"]))
 
 
-class InvitationAcceptHandler(TokenPairHandler):
-    """POST /auth/invitations/accept: set a password, join, and get signed in."""
-
-    async def post(self) -> None:
-        body = self.validated_body("InvitationAccept")
-        user_id = await self.deps.team.accept(body["token"], body["password"],
-                                              body.get("displayName"))
-        self.send_pair(await self.deps.auth.sign_in(user_id))
-
-
 default_handlers = [
     (r"/api/v1/organizations/([0-9a-f-]{36})/team", TeamHandler),
     (r"/api/v1/organizations/([0-9a-f-]{36})/invitations", InvitationsHandler),
@@ -94,5 +83,4 @@ default_handlers = [
     (r"/api/v1/organizations/([0-9a-f-]{36})/members/([0-9a-f-]{36})/password-reset",
      MemberPasswordResetHandler),
     (r"/auth/invitations/details", InvitationDetailsHandler),
-    (r"/auth/invitations/accept", InvitationAcceptHandler),
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from documents import account_links, accounts, audit, funnels, retention, segments
+from documents import alerts as alert_documents
 from documents import notifications as notification_documents
 from documents import sites as site_documents
 from documents import surveys as survey_documents
@@ -25,6 +26,9 @@ SITE_SECRET_FIELDS = frozenset({
     "apiKeyHash", "apiKeyHint", "publicKey", "statementKeySealed", "previousStatementKeySealed",
     "previousStatementKeyUntil",
 })
+#: The newest deliveries exported per site: more than 90 days' retention holds for any site
+#: that does not send hundreds of notifications a day.
+EXPORTED_DELIVERIES = 20_000
 #: User fields that are credentials; never exported.
 USER_SECRET_FIELDS = frozenset({"passwordHash", "knownLoginNetworks"})
 
@@ -63,6 +67,12 @@ async def account_export(store: Store, user: AuthenticatedUser) -> dict[str, Any
         # The segments the customer saved (session filters, no visitor's data).
         view["segments"] = [segments.view(segment)
                             for segment in await segments.list_segments(store, site["_id"])]
+        # The alert rules the customer set and every notification delivered or tried, with
+        # its rule (issue 42): figures and links, no visitor's data.
+        view["alertRules"] = [alert_documents.view(rule) for rule in
+                              await alert_documents.list_rules(store, site["_id"])]
+        view["notificationDeliveries"] = await notification_documents.recent_deliveries(
+            store, site["_id"], None, EXPORTED_DELIVERIES)
         # Every kind's retention in force, defaults included (issue 32).
         view["retentionDays"] = retention.site_days(site)
         site_views.append(view)

@@ -23,6 +23,7 @@ from derived import store_setup
 from documents.store import Store, open_store
 from privacy.sealing import SecretSealer
 from realtime.bus import EventBus, RedisBus
+from tasks.alerts import AlertEvaluator
 from tasks.celery_app import (
     CeleryErrorQueue,
     LoopThread,
@@ -131,6 +132,11 @@ async def _start_purge(purger: RetentionPurger) -> None:
     purger.start()
 
 
+async def _start_alerts(evaluator: AlertEvaluator) -> None:
+    """Start the alert rules' evaluation on the worker's loop thread."""
+    evaluator.start()
+
+
 def run_worker(settings: Settings) -> None:
     """Run the errors-ingest Celery worker until it is stopped (blocks; needs the main thread)."""
     if not settings.redis_url or settings.embedded:
@@ -147,12 +153,17 @@ def run_worker(settings: Settings) -> None:
     runtime.run(_start(deriver, renderer))
     purger = retention_purge(settings, clients.store, metrics, clients.notifier)
     runtime.run(_start_purge(purger))
+    evaluator = AlertEvaluator(clients.store, metrics, clients.notifier,
+                               interval_seconds=settings.alert_evaluation_interval_seconds,
+                               purge_interval_seconds=settings.retention_purge_interval_seconds)
+    runtime.run(_start_alerts(evaluator))
     app = make_celery_app(settings.redis_url, consumer=TaskConsumer(pipeline, runtime.run))
     try:
         app.Worker(pool="threads", concurrency=WORKER_CONCURRENCY, queues=[QUEUE_NAME],
                    loglevel=settings.log_level, without_mingle=True,
                    without_gossip=True).start()
     finally:
+        runtime.run(evaluator.close())
         runtime.run(purger.close())
         runtime.run(renderer.close())
         runtime.run(deriver.close())

@@ -1,6 +1,7 @@
 // The dashboard: sign-in, the shell (site switcher, tabs, live state) and a path router over the
 // page modules.
 import './styles.css';
+import { forgotPage, resetPage } from './account.js';
 import { createSession, describeError } from './api.js';
 import { openLive } from './live.js';
 import { alertBox, h } from './dom.js';
@@ -15,6 +16,7 @@ import { recordingsPage } from './recordings.js';
 import { sessionsPage } from './sessions.js';
 import { settingsPage } from './settings.js';
 import { surveysPage } from './surveys.js';
+import { invitePage, teamPage } from './team.js';
 import { visitorsPage } from './visitors.js';
 
 /**
@@ -35,6 +37,7 @@ const PAGES = {
   heatmaps: heatmapsPage,
   surveys: surveysPage,
   funnels: funnelsPage,
+  team: teamPage,
 };
 
 const root = document.getElementById('app');
@@ -125,6 +128,7 @@ function loginPage(message) {
     h('label', { class: 'field', for: 'email' }, h('span', {}, 'E-mail'), email),
     h('label', { class: 'field', for: 'password' }, h('span', {}, 'Password'), password),
     submit,
+    h('p', {}, h('a', { href: '/app/forgot', id: 'forgot' }, 'Forgot your password?')),
     demoHint(),
   );
   return h('main', { id: 'main' }, form);
@@ -185,6 +189,7 @@ const TABS = [
   ['surveys', 'Surveys'],
   ['settings', 'Settings'],
   ['privacy', 'Privacy & exports'],
+  ['team', 'Team'],
 ];
 
 function shell(site, section, content) {
@@ -261,6 +266,24 @@ function scrollingTabs(nav) {
 async function render() {
   app.listeners.clear();
   const parts = location.pathname.split('/').filter(Boolean); // app, sites, id, section, item
+  if (parts[1] === 'reset') {
+    root.replaceChildren(resetPage());
+    return;
+  }
+  if (parts[1] === 'forgot') {
+    root.replaceChildren(forgotPage());
+    return;
+  }
+  if (parts[1] === 'invite') {
+    root.replaceChildren(
+      invitePage(async (email, password) => {
+        await app.session.login(email, password);
+        await start();
+        app.go(`/app/sites/${app.sites[0]?.id || 'none'}`);
+      }),
+    );
+    return;
+  }
   if (!app.me || parts[1] === 'login') {
     root.replaceChildren(loginPage());
     return;
@@ -311,7 +334,8 @@ window.addEventListener('popstate', render);
       history.replaceState({}, '', `/app/sites/${app.sites[0]?.id || 'none'}`);
     }
   } catch {
-    history.replaceState({}, '', '/app/login');
+    // An invitation's page is for someone not signed in yet.
+    if (!/^\/app\/(invite|reset|forgot)/.test(location.pathname)) history.replaceState({}, '', '/app/login');
   }
   render();
 })();

@@ -26,6 +26,11 @@ PUBLIC_ROUTES = {
     "/auth/login": "this is where credentials are exchanged",
     "/auth/refresh": "authenticated by the refresh token itself",
     "/auth/logout": "authenticated by the refresh token itself",
+    "/auth/invitations/details": "authenticated by the invitation's single-use token",
+    "/auth/invitations/accept": "authenticated by the invitation's single-use token",
+    "/auth/password-reset/request": "for someone who cannot sign in; the same answer for every "
+                                    "address, limited per address and per client",
+    "/auth/password-reset/confirm": "authenticated by the reset link's single-use token",
     "/dashboard/live": "WebSocket: the access token is its first message (never in the URL)",
     "/sdk/v1/loader.js": "a script tag sends no Origin; the file carries only public settings",
     "/sdk/v1/recorder.js": "the same static script for every site",
