@@ -6,7 +6,8 @@ per day of the range instead of every pageview in it.
   visitor's previous active day ("new" when there was none within MAX_GAP_DAYS). A visitor
   active in the range [a, b] is counted once, on their first active day d in it, which is the
   day whose gap is larger than d - a; so the distinct visitors of any range come from its day
-  documents alone, exactly.
+  documents alone, exactly. Also pageviews per time-on-page bucket and the scroll depths
+  reached (derived/engagement.py).
 * `page_days`, one per (site, day, page path): pageviews, rage clicks and dead clicks.
 * `visitor_days`, one per (site, visitor, day): the visitor's previous active day, country and
   device. It is the chain the gaps are kept on, and the visitor's data: erased with them.
@@ -42,8 +43,9 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from derived import journeys, visits
+from derived import engagement, journeys, visits
 from documents import activity, commerce, error_records, interactions, sites, visitors
+from documents.heatmaps import DEPTH_STEP
 from documents.store import ASCENDING, DESCENDING, Index, Store
 
 SITE_DAYS = "site_days"
@@ -68,6 +70,7 @@ NEW = "new"
 #: Page paths longer than this are cut: a key, not a record of the URL.
 MAX_PAGE_LENGTH = 512
 CLICK_FIELDS = {"rage_click": "rageClicks", "dead_click": "deadClicks"}
+SCROLL_DEPTH = "scroll_depth"
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 INDEXES = [
@@ -210,6 +213,23 @@ class Tally:
     def click(self, at: datetime, url: Any, kind: str) -> None:
         if kind in CLICK_FIELDS:
             self._page(day_of(at), url, CLICK_FIELDS[kind])
+
+    def time_on_page(self, who: str | None, record: dict[str, Any]) -> None:
+        """A pageview's time on page (or with `amount` -1, a shorter one a longer replaced),
+        in its duration bucket (derived/engagement.py)."""
+        bucket = engagement.bucket_of(record["duration"])
+        self._day(who, day_of(record["at"]), f"timeOnPage.{bucket}", record.get("amount", 1))
+
+    def scroll(self, who: str | None, record: dict[str, Any]) -> None:
+        """A scroll depth report: a view measured when it is the view's first, and each
+        DEPTH_STEP % it reached beyond what the view reported before, as the heatmap counts."""
+        day = day_of(record["at"])
+        start = float(record.get("from") or 0)
+        if start == 0:
+            self._day(who, day, "scrollViews")
+        for step in range(DEPTH_STEP, 101, DEPTH_STEP):
+            if start < step <= float(record.get("depth") or 0):
+                self._day(who, day, f"scrollReach.{step}")
 
     def visit(self, visit: dict[str, Any] | None, amount: int = 1) -> None:
         """Count (or with -1 take out) a visit in the daily session figures."""
@@ -397,14 +417,31 @@ class FigureSource:
     #: Whether a record sent without a browser session still joins a journey (the shop's
     #: server-side steps and orders; an error or a click without one does not).
     joins_without_session: bool = False
+    #: Only this kind's facts are counted here: its stored records are another source's,
+    #: which counts them (a time on page is counted with its pageview; its facts are changes).
+    facts_only: bool = False
 
 
 def _events(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
     return doc.get("events") or []
 
 
+def _count_pageview(tally: Tally, who: str | None, record: dict[str, Any]) -> None:
+    tally.pageview(who, record["at"], record.get("url"))
+    if record.get("duration") is not None:
+        tally.time_on_page(who, record)
+
+
+def _count_interaction(tally: Tally, who: str | None, record: dict[str, Any]) -> None:
+    if record.get("kind") == SCROLL_DEPTH:
+        if record.get("url"):  # as the heatmap: a depth on no page is not counted
+            tally.scroll(who, record)
+    else:
+        tally.click(record["at"], record.get("url"), record.get("kind", ""))
+
+
 PAGEVIEW, INTERACTION, LEAD, ERROR = "pageview", "interaction", "lead", "error"
-ORDER, STEP = "order", "step"
+ORDER, STEP, TIME_ON_PAGE = "order", "step", "time_on_page"
 #: The commerce events that are steps of a session's journey, not of an order.
 _STEP_EVENTS = (commerce.ADD_TO_CART, commerce.CHECKOUT_STARTED)
 
@@ -431,14 +468,16 @@ def _order_change(journey: dict[str, Any], record: dict[str, Any], fact: dict[st
 FIGURE_SOURCES: tuple[FigureSource, ...] = (
     FigureSource(PAGEVIEW, activity.COLLECTION,
                  {"visitorId": 1, "events.at": 1, "events.url": 1, "events.sessionId": 1,
-                  "events.source": 1, "events.product": 1, "events.referrer": 1},
-                 _events, lambda tally, who, r: tally.pageview(who, r["at"], r.get("url")),
-                 chains_days=True),
+                  "events.source": 1, "events.product": 1, "events.referrer": 1,
+                  "events.duration": 1},
+                 _events, _count_pageview, chains_days=True),
+    # A change to a stored pageview's time on page: the longer report in, the shorter out.
+    FigureSource(TIME_ON_PAGE, activity.COLLECTION, {}, lambda _doc: [], Tally.time_on_page,
+                 facts_only=True),
     FigureSource(INTERACTION, interactions.COLLECTION,
                  {"visitorId": 1, "events.at": 1, "events.url": 1, "events.kind": 1,
-                  "events.sessionId": 1},
-                 _events, lambda tally, _who, r: tally.click(r["at"], r.get("url"),
-                                                             r.get("kind", "")),
+                  "events.sessionId": 1, "events.depth": 1, "events.from": 1},
+                 _events, _count_interaction,
                  mark=lambda r: r.get("kind") if r.get("kind") in CLICK_FIELDS else None,
                  heatmap=True, journey=_frustration),
     FigureSource(LEAD, "leads", {"visitorId": 1, "createdAt": 1},
@@ -468,8 +507,10 @@ FIGURE_SOURCES: tuple[FigureSource, ...] = (
                  joins_without_session=True),
 )
 SOURCES = {source.kind: source for source in FIGURE_SOURCES}
+#: The sources whose stored records are counted (a share, a rebuild, the purge).
+STORED_SOURCES = tuple(source for source in FIGURE_SOURCES if not source.facts_only)
 #: The source stored in each collection (the retention purge counts what it removes).
-SOURCE_IN = {source.collection: source for source in FIGURE_SOURCES}
+SOURCE_IN = {source.collection: source for source in STORED_SOURCES}
 
 
 # Folding ------------------------------------------------------------------------------------
@@ -569,7 +610,7 @@ async def visitor_share(store: Store, site_id: str, visitor_id: str, *,
                         session: Any = None) -> Tally:
     """What the visitor's stored data added to the day documents (once folded)."""
     tally = Tally(site_id)
-    await _count_stored(store, tally, FIGURE_SOURCES, site_id, visitor_id, visitor_id, session)
+    await _count_stored(store, tally, STORED_SOURCES, site_id, visitor_id, visitor_id, session)
     mine = {"siteId": site_id, "visitorId": visitor_id}
     async for day in store.collection(VISITOR_DAYS).find(mine, session=session):
         tally.visitor_day(visitor_id, day["day"], day.get("previousDay"), day.get("country"),
@@ -586,7 +627,7 @@ async def anonymised_share(store: Store, site_id: str, visitor_id: str, *,
     """What the visitor's records that erasure keeps add to the day documents once they name
     no visitor (counted as anyone's, as the fold and the rebuild count such records)."""
     tally = Tally(site_id)
-    await _count_stored(store, tally, [source for source in FIGURE_SOURCES
+    await _count_stored(store, tally, [source for source in STORED_SOURCES
                                        if source.kept_when_erased],
                         site_id, visitor_id, None, session)
     return tally
@@ -633,7 +674,7 @@ async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None
     hit: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     viewed: dict[str, list[dict[str, Any]]] = defaultdict(list)
     joinable: list[tuple[FigureSource, str, dict[str, Any]]] = []
-    for source in FIGURE_SOURCES:
+    for source in STORED_SOURCES:
         # An error without a visitor (a session's only, or an erased visitor's) is counted,
         # as the fold counts its fact.
         async for doc in store.collection(source.collection).find(mine, source.projection,
@@ -759,7 +800,7 @@ async def kept_when_erased(store: Store, site_id: str, visitor_ids: list[str], *
     """The `_id`s of the visitors' records that erasure anonymises, per source."""
     return [(source, [doc["_id"] async for doc in store.collection(source.collection).find(
         {"siteId": site_id, "visitorId": {"$in": visitor_ids}}, {"_id": 1}, session=session)])
-        for source in FIGURE_SOURCES if source.kept_when_erased]
+        for source in STORED_SOURCES if source.kept_when_erased]
 
 
 async def count_anonymous(store: Store, tally: Tally, source: FigureSource, ids: list[Any], *,
@@ -871,10 +912,19 @@ class Period:
     orders: Counter[str] = field(default_factory=Counter)
     revenue: Counter[str] = field(default_factory=Counter)
     money_per_day: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)
+    #: Pageviews per time-on-page bucket, views whose scroll depth was measured and the views
+    #: that reached each depth (derived/engagement.py).
+    time_on_page: Counter[str] = field(default_factory=Counter)
+    scroll_views: int = 0
+    scroll_reach: Counter[str] = field(default_factory=Counter)
 
 
 def _days(first: date, last: date) -> list[str]:
     return [(first + timedelta(days=n)).isoformat() for n in range((last - first).days + 1)]
+
+
+#: The site_days fields that hold counts per key.
+_DAY_COUNTERS = ("visitors", "orders", "revenue", "timeOnPage", "scrollReach")
 
 
 async def site_days(store: Store, site_id: str, first: date, last: date
@@ -884,11 +934,10 @@ async def site_days(store: Store, site_id: str, first: date, last: date
     ids = [site_day_id(site_id, day, slot) for day in _days(first, last) for slot in range(SLOTS)]
     days: dict[str, dict[str, Any]] = {}
     async for doc in store.collection(SITE_DAYS).find({"_id": {"$in": ids}}):
-        day = days.setdefault(doc["day"], {"visitors": Counter(), "orders": Counter(),
-                                           "revenue": Counter()})
-        for name in ("pageviews", "errors", "leads"):
+        day = days.setdefault(doc["day"], {name: Counter() for name in _DAY_COUNTERS})
+        for name in ("pageviews", "errors", "leads", "scrollViews"):
             day[name] = day.get(name, 0) + int(doc.get(name) or 0)
-        for name in ("visitors", "orders", "revenue"):
+        for name in _DAY_COUNTERS:
             day[name].update(doc.get(name) or {})
     return days
 
@@ -902,8 +951,13 @@ def period(documents: dict[str, dict[str, Any]], first: date, last: date) -> Per
     money: dict[str, Counter[str]] = {"orders": Counter(), "revenue": Counter()}
     money_per_day: dict[str, dict[str, Counter[str]]] = {}
     visitors = 0
+    engaged: dict[str, Counter[str]] = {"timeOnPage": Counter(), "scrollReach": Counter()}
+    scroll_views = 0
     for offset, day in enumerate(_days(first, last)):
         doc = documents.get(day) or {}
+        for name, counts in engaged.items():
+            counts.update(doc.get(name) or {})
+        scroll_views += int(doc.get("scrollViews") or 0)
         figures = {name: int(doc.get(name) or 0) for name in ("pageviews", "errors", "leads")}
         per_day[day] = figures
         totals.update(figures)
@@ -919,7 +973,8 @@ def period(documents: dict[str, dict[str, Any]], first: date, last: date) -> Per
                 countries[country] += count
                 devices[device] += count
     return Period(totals["pageviews"], totals["errors"], totals["leads"], visitors, countries,
-                  devices, per_day, +money["orders"], +money["revenue"], money_per_day)
+                  devices, per_day, +money["orders"], +money["revenue"], money_per_day,
+                  engaged["timeOnPage"], scroll_views, engaged["scrollReach"])
 
 
 async def page_figures(store: Store, site_id: str, first: date, last: date

@@ -27,8 +27,9 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("journeys-v1", derivation.rebuild_all_sites),
     # Visits carry what sessions are found by (issue 41 point 5, derived/visits.py).
     ("visit-filter-keys-v1", visits.add_filter_keys),
-    # Each error's days, and the days it hit each visitor (the errors list, issue 39).
-    ("error-days-v1", derivation.rebuild_all_sites),
+    # Each error's days, and the days it hit each visitor (the errors list, issue 39); the
+    # engagement counts: bounces, session lengths, time on page, scroll depth (issue 41).
+    ("error-days-engagement-v1", derivation.rebuild_all_sites),
 )
 
 #: Where each derived collection would live in a sharded cluster (documents/sharding.py says

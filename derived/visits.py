@@ -28,7 +28,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from derived import journeys
+from derived import engagement, journeys
 from documents import commerce
 from documents.retention import Expiry
 from documents.segments import SessionFilters
@@ -50,7 +50,7 @@ UTM_FIELDS = {"utm_source": "utmSource", "utm_medium": "utmMedium",
               "utm_campaign": "utmCampaign"}
 #: What the daily session figures are kept by (`session_days` documents' `dimension`).
 DIMENSIONS = ("all", "entry", "exit", "referrer", "source", "utmSource", "utmMedium",
-              "utmCampaign")
+              "utmCampaign", engagement.BOUNCE, engagement.LENGTH)
 
 INDEXES = [
     # A site's visits by start: funnels over a date range, source filters.
@@ -177,8 +177,9 @@ def _aware(moment: datetime) -> datetime:
 
 def contributions(visit: dict[str, Any] | None) -> list[tuple[str, str, str]]:
     """(day, dimension, value) of each daily session figure the visit counts 1 in: all
-    sessions, its entry and exit pages, its referrer, source and UTM values, and its journey's
-    outcome (derived/journeys.py), all on the day it started. A visit of no pageviews yet
+    sessions, its entry and exit pages, its referrer, source and UTM values, whether it
+    bounced and its length, and its journey's outcome (derived/journeys.py), all on the day
+    it started. A visit of no pageviews yet
     counts nothing."""
     if visit is None or not visit.get("pageviews"):
         return []
@@ -190,6 +191,11 @@ def contributions(visit: dict[str, Any] | None) -> list[tuple[str, str, str]]:
             (day, "source", source_label(source))]
     keys += [(day, field, source[field]) for field in ("utmSource", "utmMedium", "utmCampaign")
              if source.get(field)]
+    # Engagement (derived/engagement.py): a bounce is a visit of one pageview; its length runs
+    # from its first pageview to its last.
+    length = (_aware(visit["endedAt"]) - _aware(visit["startedAt"])).total_seconds()
+    keys += [(day, engagement.BOUNCE, "1" if visit["pageviews"] == 1 else "0"),
+             (day, engagement.LENGTH, str(engagement.bucket_of(length)))]
     return keys + journeys.outcome_contributions(visit)
 
 

@@ -7,6 +7,7 @@ from the visitor and the pageview's ordinal, so appends are single upserts by `_
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -67,21 +68,42 @@ async def append_pageview(store: Store, site_id: str, visitor_id: str, event: di
     return True
 
 
+@dataclass(frozen=True)
+class DurationSet:
+    """What a time-on-page report did: whether its pageview is stored, and the time on page
+    records it changed for the figures (the shorter one out with `amount` -1, the longer in)."""
+
+    found: bool
+    changed: list[dict[str, Any]]
+
+
 async def set_pageview_duration(store: Store, site_id: str, visitor_id: str, pageview_id: str,
-                                duration_seconds: float) -> bool:
-    """Fill in time on page; the larger value wins. False when there is no such pageview."""
+                                duration_seconds: float, *, session: Any = None) -> DurationSet:
+    """Fill in time on page; the larger value wins. Run it in a transaction (`session`): the
+    write is conditional on the duration it read, so a report that lands in between makes
+    this one read again, never count a duration that is not the stored one."""
     duration = round(duration_seconds, 3)
-    # $set under a "null or smaller" filter rather than $max: the stored duration starts as
-    # null, and mongomock's $max cannot compare null with a number (MongoDB can).
-    result = await store.collection(COLLECTION).update_one(
-        {"siteId": site_id, "visitorId": visitor_id, "events": {"$elemMatch": {
-            "id": pageview_id, "$or": [{"duration": None}, {"duration": {"$lt": duration}}]}}},
-        {"$set": {"events.$.duration": duration}},
-    )
-    if result.matched_count:
-        return True
-    return bool(await store.collection(COLLECTION).count_documents(
-        {"siteId": site_id, "visitorId": visitor_id, "events.id": pageview_id}, limit=1))
+    pageviews = store.collection(COLLECTION)
+    for _attempt in range(3):
+        bucket = await pageviews.find_one(
+            {"siteId": site_id, "visitorId": visitor_id, "events.id": pageview_id},
+            {"events": {"$elemMatch": {"id": pageview_id}}}, session=session)
+        if bucket is None:
+            return DurationSet(False, [])
+        event = bucket["events"][0]
+        before = event.get("duration")
+        if before is not None and before >= duration:
+            return DurationSet(True, [])
+        # $set under an "as read" filter rather than $max: the stored duration starts as
+        # null, and mongomock's $max cannot compare null with a number (MongoDB can).
+        written = await pageviews.update_one(
+            {"_id": bucket["_id"], "events": {"$elemMatch": {"id": pageview_id,
+                                                             "duration": before}}},
+            {"$set": {"events.$.duration": duration}}, session=session)
+        if written.matched_count:
+            out = [{"at": event["at"], "duration": before, "amount": -1}] if before else []
+            return DurationSet(True, [*out, {"at": event["at"], "duration": duration}])
+    raise RuntimeError("the pageview's time on page kept changing under this report")
 
 
 async def pageviews_of(store: Store, site_id: str, visitor_id: str

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from derived import daily_figures, derivation
 from documents import activity
 from documents import sites as site_documents
 from ingest.intake import Outcome, VisitorIntake
@@ -16,9 +17,18 @@ async def record_time_on_page(intake: VisitorIntake, site: dict[str, Any],
     decision = await intake.admit(site, "time_on_page", payload)
     if not decision.allowed:
         return Outcome.dropped(decision.reason or "unknown")
-    found = await activity.set_pageview_duration(intake.store, site["_id"], payload["visitorId"],
-                                                 payload["pageviewId"], payload["duration"])
-    if not found:
+    site_id, visitor_id = site["_id"], payload["visitorId"]
+
+    async def work(session: Any) -> bool:
+        # The duration and the fact that moves it in the figures go together (issue 41 point 4).
+        report = await activity.set_pageview_duration(
+            intake.store, site_id, visitor_id, payload["pageviewId"], payload["duration"],
+            session=session)
+        await derivation.add_fact(intake.store, site_id, visitor_id,
+                                  daily_figures.TIME_ON_PAGE, report.changed, session=session)
+        return report.found
+
+    if not await intake.store.transaction(work):
         # The pageview itself was dropped or not yet written; a duration alone means nothing.
         intake.count("time_on_page", "dropped", "unknown_pageview")
         return Outcome.dropped("unknown_pageview")

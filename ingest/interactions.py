@@ -85,7 +85,8 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
         await visitors.touch(store, site_id, visitor_id, seen_at=now, facts=facts,
                              counts={"interactions": len(admitted)}, session=session)
         await derivation.add_fact(store, site_id, visitor_id, daily_figures.INTERACTION, [
-            {name: event[name] for name in ("at", "url", "kind", "heatmap") if name in event}
+            {name: event[name] for name in ("at", "url", "kind", "heatmap", "depth", "from")
+             if name in event}
             for event in admitted
             if "heatmap" in event or event["kind"] in daily_figures.CLICK_FIELDS],
             sessionId=body.get("sessionId"), session=session)

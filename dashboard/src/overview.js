@@ -1,9 +1,11 @@
 // The overview: a date range (today, 7 days, 30 days or custom, kept in the URL) with visitors,
-// pageviews, errors, leads and leads per visitor against the previous period; sales (money.js);
+// pageviews, errors, leads and leads per visitor against the previous period; engagement
+// (engagement.js); sales (money.js);
 // top pages, top errors, the pages with the most rage and dead clicks, countries and devices;
 // traffic sources (traffic.js); the daily chart (chart.js) and the live feed of new errors and leads.
 import { ApiError, describeError, siteApi } from './api.js';
 import { dailyChart } from './chart.js';
+import { engagementPanel } from './engagement.js';
 import { alertBox, empty, h, percentChange, shareList, table, when } from './dom.js';
 import { isoDay } from './filters.js';
 import { moneyPanel } from './money.js';
@@ -230,6 +232,7 @@ export async function overviewPage(app, site, item, query) {
       cards,
       behind(data.figuresAsOf),
     ),
+    engagementPanel(data.engagement, data.engagementMethod, length),
     moneyPanel(data.commerce, length),
     h(
       'div',

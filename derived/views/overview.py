@@ -8,10 +8,10 @@ from collections import Counter
 from datetime import date
 from typing import Any
 
-from derived import daily_figures, derivation
-from documents import commerce, error_records, visitors
+from derived import daily_figures, derivation, engagement
+from documents import commerce, error_records
 from documents.store import Store
-from instants import day_bounds, previous_period
+from instants import previous_period
 
 #: Rows of each overview ranking.
 TOP_ITEMS = 10
@@ -36,23 +36,24 @@ async def overview(store: Store, site: dict[str, Any], first: date, last: date
     the most rage and dead clicks, and the visitors' countries and devices; the money figures
     in the site's reporting currency (documents/commerce.py).
 
-    Everything but the top errors comes from the daily figures (derived/daily_figures.py), which
-    leave restricted visitors out as every other read does."""
+    Everything comes from the folded figures (derived/daily_figures.py), which leave
+    restricted visitors out as every other read does; engagement too (derived/engagement.py).
+    """
     site_id = site["_id"]
-    restricted = await visitors.restricted_visitor_ids(store, site_id)
-    hidden: dict[str, Any] = {"visitorId": {"$nin": restricted}} if restricted else {}
     before_first, before_last = previous_period(first, last)
     days = await daily_figures.site_days(store, site_id, before_first, last)
     now, before = daily_figures.period(days, first, last), daily_figures.period(
         days, before_first, before_last)
     pages = await daily_figures.page_figures(store, site_id, first, last)
     sessions = await daily_figures.session_figures(store, site_id, first, last)
-    start, end = day_bounds(first, last)
-    top_errors = await error_records.occurrences_counted_by(
-        store, {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end}, **hidden},
-        "$errorId", TOP_ITEMS)
+    sessions_before = await daily_figures.session_figures(
+        store, site_id, before_first, before_last,
+        dimensions=(engagement.BOUNCE, engagement.LENGTH))
+    errors = await daily_figures.error_figures(store, site_id, first, last)
+    top_errors = sorted(errors.items(), key=lambda item: (-item[1].occurrences, item[0])
+                        )[:TOP_ITEMS]
     aggregates = {e["_id"]: e async for e in error_records.errors_matching(
-        store, {"_id": {"$in": [row["_id"] for row in top_errors]}, "siteId": site_id},
+        store, {"_id": {"$in": [error_id for error_id, _ in top_errors]}, "siteId": site_id},
         {"type": 1, "message": 1, "status": 1, "source": 1})}
     frustrated = sorted((row for row in pages if row["rageClicks"] or row["deadClicks"]),
                         key=lambda row: (-(row["rageClicks"] + row["deadClicks"]), row["_id"]))
@@ -67,18 +68,28 @@ async def overview(store: Store, site: dict[str, Any], first: date, last: date
                     for name, value in _figures(now).items()},
         "topPages": _ranked(Counter({row["_id"]: row["pageviews"] for row in pages
                                      if row["pageviews"]}), now.pageviews),
-        "topErrors": [{"id": row["_id"], "count": row["count"], "lastSeen": row["last"],
-                       "type": aggregates.get(row["_id"], {}).get("type"),
-                       "message": aggregates.get(row["_id"], {}).get("message"),
-                       "status": aggregates.get(row["_id"], {}).get("status")}
-                      for row in top_errors],
+        "topErrors": [{"id": error_id, "count": counted.occurrences,
+                       "lastSeen": counted.last_seen,
+                       "type": aggregates.get(error_id, {}).get("type"),
+                       "message": aggregates.get(error_id, {}).get("message"),
+                       "status": aggregates.get(error_id, {}).get("status")}
+                      for error_id, counted in top_errors],
         "frustration": [{"page": row["_id"], "rageClicks": row["rageClicks"],
                          "deadClicks": row["deadClicks"]} for row in frustrated[:TOP_ITEMS]],
         "countries": _ranked(now.countries, now.visitors),
         "devices": _ranked(now.devices, now.visitors),
         "commerce": commerce.money_overview(now, before, *currency),
         "traffic": _traffic(sessions),
+        "engagement": engagement.with_previous(_engagement(now, sessions),
+                                               _engagement(before, sessions_before)),
+        "engagementMethod": engagement.METHOD,
     }
+
+
+def _engagement(period: daily_figures.Period, sessions: dict[str, Counter[str]]
+                ) -> dict[str, float | None]:
+    return engagement.figures(sessions, period.time_on_page, period.scroll_views,
+                              period.scroll_reach)
 
 
 def _traffic(sessions: dict[str, Counter[str]]) -> dict[str, Any]:

@@ -46,10 +46,12 @@ async def _figures(store, site_id: str) -> dict[str, dict[str, Any]]:
                        daily_figures.VISITOR_DAYS, daily_figures.ERROR_DAYS,
                        daily_figures.ERROR_VISITOR_DAYS):
         async for doc in store.collection(collection).find({"siteId": site_id}):
-            visitors = {key: n for key, n in (doc.pop("visitors", None) or {}).items() if n}
-            fields = {key: value for key, value in doc.items() if value != 0}
-            if visitors:
-                fields["visitors"] = visitors
+            fields = {}
+            for key, value in doc.items():
+                if isinstance(value, dict):  # counts per key: visitors, time on page...
+                    value = {name: n for name, n in value.items() if n}
+                if value != 0 and value != {}:
+                    fields[key] = value
             if set(fields) - {"_id", "siteId", "day", "slot", "page"}:
                 kept[f"{collection}/{doc['_id']}"] = fields
     return kept

@@ -89,3 +89,24 @@ async def test_the_live_feed_still_shows_the_past_hours_errors_and_leads_after_a
     await expect(feed.locator("li", has_text="TypeError: the cart is gone")).to_be_visible()
     await expect(feed.locator("li", has_text="New lead: Feed Reader")).to_be_visible()
     await page.screenshot(path=artifacts("live-feed-after-reload.png"))
+
+
+async def test_the_overview_shows_engagement_against_the_period_before_on_a_phone_too(
+        page: Page, dashboard: Dashboard, deps, artifacts):
+    await deps.derivation.fold()
+    await sign_in(page, dashboard)
+    for width in (1280, 390):
+        await page.set_viewport_size({"width": width, "height": 900})
+        await page.goto(dashboard.page_url(""))
+        panel = page.get_by_role("region", name="Engagement")
+        figures = panel.locator("#engagement-figures li")
+        await expect(figures).to_have_count(4)
+        for label in ("Bounce rate", "Median session length", "Median time on page",
+                      "Average scroll depth"):
+            await expect(panel).to_contain_text(label)
+        await expect(panel.locator(".hint")).to_contain_text("first pageview to its last")
+        # Nothing in the panel runs past the screen's edge.
+        overflow = await panel.evaluate("el => el.scrollWidth - el.clientWidth")
+        assert overflow <= 0, (width, overflow)
+        await page.screenshot(path=artifacts(f"overview-engagement-{width}.png"), full_page=True)
+        await assert_accessible(page, f"the overview's engagement at {width} px")
