@@ -10,6 +10,10 @@ Its key `episode` ("<subject>#<number>") is unique per rule, so when several eva
 exactly one insert of an episode succeeds and only that evaluator tells the owner; a
 resolution is one conditional update, won by one of them too. Nothing here reads and then
 writes on what it read.
+
+A member's own settings for a site (`alert_member_settings`, one small document per member and
+site) hold the rules they muted for themselves (their address is left out of those rules'
+e-mails) and whether they want the digest, daily or weekly (tasks/digest.py).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from errors import InvalidInput, NotFound
 
 RULES = "alert_rules"
 EPISODES = "alert_episodes"
+MEMBERS = "alert_member_settings"
 
 #: Episodes are kept as long as the delivery log (documents/notifications.py).
 EPISODE_RETENTION_SECONDS = 90 * 24 * 3600
@@ -35,6 +40,8 @@ MAX_RULES_PER_SITE = 50
 #: Where an alert can go: the site's notification channels (documents/notifications.py).
 CHANNELS = ("email", "webhook", "slack")
 DEFAULT_COOLDOWN_MINUTES = 60
+#: How often a member may ask for the digest.
+DIGEST_PERIODS = ("daily", "weekly")
 
 INDEXES = [
     Index(RULES, (("siteId", ASCENDING), ("createdAt", ASCENDING))),
@@ -46,6 +53,9 @@ INDEXES = [
     Index(EPISODES, (("ruleId", ASCENDING), ("resolvedAt", ASCENDING))),
     Index(EPISODES, (("firedAt", ASCENDING),), name="alert_episodes_ttl",
           expire_after_seconds=EPISODE_RETENTION_SECONDS),
+    # Who muted a rule, when its alert is sent; and who wants the digest, on each digest pass.
+    Index(MEMBERS, (("siteId", ASCENDING), ("mutedRules", ASCENDING))),
+    Index(MEMBERS, (("digest", ASCENDING), ("siteId", ASCENDING))),
 ]
 
 
@@ -129,6 +139,9 @@ async def delete_rule(store: Store, site_id: str, rule_id: str, *, session: Any)
     if removed.deleted_count == 0:
         raise NotFound("alert rule not found")
     await store.collection(EPISODES).delete_many({"ruleId": rule_id}, session=session)
+    await store.collection(MEMBERS).update_many(
+        {"siteId": site_id, "mutedRules": rule_id}, {"$pull": {"mutedRules": rule_id}},
+        session=session)
 
 
 async def sites_with_rules(store: Store) -> list[str]:
@@ -222,3 +235,71 @@ async def episodes_of_site(store: Store, site_id: str, *, limit: int) -> list[di
     cursor = store.collection(EPISODES).find({"siteId": site_id}).sort(
         "firedAt", DESCENDING).limit(limit)
     return await cursor.to_list(limit)
+
+
+# A member's own settings ----------------------------------------------------------------------
+
+
+def member_settings_id(site_id: str, user_id: str) -> str:
+    """The one settings document of a member for a site."""
+    return f"{site_id}/{user_id}"
+
+
+def member_view(settings: dict[str, Any] | None) -> dict[str, Any]:
+    """A member's settings as the API shows them (nothing muted, no digest by default)."""
+    settings = settings or {}
+    return {"mutedRules": sorted(settings.get("mutedRules") or []),
+            "digest": settings.get("digest")}
+
+
+async def member_settings(store: Store, site_id: str, user_id: str) -> dict[str, Any] | None:
+    """A member's settings for the site, None when they never changed any."""
+    return await store.collection(MEMBERS).find_one({"_id": member_settings_id(site_id, user_id)})
+
+
+async def change_member_settings(store: Store, site_id: str, user_id: str,
+                                 changes: dict[str, Any]) -> dict[str, Any]:
+    """Mute or unmute rules of the site for the member (`muted`: {ruleId: bool}) and set their
+    digest (`digest`: "daily", "weekly" or None); NotFound for a rule the site does not have."""
+    muted: dict[str, bool] = changes.get("muted") or {}
+    if muted:
+        known = await store.collection(RULES).count_documents(
+            {"siteId": site_id, "_id": {"$in": list(muted)}})
+        if known != len(muted):
+            raise NotFound("alert rule not found")
+    key = {"_id": member_settings_id(site_id, user_id)}
+    now = datetime.now(UTC)
+    fields: dict[str, Any] = {"siteId": site_id, "userId": user_id, "updatedAt": now}
+    if "digest" in changes:
+        fields["digest"] = changes["digest"]
+    # $addToSet and $pull may not touch one field in one update: each set is one update, and
+    # each is idempotent, so a repeated request changes nothing.
+    mute = sorted(rule_id for rule_id, wanted in muted.items() if wanted)
+    unmute = sorted(rule_id for rule_id, wanted in muted.items() if not wanted)
+    collection = store.collection(MEMBERS)
+    await collection.update_one(key, {"$set": fields,
+                                      "$addToSet": {"mutedRules": {"$each": mute}}},
+                                upsert=True)
+    if unmute:
+        await collection.update_one(key, {"$pull": {"mutedRules": {"$in": unmute}}})
+    return await collection.find_one(key) or {}
+
+
+async def members_muting(store: Store, site_id: str, rule_id: str) -> list[str]:
+    """The user ids of the members who muted the rule for themselves."""
+    cursor = store.collection(MEMBERS).find({"siteId": site_id, "mutedRules": rule_id},
+                                            {"userId": 1})
+    return sorted([doc["userId"] async for doc in cursor])
+
+
+async def digest_subscribers(store: Store, period: str) -> list[dict[str, Any]]:
+    """Every member's settings that ask for the `period` digest, by site."""
+    cursor = store.collection(MEMBERS).find({"digest": period}).sort(
+        [("siteId", ASCENDING), ("userId", ASCENDING)])
+    return [doc async for doc in cursor]
+
+
+async def member_settings_of_site(store: Store, site_id: str) -> list[dict[str, Any]]:
+    """Every member's settings for the site, for the account export."""
+    cursor = store.collection(MEMBERS).find({"siteId": site_id}).sort("userId", ASCENDING)
+    return [doc async for doc in cursor]

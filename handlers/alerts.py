@@ -1,6 +1,7 @@
 """Alert rules in the dashboard API: owners and admins create, change, mute and delete them
-(audited), members read them with each rule's last evaluation; the alerts' delivery log; and
-"Send test" on a notification channel. What each kind tests is derived/alert_figures.py;
+(audited), members read them with each rule's last evaluation; each member's own settings
+(rules muted for themselves, the digest); the alerts' delivery log; and "Send test" on a
+notification channel. What each kind tests is derived/alert_figures.py;
 the evaluation runs in tasks/alerts.py, never here."""
 
 from __future__ import annotations
@@ -69,6 +70,22 @@ class AlertRuleHandler(SiteDataHandler):
         self.finish()
 
 
+class AlertPreferencesHandler(SiteDataHandler):
+    """GET the caller's own alert settings for the site; PATCH mutes or unmutes rules for them
+    and sets their digest. Any member, for themselves only."""
+
+    async def get(self, site_id: str) -> None:
+        site = await self.readable_site(site_id)
+        self.write_json(alerts.member_view(
+            await alerts.member_settings(self.deps.store, site["_id"], self.user.id)))
+
+    async def patch(self, site_id: str) -> None:
+        site = await self.readable_site(site_id)
+        changes = self.validated_body("AlertPreferencesUpdate")
+        self.write_json(alerts.member_view(await alerts.change_member_settings(
+            self.deps.store, site["_id"], self.user.id, changes)))
+
+
 class AlertDeliveriesHandler(SiteDataHandler):
     """GET the alerts' newest deliveries: time, rule, channel, outcome, attempts, status."""
 
@@ -93,6 +110,7 @@ class ChannelTestHandler(SiteDataHandler):
 default_handlers = [
     (rf"/api/v1/sites/{SITE_ID}/alert-rules", AlertRulesHandler),
     (rf"/api/v1/sites/{SITE_ID}/alert-rules/{UUID}", AlertRuleHandler),
+    (rf"/api/v1/sites/{SITE_ID}/alert-preferences", AlertPreferencesHandler),
     (rf"/api/v1/sites/{SITE_ID}/alert-deliveries", AlertDeliveriesHandler),
     (rf"/api/v1/sites/{SITE_ID}/notifications/{CHANNEL}/test", ChannelTestHandler),
 ]

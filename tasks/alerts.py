@@ -6,7 +6,8 @@ embedded default, in the worker when REDIS_URL is set. Several evaluators may ru
 side: a lease per site (`derived.derivation.claim` on the key "alerts/<site>", held for most
 of an interval) keeps them off each other's sites, and when two meet anyway the unique episode
 key (documents/alerts.py) lets exactly one of them open, or resolve, an episode, and only
-that one sends it. What each kind reads and tests is derived/alert_figures.py.
+that one sends it. What each kind reads and tests is derived/alert_figures.py. A member who
+muted a rule for themselves is left out of its e-mail (documents/alerts.py's member settings).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from config.background import PeriodicTask
 from config.metrics import Metrics
 from derived import alert_figures, derivation
 from derived.alert_figures import Finding, Situation, Verdict
-from documents import alerts, sites
+from documents import accounts, alerts, sites
 from documents.accounts import new_id
 from documents.alerts import Episode
 from documents.store import Store
@@ -36,8 +37,8 @@ FAILED_HELP = "Rule evaluations that failed (tried again on the next pass)."
 class AlertSender(Protocol):
     """Where an alert goes (tasks.notifications.Notifier)."""
 
-    async def alert(self, site_id: str, rule: dict[str, Any], event: dict[str, Any]
-                    ) -> None: ...
+    async def alert(self, site_id: str, rule: dict[str, Any], event: dict[str, Any], *,
+                    muted_addresses: list[str]) -> None: ...
 
 
 def lease_key(site_id: str) -> str:
@@ -144,8 +145,20 @@ class AlertEvaluator:
             "at": format_instant(now),
             "rule": {"id": rule["_id"], "kind": rule["kind"], "name": rule["name"]},
             "subject": episode.subject, "episode": episode.number, "title": title,
-            "figures": _plain(finding.figures if finding else figures or {}), "page": page})
+            "figures": _plain(finding.figures if finding else figures or {}), "page": page},
+            muted_addresses=await self._muted_addresses(rule))
         self.metrics.count(SENT_METRIC, SENT_HELP, kind=rule["kind"], what=what)
+
+    async def _muted_addresses(self, rule: dict[str, Any]) -> list[str]:
+        # Only e-mail goes to a person; webhooks and Slack go to the shop's own systems.
+        if "email" not in (rule.get("channels") or ()):
+            return []
+        addresses = []
+        for user_id in await alerts.members_muting(self.store, rule["siteId"], rule["_id"]):
+            user = await accounts.find_user(self.store, user_id)
+            if user is not None:
+                addresses.append(user["email"])
+        return addresses
 
     def start(self) -> None:
         """Run in the background until `close`."""

@@ -19,9 +19,12 @@ class Outbox:
 
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
+        self.muted: list[list[str]] = []
 
-    async def alert(self, site_id: str, rule: dict[str, Any], event: dict[str, Any]) -> None:
+    async def alert(self, site_id: str, rule: dict[str, Any], event: dict[str, Any], *,
+                    muted_addresses: list[str]) -> None:
         self.events.append(event)
+        self.muted.append(muted_addresses)
 
     def of(self, what: str) -> list[dict[str, Any]]:
         return [event for event in self.events if event["type"] == f"alert.{what}"]
