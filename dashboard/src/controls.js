@@ -88,3 +88,32 @@ export function exportPanel(app, site, kind, contents) {
   const tools = exportTools(app, site, kind, contents);
   return tools ? h('div', { class: 'panel row toolbar' }, tools) : null;
 }
+
+/**
+ * A button that copies `text`, saying so beside it. Where the clipboard is refused (an insecure
+ * origin, a permission denied), `selectable` (a field or an element showing the text) is selected
+ * instead, for Ctrl+C.
+ */
+export function copyButton(label, text, selectable, { ariaLabel } = {}) {
+  const status = h('span', { role: 'status', class: 'hint' });
+  const button = h(
+    'button',
+    {
+      type: 'button',
+      class: 'secondary',
+      'aria-label': ariaLabel,
+      onclick: async () => {
+        try {
+          await navigator.clipboard.writeText(text);
+          status.textContent = 'Copied.';
+        } catch {
+          if (typeof selectable.select === 'function') selectable.select();
+          else getSelection().selectAllChildren(selectable);
+          status.textContent = 'Selected: press Ctrl+C to copy.';
+        }
+      },
+    },
+    label,
+  );
+  return h('span', { class: 'row copy' }, button, status);
+}

@@ -1,7 +1,7 @@
 // The settings page: installing the site on a shop, collection and privacy, excluded URLs and
 // masked pages, the reporting currency, allowed origins, notification channels and the keys.
 import { describeError, siteApi } from './api.js';
-import { actionButton } from './controls.js';
+import { actionButton, copyButton } from './controls.js';
 import { alertBox, facts, h, when } from './dom.js';
 
 function check(name, label, checked, hint, disabled) {
@@ -210,27 +210,6 @@ export async function settingsPage(app, site) {
 
 /** How often the install panel asks whether the first pageview has arrived. */
 const RECEIVING_POLL_MS = 3000;
-
-/** A copy button for `text`; where the clipboard is refused, the text is selected instead. */
-function copyButton(label, text, selectable) {
-  return h(
-    'button',
-    {
-      type: 'button',
-      class: 'secondary',
-      onclick: async (event) => {
-        try {
-          await navigator.clipboard.writeText(text);
-          event.target.textContent = 'Copied';
-        } catch {
-          getSelection().selectAllChildren(selectable);
-          event.target.textContent = 'Selected: press Ctrl+C';
-        }
-      },
-    },
-    label,
-  );
-}
 
 function receivingState(install) {
   return install.receiving

@@ -2,7 +2,7 @@
 // invitations, and for owners and admins inviting, changing roles and removing. The invitation
 // page (/app/invite#token) is where an invitee sets a password and joins.
 import { describeError } from './api.js';
-import { actionButton } from './controls.js';
+import { actionButton, copyButton } from './controls.js';
 import { alertBox, h, table, when } from './dom.js';
 
 const ROLES = ['owner', 'admin', 'viewer'];
@@ -19,25 +19,6 @@ function organizationPath(site, path) {
 /** A link shown once, selectable, with a button that copies it. */
 function shownOnce(link) {
   const field = h('input', { id: 'invitation-link', readonly: true, value: link, 'aria-label': 'Invitation link' });
-  const status = h('span', { role: 'status', class: 'hint' });
-  const copy = h(
-    'button',
-    {
-      type: 'button',
-      class: 'secondary',
-      onclick: async () => {
-        try {
-          await navigator.clipboard.writeText(link);
-          status.textContent = 'Copied.';
-        } catch {
-          // No clipboard (an insecure origin, or permission refused): select it for Ctrl+C.
-          field.select();
-          status.textContent = 'Selected: press Ctrl+C to copy.';
-        }
-      },
-    },
-    'Copy link',
-  );
   return h(
     'div',
     { class: 'notice', id: 'invitation-shown' },
@@ -47,7 +28,7 @@ function shownOnce(link) {
       'No mail server is configured, so pass this link on yourself. It is shown only now, ' +
         'works once and expires in 7 days.',
     ),
-    h('div', { class: 'row' }, field, copy, status),
+    h('div', { class: 'row' }, field, copyButton('Copy link', link, field)),
   );
 }
 
