@@ -18,6 +18,7 @@ e-mails) and whether they want the digest, daily or weekly (tasks/digest.py).
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -40,6 +41,10 @@ MAX_RULES_PER_SITE = 50
 #: Where an alert can go: the site's notification channels (documents/notifications.py).
 CHANNELS = ("email", "webhook", "slack")
 DEFAULT_COOLDOWN_MINUTES = 60
+#: Kinds every site has a rule of, given when missing and muted rather than deleted.
+BUILT_IN = {"purgeOverdue": "The retention purge overdue"}
+#: Names the built-in rules' ids: one per site and kind, the same in every process.
+_BUILT_IN_NAMESPACE = uuid.UUID("6f1c3a52-3f0e-4d8e-9a57-0b1f5c2e7d41")
 #: How often a member may ask for the digest.
 DIGEST_PERIODS = ("daily", "weekly")
 
@@ -47,6 +52,8 @@ INDEXES = [
     Index(RULES, (("siteId", ASCENDING), ("createdAt", ASCENDING))),
     # The evaluator's list of sites with a rule to evaluate.
     Index(RULES, (("muted", ASCENDING), ("siteId", ASCENDING))),
+    # The purge's check of the purge-overdue rules on every pass, in every process.
+    Index(RULES, (("kind", ASCENDING), ("muted", ASCENDING), ("siteId", ASCENDING))),
     # One firing per episode, whatever the number of evaluators.
     Index(EPISODES, (("ruleId", ASCENDING), ("episode", ASCENDING)), unique=True),
     Index(EPISODES, (("ruleId", ASCENDING), ("subject", ASCENDING), ("number", DESCENDING))),
@@ -63,7 +70,7 @@ def view(rule: dict[str, Any]) -> dict[str, Any]:
     """A rule as the API shows it, with its last evaluation."""
     return {"id": rule["_id"], "kind": rule["kind"], "name": rule["name"],
             "params": rule.get("params") or {}, "channels": rule.get("channels") or [],
-            "muted": bool(rule.get("muted")),
+            "muted": bool(rule.get("muted")), "builtIn": bool(rule.get("builtIn")),
             "cooldownMinutes": rule.get("cooldownMinutes", DEFAULT_COOLDOWN_MINUTES),
             "evaluation": rule.get("evaluation"), "createdAt": rule.get("createdAt"),
             "updatedAt": rule.get("updatedAt")}
@@ -133,7 +140,9 @@ async def update_rule(store: Store, site_id: str, rule_id: str, changes: dict[st
 
 
 async def delete_rule(store: Store, site_id: str, rule_id: str, *, session: Any) -> None:
-    """Remove a rule and its episodes."""
+    """Remove a rule and its episodes; InvalidInput for a built-in rule (muted instead)."""
+    if any(rule_id == built_in_rule_id(site_id, kind) for kind in BUILT_IN):
+        raise InvalidInput("every site keeps this rule; mute it instead", field="ruleId")
     removed = await store.collection(RULES).delete_one({"_id": rule_id, "siteId": site_id},
                                                        session=session)
     if removed.deleted_count == 0:
@@ -142,6 +151,40 @@ async def delete_rule(store: Store, site_id: str, rule_id: str, *, session: Any)
     await store.collection(MEMBERS).update_many(
         {"siteId": site_id, "mutedRules": rule_id}, {"$pull": {"mutedRules": rule_id}},
         session=session)
+
+
+def built_in_rule_id(site_id: str, kind: str) -> str:
+    """The id of the site's built-in rule of `kind`."""
+    return str(uuid.uuid5(_BUILT_IN_NAMESPACE, f"{site_id}/{kind}"))
+
+
+async def give_built_in_rule(store: Store, sites: list[dict[str, Any]], kind: str) -> int:
+    """Give each of `sites` that has no rule of `kind` its built-in one, to every channel;
+    returns how many were given. Safe when several processes do it at once (one id per site)."""
+    having = set(await store.collection(RULES).distinct("siteId", {"kind": kind}))
+    given = 0
+    for site in sites:
+        if site["_id"] in having:
+            continue
+        now = datetime.now(UTC)
+        try:
+            await store.collection(RULES).insert_one({
+                "_id": built_in_rule_id(site["_id"], kind), "siteId": site["_id"],
+                "organizationId": site["organizationId"], "kind": kind,
+                "name": BUILT_IN[kind], "params": {}, "channels": list(CHANNELS),
+                "muted": False, "builtIn": True, "cooldownMinutes": DEFAULT_COOLDOWN_MINUTES,
+                "evaluation": None, "createdAt": now, "updatedAt": now})
+        except DuplicateKeyError:
+            continue
+        given += 1
+    return given
+
+
+async def active_rules_of_kind(store: Store, kind: str) -> list[dict[str, Any]]:
+    """Every site's rules of `kind` not muted, by site."""
+    cursor = store.collection(RULES).find({"kind": kind, "muted": False}).sort(
+        [("siteId", ASCENDING), ("createdAt", ASCENDING)])
+    return [rule async for rule in cursor]
 
 
 async def sites_with_rules(store: Store) -> list[str]:

@@ -83,14 +83,30 @@ class AlertEvaluator:
             sent += await self.evaluate_site(site_id, now)
         return sent
 
+    async def evaluate_kind(self, kind: str, now: datetime | None = None) -> int:
+        """Evaluate every site's rules of one kind at `now`, without leases (each episode is
+        still sent once); returns the alerts sent. The purge checks its overdue rules so in
+        every process, since the worker that evaluates the others may be the one down."""
+        now = now or datetime.now(UTC)
+        sent = 0
+        site: dict[str, Any] | None = None
+        for rule in await alerts.active_rules_of_kind(self.store, kind):
+            if site is None or site["_id"] != rule["siteId"]:
+                site = await sites.find_site(self.store, rule["siteId"])
+            if site is not None:
+                sent += await self._evaluate_rule(self._situation(site, now), rule)
+        return sent
+
+    def _situation(self, site: dict[str, Any], now: datetime) -> Situation:
+        return Situation(self.store, site, now, purge_interval_seconds=self.purge_interval)
+
     async def evaluate_site(self, site_id: str, now: datetime | None = None) -> int:
         """Evaluate one site's rules at `now`; returns the alerts sent."""
         now = now or datetime.now(UTC)
         site = await sites.find_site(self.store, site_id)
         if site is None:
             return 0
-        situation = Situation(self.store, site, now,
-                              purge_interval_seconds=self.purge_interval)
+        situation = self._situation(site, now)
         sent = 0
         for rule in await alerts.active_rules(self.store, site_id):
             try:

@@ -15,24 +15,30 @@ the same way. `retention_purge_last_success_timestamp` is when the last run fini
 A purge that does not run at all (the worker down or misconfigured) raises nothing, so every
 process, purging or not, also checks on each pass that a run finished recently enough
 (`documents.retention.overdue_after`: two intervals and an hour). When none did, the purge is
-overdue: `retention_purge_overdue` says so in /metrics, the Privacy page says so, and the
-first process to notice tells every site's owner, once per overdue episode.
+overdue: `retention_purge_overdue` says so in /metrics, the Privacy page says so, and each
+site's owner hears of it through the site's purge-overdue alert rule (tasks/alerts.py): the
+first process to notice an overdue episode gives every site without such a rule its built-in
+one, and every process evaluates those rules on each pass, since the worker that evaluates the
+other rules may be the process that is down. The rule's episode key lets one process send each
+episode, and its "resolved" message when a run finishes again.
 """
 
 from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from config.background import PeriodicTask
 from config.metrics import Metrics
 from derived import derivation
+from documents import alerts as alert_rules
 from documents import retention, sites
 from documents.accounts import new_id
 from documents.store import Store
 from instants import format_instant
 from privacy.retention import PurgeFailed, PurgeReport, purge_all
+from tasks.alerts import AlertEvaluator
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +55,18 @@ ALERT_EVERY = timedelta(days=1)
 OVERDUE_METRIC = "retention_purge_overdue"
 OVERDUE_HELP = ("1 when no retention purge run has finished for two purge intervals and an hour "
                 "(no process is purging), else 0.")
+OVERDUE_KIND = "purgeOverdue"
 
 
 class RetentionAlerts(Protocol):
-    """Where purge problems go (tasks.notifications.Notifier)."""
+    """Where purge problems go (tasks.notifications.Notifier): a failing or lagging purge as a
+    retention notice, an overdue one as the purge-overdue rule's alert."""
 
     async def retention_alert(self, site_id: str, *, problem: str, kinds: list[str],
                               since: datetime | None = None) -> None: ...
+
+    async def alert(self, site_id: str, rule: dict[str, Any], event: dict[str, Any], *,
+                    muted_addresses: list[str]) -> None: ...
 
 
 class RetentionPurger:
@@ -73,6 +84,9 @@ class RetentionPurger:
         self.owner = new_id()
         self.last_success = 0.0
         self.overdue = False
+        self._overdue_rules = AlertEvaluator(store, metrics, alerts,
+                                             interval_seconds=interval_seconds,
+                                             purge_interval_seconds=interval_seconds)
         # A failed pass is logged by the exception's type only: a driver's message can quote a
         # document's values.
         steps = [("retention purge", self.purge)] if purges else []
@@ -105,7 +119,8 @@ class RetentionPurger:
 
     async def measure(self, now: datetime | None = None) -> float:
         """Read when the last run finished from the store, and whether the purge is overdue at
-        `now` (notified once per overdue episode); returns the last finish as Unix time."""
+        `now`, and evaluate the purge-overdue rules (each episode sent once, resolved when a
+        run finishes again); returns the last finish as Unix time."""
         now = now or datetime.now(UTC)
         await retention.watch(self.store, now)
         clock = await retention.purge_clock(self.store, now=now,
@@ -117,10 +132,9 @@ class RetentionPurger:
                 and await retention.claim_overdue_notice(self.store, clock.overdue_since):
             log.error("retention purge overdue: no run has finished since",
                       extra={"since": format_instant(clock.overdue_since)})
-            kinds = [kind.key for kind in retention.KINDS]
-            for site in await sites.all_sites(self.store):
-                await self.alerts.retention_alert(site["_id"], problem="overdue", kinds=kinds,
-                                                  since=clock.overdue_since)
+            await alert_rules.give_built_in_rule(self.store, await sites.all_sites(self.store),
+                                                 OVERDUE_KIND)
+        await self._overdue_rules.evaluate_kind(OVERDUE_KIND, now)
         return self.last_success
 
     async def _renew(self) -> bool:

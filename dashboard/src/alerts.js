@@ -114,16 +114,18 @@ function ruleRow(app, site, rule, mine, canManage, refresh, edit) {
             },
             { kind: 'secondary', ariaLabel: `${rule.muted ? 'Unmute' : 'Mute'} ${rule.name} for everyone` },
           ),
-          actionButton(
-            'Delete',
-            async () => {
-              if (!confirm(`Delete the rule “${rule.name}” and its history?`)) return null;
-              await app.session.json(path, { method: 'DELETE' });
-              await refresh();
-              return null;
-            },
-            { kind: 'danger', ariaLabel: `Delete ${rule.name}` },
-          ),
+          rule.builtIn
+            ? null
+            : actionButton(
+                'Delete',
+                async () => {
+                  if (!confirm(`Delete the rule “${rule.name}” and its history?`)) return null;
+                  await app.session.json(path, { method: 'DELETE' });
+                  await refresh();
+                  return null;
+                },
+                { kind: 'danger', ariaLabel: `Delete ${rule.name}` },
+              ),
         ),
       )
     : null;
