@@ -3,6 +3,7 @@
 import { describeError, siteApi } from './api.js';
 import { actionButton, copyButton } from './controls.js';
 import { alertBox, facts, h, when } from './dom.js';
+import { deleteSitePanel, newSitePanel } from './sites.js';
 
 function check(name, label, checked, hint, disabled) {
   return h(
@@ -205,6 +206,8 @@ export async function settingsPage(app, site) {
     form,
     notificationsForm(app, site, channels, disabled),
     keysPanel(app, site, admin),
+    admin ? newSitePanel(app, site) : null,
+    deleteSitePanel(app, site),
   );
 }
 
