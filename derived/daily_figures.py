@@ -47,6 +47,7 @@ from derived import engagement, journeys, visits
 from documents import activity, commerce, error_records, interactions, sites, visitors
 from documents.heatmaps import DEPTH_STEP
 from documents.store import ASCENDING, DESCENDING, Index, Store
+from instants import DayClock
 
 SITE_DAYS = "site_days"
 PAGE_DAYS = "page_days"
@@ -93,13 +94,6 @@ def page_path(url: Any) -> str | None:
         return urlsplit(url).path or "/"
     except ValueError:
         return None
-
-
-def day_of(moment: datetime) -> str:
-    """The UTC day of a moment, as the day documents name it."""
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC)
-    return moment.date().isoformat()
 
 
 def slot_of(who: str | None) -> int:
@@ -184,6 +178,8 @@ class Tally:
     """Increments to the day documents of one site, gathered first and written together."""
 
     site_id: str
+    #: The site's days (its time zone): what a moment's day is.
+    clock: DayClock
     increments: dict[tuple[str, str], Counter[str]] = field(
         default_factory=lambda: defaultdict(Counter))
     keys: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
@@ -206,24 +202,25 @@ class Tally:
                   {"siteId": self.site_id, "day": day, "page": page}, name, 1)
 
     def pageview(self, who: str | None, at: datetime, url: Any) -> None:
-        day = day_of(at)
+        day = self.clock.day_of(at)
         self._day(who, day, "pageviews")
         self._page(day, url, "pageviews")
 
     def click(self, at: datetime, url: Any, kind: str) -> None:
         if kind in CLICK_FIELDS:
-            self._page(day_of(at), url, CLICK_FIELDS[kind])
+            self._page(self.clock.day_of(at), url, CLICK_FIELDS[kind])
 
     def time_on_page(self, who: str | None, record: dict[str, Any]) -> None:
         """A pageview's time on page (or with `amount` -1, a shorter one a longer replaced),
         in its duration bucket (derived/engagement.py)."""
         bucket = engagement.bucket_of(record["duration"])
-        self._day(who, day_of(record["at"]), f"timeOnPage.{bucket}", record.get("amount", 1))
+        self._day(who, self.clock.day_of(record["at"]), f"timeOnPage.{bucket}",
+                  record.get("amount", 1))
 
     def scroll(self, who: str | None, record: dict[str, Any]) -> None:
         """A scroll depth report: a view measured when it is the view's first, and each
         DEPTH_STEP % it reached beyond what the view reported before, as the heatmap counts."""
-        day = day_of(record["at"])
+        day = self.clock.day_of(record["at"])
         start = float(record.get("from") or 0)
         if start == 0:
             self._day(who, day, "scrollViews")
@@ -239,7 +236,7 @@ class Tally:
                        "value": value}, "sessions", amount)
 
     def lead(self, who: str | None, at: datetime) -> None:
-        self._day(who, day_of(at), "leads")
+        self._day(who, self.clock.day_of(at), "leads")
 
     def _error_day(self, day: str, error_id: str, name: str, amount: int) -> tuple[str, str]:
         doc_id = error_day_id(self.site_id, day, error_id)
@@ -250,7 +247,7 @@ class Tally:
     def error(self, who: str | None, record: dict[str, Any]) -> None:
         """An occurrence: on the site's day, and on its error's day with its moment."""
         at = record["at"]
-        day = day_of(at)
+        day = self.clock.day_of(at)
         self._day(who, day, "errors")
         if error_id := record.get("errorId"):
             key = self._error_day(day, error_id, "occurrences", 1)
@@ -264,7 +261,7 @@ class Tally:
 
     def order(self, who: str | None, record: dict[str, Any]) -> None:
         """Paid orders and their net revenue (minor units), per currency (documents/commerce.py)."""
-        day = day_of(record["at"])
+        day = self.clock.day_of(record["at"])
         self._day(who, day, f"orders.{record['currency']}", record["orders"])
         self._day(who, day, f"revenue.{record['currency']}", record["revenue"])
 
@@ -520,7 +517,7 @@ async def chain_day(store: Store, tally: Tally, site_id: str, visitor_id: str, a
                     country: Any, device: Any, session: Any) -> None:
     """Count a pageview on the visitor's day, and the day itself when it is their first
     pageview that day (linking the day into the visitor's chain of days)."""
-    day = day_of(at)
+    day = tally.clock.day_of(at)
     doc_id = visitor_day_id(site_id, visitor_id, day)
     before = await store.collection(VISITOR_DAYS).find_one_and_update(
         {"_id": doc_id}, {"$inc": {"pageviews": 1}, "$setOnInsert": {
@@ -545,7 +542,7 @@ async def chain_error_day(store: Store, tally: Tally, site_id: str, visitor_id: 
     error_id = record.get("errorId")
     if not error_id:
         return
-    day = day_of(record["at"])
+    day = tally.clock.day_of(record["at"])
     doc_id = error_visitor_day_id(site_id, visitor_id, error_id, day)
     mine = {"siteId": site_id, "visitorId": visitor_id, "errorId": error_id}
     before = await store.collection(ERROR_VISITOR_DAYS).find_one_and_update(
@@ -585,9 +582,10 @@ async def chain_visit(store: Store, tally: Tally, site_id: str, visitor_id: str,
                       session: Any) -> None:
     """Put a pageview into its visit and count the difference it makes to the daily session
     figures (a new entry or exit page, a source, a new visit)."""
-    before = await visits.find_visit(store, site_id, visitor_id, record, session=session)
+    before = await visits.find_visit(store, site_id, visitor_id, record, clock=tally.clock,
+                                     session=session)
     after = visits.with_pageview(before, record, site_id=site_id, visitor_id=visitor_id,
-                                 country=country, device=device)
+                                 country=country, device=device, clock=tally.clock)
     await visits.save_visit(store, after, session=session)
     tally.visit(before, -1)
     tally.visit(after)
@@ -609,7 +607,7 @@ async def _count_stored(store: Store, tally: Tally, sources: Iterable[FigureSour
 async def visitor_share(store: Store, site_id: str, visitor_id: str, *,
                         session: Any = None) -> Tally:
     """What the visitor's stored data added to the day documents (once folded)."""
-    tally = Tally(site_id)
+    tally = Tally(site_id, await sites.site_clock(store, site_id, session=session))
     await _count_stored(store, tally, STORED_SOURCES, site_id, visitor_id, visitor_id, session)
     mine = {"siteId": site_id, "visitorId": visitor_id}
     async for day in store.collection(VISITOR_DAYS).find(mine, session=session):
@@ -626,7 +624,7 @@ async def anonymised_share(store: Store, site_id: str, visitor_id: str, *,
                            session: Any = None) -> Tally:
     """What the visitor's records that erasure keeps add to the day documents once they name
     no visitor (counted as anyone's, as the fold and the rebuild count such records)."""
-    tally = Tally(site_id)
+    tally = Tally(site_id, await sites.site_clock(store, site_id, session=session))
     await _count_stored(store, tally, [source for source in STORED_SOURCES
                                        if source.kept_when_erased],
                         site_id, visitor_id, None, session)
@@ -669,7 +667,10 @@ async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None
         mine["visitorId"] = {"$in": visitor_ids}
     profiles = await visitors.profiles_for_rebuild(store, site_id, visitor_ids, session=session)
     held = {visitor for visitor, doc in profiles.items() if doc.get("restricted")}
-    tally = Tally(site_id)
+    site = await sites.find_site(store, site_id, {"allowedOrigins": 1, "settings": 1,
+                                                  sites.TIME_ZONES: 1}, session=session)
+    clock = sites.day_clock(site or {})
+    tally = Tally(site_id, clock)
     active: dict[str, Counter[str]] = defaultdict(Counter)
     hit: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     viewed: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -683,10 +684,10 @@ async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None
             for record in source.records(doc):
                 if source.chains_days:
                     # A restricted visitor's days stay chained, to be counted when it is lifted.
-                    active[visitor_id][day_of(record["at"])] += 1
+                    active[visitor_id][clock.day_of(record["at"])] += 1
                     viewed[visitor_id].append(record)
                 if source.chains_error_days and visitor_id and record.get("errorId"):
-                    hit[(visitor_id, record["errorId"])][day_of(record["at"])] += 1
+                    hit[(visitor_id, record["errorId"])][clock.day_of(record["at"])] += 1
                 if source.journey is not None and visitor_id:
                     joinable.append((source, visitor_id, record))
                 if visitor_id not in held:
@@ -732,7 +733,6 @@ async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None
                           "country": country_code(country),
                           "device": device})
             previous = day
-    site = await sites.find_site(store, site_id, {"allowedOrigins": 1}, session=session)
     own = visits.own_hostnames((site or {}).get("allowedOrigins") or ())
     site_visits = []
     for visitor_id, records in viewed.items():
@@ -744,11 +744,11 @@ async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None
                 # as ingest would have.
                 record = {**record, "source": visits.landing_source(
                     record.get("url"), record.get("referrer"), own)}
-            key = visits.session_key(record)
+            key = visits.session_key(record, clock)
             found[key] = visits.with_pageview(
                 found.get(key), record, site_id=site_id, visitor_id=visitor_id,
                 country=(profile.get("location") or {}).get("country"),
-                device=(profile.get("device") or {}).get("type"))
+                device=(profile.get("device") or {}).get("type"), clock=clock)
         for visit in found.values():
             site_visits.append(folded_visits.pop(visit["_id"], visit))
     site_visits.extend(folded_visits.values())
@@ -815,7 +815,7 @@ async def count_anonymous(store: Store, tally: Tally, source: FigureSource, ids:
 async def retain(store: Store, before: Tally, after: Tally, *, session: Any) -> None:
     """Keep, as retained, what a purge batch took out of what a rebuild would count (`before`
     less `after`, both measured with `count_stored`), in the caller's transaction."""
-    removed = Tally(before.site_id)
+    removed = Tally(before.site_id, before.clock)
     removed.add(before)
     removed.leave_out(after)
     await removed.write(store, session=session, field=RETAINED)
@@ -823,7 +823,7 @@ async def retain(store: Store, before: Tally, after: Tally, *, session: Any) -> 
 
 async def _retained(store: Store, site_id: str) -> Tally:
     """What the purge kept of each of the site's figure documents."""
-    tally = Tally(site_id)
+    tally = Tally(site_id, await sites.site_clock(store, site_id))
     for collection, key_fields in _KEY_FIELDS.items():
         async for doc in store.collection(collection).find(
                 {"siteId": site_id, RETAINED: {"$exists": True}}):

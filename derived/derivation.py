@@ -103,7 +103,8 @@ async def _fold(store: Store, site_id: str, facts: list[dict[str, Any]], *,
         {"_id": {"$in": ids}}, session=session)
     if deleted.deleted_count != len(ids):
         raise FoldRaced(f"{len(ids) - deleted.deleted_count} facts were folded elsewhere")
-    tally = daily_figures.Tally(site_id)
+    tally = daily_figures.Tally(site_id, await sites.site_clock(store, site_id,
+                                                                       session=session))
     # A restricted visitor's records are not counted in the daily figures while it holds (they
     # are when it is lifted, from the stored data), but their days are chained, as a rebuild
     # chains them.
@@ -114,7 +115,7 @@ async def _fold(store: Store, site_id: str, facts: list[dict[str, Any]], *,
     for fact in facts:
         source = daily_figures.SOURCES[fact["kind"]]
         who = fact.get("visitorId")
-        counted = tally if who not in held else daily_figures.Tally(site_id)
+        counted = tally if who not in held else daily_figures.Tally(site_id, tally.clock)
         marks = []
         for record in fact["records"]:
             source.count(counted, who, record)
@@ -160,7 +161,7 @@ async def _join_journey(store: Store, tally: daily_figures.Tally,
         return  # a click that is no rage or dead click, say: no visit to look up
     site_id, who = fact["siteId"], fact["visitorId"]
     visit = await visits.journey_visit(store, site_id, who, session_id, record["at"],
-                                       session=session)
+                                       clock=tally.clock, session=session)
     if visit is None:
         return
     changed = source.journey(journeys.of(visit), record, fact)
@@ -211,7 +212,8 @@ async def fold_visitors(store: Store, site_id: str, visitor_ids: Iterable[str], 
 async def _unfolded_share(store: Store, site_id: str, visitor_id: str, *, session: Any
                           ) -> tuple[daily_figures.Tally, list[dict[str, Any]]]:
     """What the visitor's pending facts will add: to the daily figures, and heatmap shares."""
-    unfolded = daily_figures.Tally(site_id)
+    unfolded = daily_figures.Tally(site_id, await sites.site_clock(store, site_id,
+                                                                           session=session))
     shares: list[dict[str, Any]] = []
     async for fact in store.collection(COLLECTION).find(
             {"siteId": site_id, "visitorId": visitor_id}, session=session):

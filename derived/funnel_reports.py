@@ -19,7 +19,7 @@ passed in (privacy/exclusion.py). The rules (decision "Issue 31" in docs/decisio
   visit's last pageview;
 * the time between two steps is the time between the moments they were reached; the median
   is over the sessions that reached the later step;
-* conversion over time counts each session on the UTC day it started: per day for a range of
+* conversion over time counts each session on the site's day it started: per day for a range of
   up to `DAILY_UP_TO_DAYS` days, per ISO week (Monday to Sunday, the first and last cut to the
   range) for a longer one; the previous period is the one of the same length just before
   (derived/views/overview.py), its sessions gone through the funnel as it is defined now, and
@@ -41,7 +41,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from derived import journeys, visits
-from documents import retention
+from documents import retention, sites
 from documents.funnels import PRODUCT_VIEW, find_funnel, step_view, view
 from documents.store import Store
 from documents.visitors import restricted_visitor_ids
@@ -77,8 +77,10 @@ class SessionPath:
     country: str
     source: str
     reached: tuple[datetime, ...]
-    #: When the visit started: the day conversion over time counts the session on.
+    #: When the visit started, and its day (the site's), which conversion over time counts
+    #: the session on.
     started: datetime
+    day: date
     #: Every commerce step the session's shop sent, in time order (kind, at).
     commerce: tuple[tuple[str, datetime], ...] = ()
 
@@ -125,9 +127,10 @@ async def read_sessions(store: Store, site_id: str, first: date, last: date, *,
     """Every session that started between `first` and `last` (of `source`, and of a segment's
     condition `within`, when given), one visit document each; restricted visitors left out."""
     hidden = await restricted_visitor_ids(store, site_id)
+    clock = await sites.site_clock(store, site_id)
     found = [visit async for visit in visits.visits_between(store, site_id, first, last,
-                                                            hidden=hidden, source=source,
-                                                            within=within)]
+                                                            clock=clock, hidden=hidden,
+                                                            source=source, within=within)]
     return RangeSessions(found)
 
 
@@ -148,7 +151,8 @@ def paths_through(funnel: dict[str, Any], sessions: RangeSessions, *, page_match
                                  visit.get("device") or "unknown",
                                  visit.get("country") or "unknown",
                                  visits.source_label(visit.get("source")), reached,
-                                 _aware(visit["startedAt"]), tuple(steps)))
+                                 _aware(visit["startedAt"]), date.fromisoformat(visit["day"]),
+                                 tuple(steps)))
     return paths
 
 
@@ -171,7 +175,8 @@ async def purged_before(store: Store, site_id: str, first: date) -> datetime | N
     if not status.get("lastPurgeAt") or not status.get("removedTotal"):
         return None
     cutoff = retention.cutoff(_aware(status["lastPurgeAt"]), int(status["retentionDays"]))
-    return cutoff if day_bounds(first, first)[0] < cutoff else None
+    clock = await sites.site_clock(store, site_id)
+    return cutoff if day_bounds(first, first, clock)[0] < cutoff else None
 
 
 async def funnel_report(store: Store, site_id: str, funnel: dict[str, Any], first: date,
@@ -219,12 +224,12 @@ def _conversion(paths: list[SessionPath], count: int) -> dict[str, Any]:
 
 def _over_time(paths: list[SessionPath], count: int, first: date, last: date
                ) -> dict[str, Any]:
-    """Conversion per day or week of the range, each session on the UTC day it started."""
+    """Conversion per day or week of the range, each session on the site's day it started."""
     unit, periods = _periods(first, last)
     starts = [start for start, _ in periods]
     grouped: list[list[SessionPath]] = [[] for _ in periods]
     for path in paths:
-        at = bisect_right(starts, path.started.astimezone(UTC).date()) - 1
+        at = bisect_right(starts, path.day) - 1
         if at >= 0:
             grouped[at].append(path)
     return {"unit": unit, "periods": [
@@ -285,7 +290,7 @@ async def recording_sessions(store: Store, site_id: str, first: date, last: date
     """The session ids a recordings filter leaves: the range's sessions from `source` and,
     with `funnel_id`, those that reached its step `step` and not the next."""
     if funnel_id is None:
-        start, end = day_bounds(first, last)
+        start, end = day_bounds(first, last, await sites.site_clock(store, site_id))
         return tuple(await visits.session_ids_from(store, site_id, source or visits.DIRECT,
                                                    start, end, limit=MAX_FILTER_SESSIONS))
     funnel = await find_funnel(store, site_id, funnel_id)

@@ -34,7 +34,7 @@ from documents.retention import Expiry
 from documents.segments import SessionFilters
 from documents.store import ASCENDING, DESCENDING, Index, Store
 from errors import InvalidInput
-from instants import days_condition
+from instants import DayClock, days_condition
 
 COLLECTION = "visit_sessions"
 #: Pages kept per visit, the earliest first: funnels look at these. A visit of more pages
@@ -119,17 +119,13 @@ def page_path(url: Any) -> str:
         return "unknown"
 
 
-def day_of(moment: datetime) -> str:
-    return moment.astimezone(UTC).date().isoformat()
-
-
-def session_key(record: dict[str, Any]) -> str:
+def session_key(record: dict[str, Any], clock: DayClock) -> str:
     """A pageview's visit: its browser session, or for a pageview sent without one, its
-    visitor's UTC day."""
+    visitor's day (the site's)."""
     session_id = record.get("sessionId")
     if isinstance(session_id, str) and session_id:
         return f"s:{session_id}"
-    return f"d:{day_of(record['at'])}"
+    return f"d:{clock.day_of(record['at'])}"
 
 
 def visit_id(site_id: str, visitor_id: str, key: str) -> str:
@@ -138,7 +134,8 @@ def visit_id(site_id: str, visitor_id: str, key: str) -> str:
 
 
 def with_pageview(visit: dict[str, Any] | None, record: dict[str, Any], *, site_id: str,
-                  visitor_id: str, country: Any, device: Any) -> dict[str, Any]:
+                  visitor_id: str, country: Any, device: Any, clock: DayClock
+                  ) -> dict[str, Any]:
     """The visit once this pageview (a fact's record: at, url, sessionId, source, product)
     is in it. The earliest pageview is the entry and gives the source; the latest is the exit
     (of two at the same moment, the one folded later). A visit of no pageviews yet (a journey
@@ -150,10 +147,10 @@ def with_pageview(visit: dict[str, Any] | None, record: dict[str, Any], *, site_
     page = {"url": url[:MAX_URL] if isinstance(url, str) else None, "at": at,
             "product": bool(record.get("product"))}
     if visit is None or not visit.get("pageviews"):
-        key = session_key(record)
+        key = session_key(record, clock)
         return {"_id": visit_id(site_id, visitor_id, key), "siteId": site_id,
                 "visitorId": visitor_id, "sessionId": record.get("sessionId") or None,
-                "startedAt": at, "endedAt": at, "day": day_of(at),
+                "startedAt": at, "endedAt": at, "day": clock.day_of(at),
                 "country": country.upper() if isinstance(country, str) and country else None,
                 "device": device or None, "entry": page_path(url), "exit": page_path(url),
                 "source": dict(record.get("source") or {}), "pageviews": 1, "pages": [page],
@@ -161,7 +158,7 @@ def with_pageview(visit: dict[str, Any] | None, record: dict[str, Any], *, site_
     visit = dict(visit)
     started = _aware(visit["startedAt"])
     if at < started:
-        visit.update(startedAt=at, day=day_of(at), entry=page_path(url),
+        visit.update(startedAt=at, day=clock.day_of(at), entry=page_path(url),
                      source=dict(record.get("source") or {}))
     if at >= _aware(visit["endedAt"]):
         visit.update(endedAt=at, exit=page_path(url))
@@ -203,23 +200,24 @@ def contributions(visit: dict[str, Any] | None) -> list[tuple[str, str, str]]:
 
 
 async def find_visit(store: Store, site_id: str, visitor_id: str, record: dict[str, Any], *,
-                     session: Any) -> dict[str, Any] | None:
+                     clock: DayClock, session: Any) -> dict[str, Any] | None:
     """The visit a pageview belongs to, as folded so far."""
     return await store.collection(COLLECTION).find_one(
-        {"_id": visit_id(site_id, visitor_id, session_key(record))}, session=session)
+        {"_id": visit_id(site_id, visitor_id, session_key(record, clock))}, session=session)
 
 
-def journey_stub(site_id: str, visitor_id: str, session_id: str, at: datetime
-                 ) -> dict[str, Any]:
+def journey_stub(site_id: str, visitor_id: str, session_id: str, at: datetime,
+                 clock: DayClock) -> dict[str, Any]:
     """A browser session's visit before any of its pageviews is folded: it holds the journey
     records folded first, and counts nothing until its first pageview fills it."""
     return {"_id": visit_id(site_id, visitor_id, f"s:{session_id}"), "siteId": site_id,
             "visitorId": visitor_id, "sessionId": session_id, "startedAt": at, "endedAt": at,
-            "day": day_of(at), "pageviews": 0, "pages": []}
+            "day": clock.day_of(at), "pageviews": 0, "pages": []}
 
 
 async def journey_visit(store: Store, site_id: str, visitor_id: str, session_id: Any,
-                        at: datetime, *, session: Any) -> dict[str, Any] | None:
+                        at: datetime, *, clock: DayClock, session: Any
+                        ) -> dict[str, Any] | None:
     """The visit a journey record belongs to (derived/journeys.py): its browser session's
     (a stub when none is folded yet), or for a record sent without one, the visitor's visit
     that started last before it, if the record came at most `journeys.LATE` after that
@@ -227,7 +225,7 @@ async def journey_visit(store: Store, site_id: str, visitor_id: str, session_id:
     if isinstance(session_id, str) and session_id:
         found = await store.collection(COLLECTION).find_one(
             {"_id": visit_id(site_id, visitor_id, f"s:{session_id}")}, session=session)
-        return found or journey_stub(site_id, visitor_id, session_id, _aware(at))
+        return found or journey_stub(site_id, visitor_id, session_id, _aware(at), clock)
     found = await store.collection(COLLECTION).find_one(
         {"siteId": site_id, "visitorId": visitor_id, "startedAt": {"$lte": at},
          "pageviews": {"$gt": 0}}, sort=[("startedAt", DESCENDING)], session=session)
@@ -374,14 +372,15 @@ async def visits_of(store: Store, site_id: str, visitor_id: str, *, session: Any
 
 
 async def visits_between(store: Store, site_id: str, first: date, last: date, *,
-                         hidden: list[str], source: str | None = None,
+                         clock: DayClock, hidden: list[str], source: str | None = None,
                          within: dict[str, Any] | None = None,
                          ) -> AsyncIterator[dict[str, Any]]:
-    """The site's visits that started on the UTC days `first` to `last`, restricted visitors
-    (`hidden`) left out, of one source (`source_label`) when given, and meeting `within` (a
-    segment's `matching`) when given; one query on (siteId, startedAt), or on the filter keys
-    when `within` has one."""
-    query: dict[str, Any] = {"siteId": site_id, "startedAt": days_condition(first, last),
+    """The site's visits that started on the site's days `first` to `last` (`clock`),
+    restricted visitors (`hidden`) left out, of one source (`source_label`) when given, and
+    meeting `within` (a segment's `matching`) when given; one query on (siteId, startedAt),
+    or on the filter keys when `within` has one."""
+    query: dict[str, Any] = {"siteId": site_id,
+                             "startedAt": days_condition(first, last, clock),
                              "pageviews": {"$gt": 0}, **(within or {})}
     if hidden:
         query["visitorId"] = {"$nin": hidden}
@@ -390,7 +389,7 @@ async def visits_between(store: Store, site_id: str, first: date, last: date, *,
     async for visit in store.collection(COLLECTION).find(query, {"source": 1, "visitorId": 1,
                                                                  "sessionId": 1, "country": 1,
                                                                  "device": 1, "pages": 1,
-                                                                 "startedAt": 1,
+                                                                 "startedAt": 1, "day": 1,
                                                                  "journey": 1}):
         yield visit
 

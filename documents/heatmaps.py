@@ -14,6 +14,7 @@ from typing import Any
 from documents import interactions
 from documents.retention import Expiry
 from documents.store import ASCENDING, DuplicateKeyError, Index, Store
+from instants import UTC_DAYS, DayClock
 
 BUCKET = "heatmaps"
 
@@ -112,11 +113,13 @@ def _step(fraction: float) -> int:
     return min(OFFSET_STEPS - 1, max(0, int(fraction * OFFSET_STEPS)))
 
 
-def contribution(event: dict[str, Any], page: str) -> dict[str, Any] | None:
-    """What one stored interaction adds to the aggregates (kept on the event for erasure)."""
+def contribution(event: dict[str, Any], page: str, clock: DayClock = UTC_DAYS
+                 ) -> dict[str, Any] | None:
+    """What one stored interaction adds to the aggregates (kept on the event for erasure), on
+    the site's day of it (`clock`)."""
     kind = event["kind"]
     width = event.get("vw")
-    base = {"page": page, "width": width_class(width), "day": event["at"].strftime("%Y-%m-%d")}
+    base = {"page": page, "width": width_class(width), "day": clock.day_of(event["at"])}
     if kind == "scroll_depth":
         start = float(event.get("from") or 0)
         reached = [step for step in range(DEPTH_STEP, 101, DEPTH_STEP)

@@ -13,12 +13,14 @@ sealer, the statement-key derivation) and the announcements are passed in.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import ipaddress
 import re
 import secrets
 import time
+import zoneinfo
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,7 +34,7 @@ from pymongo import ReturnDocument
 from documents.accounts import AuthenticatedUser, new_id
 from documents.store import ASCENDING, Index, Store
 from errors import Forbidden, InvalidInput, NotFound
-from instants import format_instant
+from instants import DayClock, format_instant, zone_change_instant
 
 COLLECTION = "sites"
 
@@ -55,6 +57,8 @@ DEFAULT_SETTINGS: dict[str, Any] = {
 #: The currency of the site's first paid order folded, kept once known: the reporting currency
 #: until the owner chooses one (documents/commerce.py `reporting_currency`).
 FIRST_CURRENCY = "firstCurrency"
+#: The site's time zones in time order, each {"from": instant or None, "zone": IANA name}.
+TIME_ZONES = "timeZones"
 API_KEY_PREFIX = "sk_"
 PUBLIC_KEY_PREFIX = "pk_"
 
@@ -178,8 +182,51 @@ def normalise_settings(current: dict[str, Any], changes: dict[str, Any]) -> dict
 
 def time_zone(site: dict[str, Any]) -> ZoneInfo:
     """The site's time zone (`settings.timeZone`, an IANA name): its days run from midnight
-    to midnight there. UTC until one is set."""
+    to midnight there (from when a change takes effect: `day_clock`). UTC until one is set."""
     return ZoneInfo((site.get("settings") or {}).get("timeZone") or "UTC")
+
+
+@functools.cache
+def _time_zone_names() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones())
+
+
+def known_time_zone(name: str) -> bool:
+    """Whether `name` is a time zone the system's database knows (Europe/Berlin, UTC)."""
+    return name in _time_zone_names()
+
+
+def day_clock(site: dict[str, Any]) -> DayClock:
+    """Where the site's days begin and end: in each zone it had, from when it had it
+    (`timeZones`, kept by `zone_history`), else in its zone."""
+    history = site.get(TIME_ZONES)
+    if not history:
+        return DayClock(((None, time_zone(site)),))
+    return DayClock(tuple((_utc(entry["from"]), ZoneInfo(entry["zone"])) for entry in history))
+
+
+async def site_clock(store: Store, site_id: str, *, session: Any = None) -> DayClock:
+    """The days of the site with this id (`day_clock`), for a caller that has only the id."""
+    site = await find_site(store, site_id, {"settings": 1, TIME_ZONES: 1}, session=session)
+    return day_clock(site or {})
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
+
+
+def zone_history(site: dict[str, Any], zone_name: str, now: datetime) -> list[dict[str, Any]]:
+    """The site's zones once it changes to `zone_name` at `now`: the change takes effect when
+    the site's current day ends (`instants.zone_change_instant`), so the days already folded
+    keep their cut; a change not in effect yet is replaced."""
+    history = [dict(entry) for entry in site.get(TIME_ZONES) or [
+        {"from": None, "zone": time_zone(site).key}]]
+    while len(history) > 1 and _utc(history[-1]["from"]) > now:
+        history.pop()
+    if history[-1]["zone"] == zone_name:
+        return history
+    settled = DayClock(tuple((_utc(e["from"]), ZoneInfo(e["zone"])) for e in history))
+    return [*history, {"from": zone_change_instant(settled, now), "zone": zone_name}]
 
 
 def public_view(site: dict[str, Any]) -> dict[str, Any]:
@@ -193,6 +240,8 @@ def public_view(site: dict[str, Any]) -> dict[str, Any]:
         "publicKey": site["publicKey"],
         "apiKeyHint": site.get("apiKeyHint"),
         "apiKeyRotatedAt": format_instant(site.get("apiKeyRotatedAt")),
+        "timeZoneChanges": [{"at": format_instant(_utc(entry["from"])), "zone": entry["zone"]}
+                            for entry in site.get(TIME_ZONES) or [] if entry["from"]],
         "createdAt": format_instant(site.get("createdAt")),
         "updatedAt": format_instant(site.get("updatedAt")),
     }
@@ -274,6 +323,7 @@ class SiteKeyring:
             "name": name,
             "allowedOrigins": sorted({normalise_origin(o) for o in allowed_origins}),
             "settings": normalise_settings({}, settings),
+            TIME_ZONES: [{"from": None, "zone": settings.get("timeZone") or "UTC"}],
             "publicKey": public_key,
             "createdAt": now,
             "updatedAt": now,
@@ -307,6 +357,9 @@ class SiteKeyring:
             if moved:
                 update["settings"] = after
                 changed.extend(f"settings.{key}" for key in moved)
+            if "timeZone" in moved:
+                update[TIME_ZONES] = zone_history(site, after["timeZone"] or "UTC",
+                                                  datetime.now(UTC))
         if not update:
             return site, []
         update["updatedAt"] = datetime.now(UTC)
@@ -463,3 +516,20 @@ async def sites_of_organizations(store: Store, organization_ids: list[str]
     """Every site of these organizations, oldest first."""
     return await store.collection(COLLECTION).find(
         {"organizationId": {"$in": organization_ids}}).sort("createdAt", ASCENDING).to_list(None)
+
+
+async def retire_keys(store: Store, site_id: str) -> None:
+    """Make the site's keys find nothing (a deletion's first step): its API key digest and
+    public key become values no key hashes to (unique, like the keys), its statement keys go.
+    The caller tells the keyring (`site_changed`), so every process forgets them at once."""
+    await store.collection(COLLECTION).update_one(
+        {"_id": site_id},
+        {"$set": {"apiKeyHash": f"retired:{new_id()}", "publicKey": f"retired:{new_id()}",
+                  "deletingAt": datetime.now(UTC)},
+         "$unset": {"statementKeySealed": "", "previousStatementKeySealed": "",
+                    "previousStatementKeyUntil": ""}})
+
+
+async def remove_site(store: Store, site_id: str) -> None:
+    """Delete the site's own document (a deletion's last step, after its data)."""
+    await store.collection(COLLECTION).delete_one({"_id": site_id})

@@ -84,7 +84,7 @@ class ErrorTrendsHandler(SiteDataHandler):
 
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
-        first, last = self.day_range()
+        first, last = self.day_range(site)
         impacts = await conversion_impact.error_impacts(
             self.deps.store, site, first, last, self.deps.reports.limited())
         ranked = await error_views.ranked_errors(
@@ -105,7 +105,7 @@ class ErrorBreakdownHandler(SiteDataHandler):
 
     async def get(self, site_id: str, error_id: str) -> None:
         site = await self.readable_site(site_id)
-        first, last = self.day_range()
+        first, last = self.day_range(site)
         impacts = await conversion_impact.error_impacts(
             self.deps.store, site, first, last, self.deps.reports.limited())
         breakdown = await error_views.error_breakdown(self.deps.store, site["_id"], error_id,
@@ -119,7 +119,7 @@ class ErrorReplaysHandler(SiteDataHandler):
 
     async def get(self, site_id: str, error_id: str) -> None:
         site = await self.readable_site(site_id)
-        first, last = self.day_range()
+        first, last = self.day_range(site)
         replays = await error_views.error_replays(self.deps.store, site["_id"], error_id,
                                                   first=first, last=last)
         self.write_json(replays)
@@ -183,7 +183,7 @@ class RecordingsHandler(SiteDataHandler):
         segment_id = self.get_query_argument("segment", None) or None
         if source is None and funnel_id is None and error_id is None and segment_id is None:
             return None
-        first, last = self.day_range()
+        first, last = self.day_range(site)
         found: tuple[str, ...] | None = None
         if source is not None or funnel_id is not None:
             step = self.optional_number("stoppedAt")
@@ -320,7 +320,7 @@ class DailyStatsHandler(SiteDataHandler):
 
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
-        first, last = self.day_range()
+        first, last = self.day_range(site)
         days = await charts.daily_counts(self.deps.store, site["_id"], first, last)
         self.write_json(days)
 
@@ -331,7 +331,7 @@ class OverviewHandler(SiteDataHandler):
 
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
-        first, last = self.day_range()
+        first, last = self.day_range(site)
         self.write_json(await overview.overview(self.deps.store, site, first, last))
 
 

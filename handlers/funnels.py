@@ -75,7 +75,7 @@ class FunnelReportHandler(SiteDataHandler):
         offload = self.deps.reports.limited()
         site = await self.readable_site(site_id)
         funnel = await funnels.find_funnel(self.deps.store, site["_id"], funnel_id)
-        first, last = self.day_range()
+        first, last = self.day_range(site)
         source = self.get_query_argument("source", None) or None
         within = await session_views.segment_condition(
             self.deps.store, site, self.get_query_argument("segment", None) or None)
@@ -90,7 +90,7 @@ class PagesAtRiskHandler(SiteDataHandler):
 
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
-        first, last = self.day_range()
+        first, last = self.day_range(site)
         pages = await conversion_impact.page_impacts(
             self.deps.store, site, first, last, self.deps.reports.limited())
         self.write_json({"from": first.isoformat(), "to": last.isoformat(),

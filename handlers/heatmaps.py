@@ -17,7 +17,7 @@ class HeatmapPagesHandler(SiteDataHandler):
 
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
-        first, last = self.day_range()
+        first, last = self.day_range(site)
         self.write_json(await pages_view(self.deps.store, site, first, last))
 
 
@@ -26,7 +26,7 @@ class HeatmapHandler(SiteDataHandler):
 
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
-        first, last = self.day_range()
+        first, last = self.day_range(site)
         page = self.get_query_argument("page", None)
         if not page:
             raise InvalidInput("page is required", field="page")

@@ -16,7 +16,7 @@ class OrdersHandler(SiteDataHandler):
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         cursor, limit = self.page_arguments()
-        first, last = self.day_range()
+        first, last = self.day_range(site)
         argument = self.get_query_argument
         filters = order_views.OrderFilters(
             first=first, last=last, status=argument("status", None) or None,

@@ -21,7 +21,7 @@ class SessionsHandler(SiteDataHandler):
     async def get(self, site_id: str) -> None:
         site = await self.readable_site(site_id)
         cursor, limit = self.page_arguments()
-        first, last = self.day_range()
+        first, last = self.day_range(site)
         filters = segments.parse_filters({name: self.get_query_argument(name, None)
                                           for name in segments.FILTER_NAMES})
         page = await session_views.list_sessions(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import AsyncIterator
-from datetime import UTC, date, datetime
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -93,10 +93,12 @@ class SiteDataHandler(BaseHandler):
         return (self.get_query_argument("cursor", None) or None,
                 paging.page_limit(self.get_query_argument("limit", None)))
 
-    def day_range(self) -> tuple[date, date]:
-        """The inclusive UTC days of `from` and `to`; the last 30 days by default."""
+    def day_range(self, site: dict[str, Any]) -> tuple[date, date]:
+        """The inclusive days of `from` and `to`, the site's (its time zone); the last 30
+        days by default, today included."""
         return charts.chart_range(self.get_query_argument("from", None),
-                                  self.get_query_argument("to", None), datetime.now(UTC).date())
+                                  self.get_query_argument("to", None),
+                                  sites.day_clock(site).today())
 
     def optional_day(self, name: str) -> date | None:
         """A query argument that is a day like 2026-01-31 in the supported span, or None when

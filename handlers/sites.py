@@ -14,7 +14,8 @@ from privacy.personal_pages import checked_personal_pages
 
 def _checked_settings(changes: dict[str, Any]) -> dict[str, Any]:
     """Setting changes with every pattern list normalised, every retention within its range
-    and the reporting currency an ISO 4217 code; InvalidInput names a bad one."""
+    the reporting currency an ISO 4217 code and the time zone an IANA name; InvalidInput names
+    a bad one."""
     if "retentionDays" in changes:
         try:
             changes = {**changes,
@@ -27,6 +28,9 @@ def _checked_settings(changes: dict[str, Any]) -> dict[str, Any]:
             commerce.known_currency(changes["reportingCurrency"])
         except commerce.InvalidMoney as refused:
             raise InvalidInput(str(refused), field="settings.reportingCurrency") from None
+    if changes.get("timeZone") is not None and not sites.known_time_zone(changes["timeZone"]):
+        raise InvalidInput("timeZone must be an IANA time zone name such as Europe/Berlin",
+                           field="settings.timeZone")
     return checked_personal_pages(checked_page_groups(checked_settings(changes)))
 
 

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from derived import daily_figures, derivation
-from documents import heatmaps, interactions, visitors
+from documents import heatmaps, interactions, sites, visitors
 from documents.accounts import new_id
 from documents.store import Store
 from ingest.intake import VisitorIntake, parse_time
@@ -62,10 +62,11 @@ async def record_interactions(store: Store, intake: VisitorIntake, site: dict[st
     if not admitted:
         return BatchOutcome(0, dropped)
     admitted.sort(key=lambda event: event["at"])
-    rules = page_group_rules(site)
+    rules, clock = page_group_rules(site), sites.day_clock(site)
     for event in admitted:
         # The share each event adds to the heatmap counts stays on it, for erasure to subtract.
-        share = heatmaps.contribution(event, page_of(event["url"], rules)) if event["url"] else None
+        share = (heatmaps.contribution(event, page_of(event["url"], rules), clock)
+                 if event["url"] else None)
         if share is not None:
             event["heatmap"] = share
     batch_id = body.get("batchId")

@@ -29,6 +29,7 @@ from bench.tenant import create_tenant
 from derived import conversion_impact, daily_figures, funnel_reports, journeys, visits
 from derived.views import errors as error_views
 from documents import commerce, error_records, funnels
+from instants import UTC_DAYS
 from privacy.exclusion import page_matcher
 from tests.support.secantus import running_secantus
 
@@ -115,7 +116,7 @@ def _sessions(site_id: str, count: int, first: datetime, rng: random.Random
         at = first + timedelta(seconds=rng.uniform(0, DAYS * 86_400 - 3_600))
         visit = visits.with_pageview(None, {"at": at, "url": f"{SHOP}/", "sessionId": session},
                                      site_id=site_id, visitor_id=visitor, country="DE",
-                                     device="desktop")
+                                     device="desktop", clock=UTC_DAYS)
         stage = 0
         while stage < len(GO_ON) and rng.random() < GO_ON[stage]:
             stage += 1
@@ -124,7 +125,7 @@ def _sessions(site_id: str, count: int, first: datetime, rng: random.Random
                                                  "url": f"{SHOP}/product/{n % 40}",
                                                  "sessionId": session, "product": True},
                                          site_id=site_id, visitor_id=visitor, country="DE",
-                                         device="desktop")
+                                         device="desktop", clock=UTC_DAYS)
         journey = journeys.of(visit)
         for reached, kind in ((2, commerce.ADD_TO_CART), (3, commerce.CHECKOUT_STARTED)):
             if stage >= reached:

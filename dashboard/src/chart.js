@@ -1,5 +1,5 @@
 // Pageviews and errors per day as inline SVG bars (the server aggregates: /stats/daily).
-import { h, svg } from './dom.js';
+import { dayRangeText, h, svg } from './dom.js';
 
 export function dailyChart(days) {
   const width = 640;
@@ -37,7 +37,8 @@ export function dailyChart(days) {
     }
   });
   const total = (key) => days.reduce((sum, d) => sum + d[key], 0);
-  const summary = `Last ${days.length} days: ${total('pageviews')} pageviews, ${total('errors')} errors.`;
+  const period = days.length ? dayRangeText(days[0].day, days[days.length - 1].day) : 'No days';
+  const summary = `Pageviews and errors ${period}: ${total('pageviews')} pageviews, ${total('errors')} errors.`;
   return h(
     'figure',
     { class: 'chart' },

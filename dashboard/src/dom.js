@@ -111,6 +111,18 @@ export function progress(label) {
   return h('div', { class: 'progress', role: 'status' }, h('progress', { 'aria-label': label }), label);
 }
 
+/** A day (2026-11-28) as the reader's locale writes a date; the one way dates are shown. */
+export function dayText(day) {
+  const date = new Date(`${day}T00:00:00Z`);
+  if (Number.isNaN(date.getTime())) return String(day);
+  return new Intl.DateTimeFormat(navigator.language, { dateStyle: 'medium', timeZone: 'UTC' }).format(date);
+}
+
+/** A range of days in words: "on 28 Nov 2026", or "from 1 Nov 2026 to 30 Nov 2026". */
+export function dayRangeText(first, last) {
+  return first === last ? `on ${dayText(first)}` : `from ${dayText(first)} to ${dayText(last)}`;
+}
+
 export function when(value) {
   if (!value) return '—';
   const date = new Date(value);

@@ -4,9 +4,9 @@
 // in the URL, so a view can be bookmarked and shared.
 import { siteApi } from './api.js';
 import { actionButton, exportTools } from './controls.js';
-import { empty, facts, h, pagePath, percent, shareList, svg, table, when } from './dom.js';
+import { dayRangeText, empty, facts, h, pagePath, percent, shareList, svg, table, when } from './dom.js';
 import { amount } from './money.js';
-import { choice, field, filterForm, isoDay, picked } from './filters.js';
+import { choice, field, filterForm, picked, siteDay } from './filters.js';
 
 const FILTERS = ['status', 'source', 'page', 'from', 'to', 'sort'];
 const SORTS = {
@@ -71,7 +71,7 @@ export async function errorsPage(app, site, item, query) {
   const riskColumn = query.get('sort') === 'revenueAtRisk' ? '' : 'optional';
   const load = async () => {
     const ranked = await app.session.json(siteApi(site, `/error-trends?${params}&limit=50`));
-    const range = `${ranked.from} to ${ranked.to}`;
+    const range = dayRangeText(ranked.from, ranked.to);
     container.replaceChildren(
       ranked.items.length
         ? h(
@@ -83,7 +83,7 @@ export async function errorsPage(app, site, item, query) {
               h(
                 'caption',
                 { class: 'hint' },
-                `Errors that occurred from ${range}, by ${SORTS[query.get('sort') || 'lastSeen'].toLowerCase()}`,
+                `Errors that occurred ${range}, by ${SORTS[query.get('sort') || 'lastSeen'].toLowerCase()}`,
               ),
               h(
                 'thead',
@@ -123,7 +123,7 @@ export async function errorsPage(app, site, item, query) {
                       { class: 'optional' },
                       sparkline(
                         error.trend,
-                        `${plural(error.occurrencesInRange, 'occurrence')} from ${range}, at most ` +
+                        `${plural(error.occurrencesInRange, 'occurrence')} ${range}, at most ` +
                           `${Math.max(...error.trend)} a day`,
                       ),
                     ),
@@ -263,7 +263,7 @@ async function pagesAtRisk(app, site, params) {
     pages.items.length
       ? table({
           id: 'pages-at-risk',
-          caption: `Sessions from ${pages.from} to ${pages.to} with a rage or dead click on the page`,
+          caption: `Sessions ${dayRangeText(pages.from, pages.to)} with a rage or dead click on the page`,
           head: [
             ['Page', { scope: 'col' }],
             ['Revenue at risk', { scope: 'col' }],
@@ -432,7 +432,7 @@ async function errorDetail(app, site, errorId, query) {
       ['7 days', -6],
       ['30 days', -29],
       ['90 days', -89],
-    ].map(([label, offset]) => h('a', { href: `${here}?from=${isoDay(offset)}&to=${isoDay(0)}` }, label)),
+    ].map(([label, offset]) => h('a', { href: `${here}?from=${siteDay(site, offset)}&to=${siteDay(site)}` }, label)),
   );
   const visitors = breakdown.visitors.map((v) =>
     h(
@@ -506,7 +506,7 @@ async function errorDetail(app, site, errorId, query) {
       h(
         'h2',
         { id: 'range-title' },
-        `From ${breakdown.from} to ${breakdown.to}: ${plural(breakdown.occurrences, 'occurrence')}, ` +
+        `Seen ${dayRangeText(breakdown.from, breakdown.to)}: ${plural(breakdown.occurrences, 'occurrence')}, ` +
           `${plural(breakdown.visitorsAffected, 'visitor')} affected`,
       ),
       rangeForm,

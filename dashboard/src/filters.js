@@ -135,6 +135,15 @@ export function pager(path, filters, cursor, nextCursor) {
   );
 }
 
-export function isoDay(offset) {
-  return new Date(Date.now() + offset * 86400000).toISOString().slice(0, 10);
+/** The site's day `offset` days from today, in its time zone (the server's days are the same). */
+export function siteDay(site, offset = 0) {
+  const timeZone = site.settings?.timeZone || 'UTC';
+  const parts = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' })
+    .formatToParts(new Date())
+    .reduce((found, part) => ({ ...found, [part.type]: part.value }), {});
+  const day = new Date(Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day) + offset));
+  return day.toISOString().slice(0, 10);
 }
+
+/** The last 30 days, today included: the one default range of every page and of the API. */
+export const DEFAULT_OFFSET = -29;

@@ -5,8 +5,8 @@
 // and source; and a form to define or edit a funnel (owners, admins; `?edit=1` edits).
 import { describeError, siteApi } from './api.js';
 import { actionButton } from './controls.js';
-import { alertBox, empty, h, percent, seconds, svg, table, when } from './dom.js';
-import { field, filterForm, isoDay, picked } from './filters.js';
+import { alertBox, dayRangeText, dayText, empty, h, percent, seconds, svg, table, when } from './dom.js';
+import { DEFAULT_OFFSET, field, filterForm, picked, siteDay } from './filters.js';
 import { segmentChoice } from './sessions.js';
 
 const EVENTS = {
@@ -37,8 +37,8 @@ export async function funnelsPage(app, site, item, query) {
     );
     return funnelForm(app, site, { ...chosen, named }, `${path}?${range}`);
   }
-  if (!range.get('from')) range.set('from', isoDay(-29));
-  if (!range.get('to')) range.set('to', isoDay(0));
+  if (!range.get('from')) range.set('from', siteDay(site, DEFAULT_OFFSET));
+  if (!range.get('to')) range.set('to', siteDay(site));
   const report = await app.session.json(siteApi(site, `/funnels/${chosen.id}/report?${range}`));
   const list = h(
     'nav',
@@ -84,7 +84,7 @@ export async function funnelsPage(app, site, item, query) {
       h(
         'h2',
         { id: 'funnel-steps-title' },
-        `Sessions from ${report.from} to ${report.to}${report.source ? ` from ${report.source}` : ''}`,
+        `Sessions ${dayRangeText(report.from, report.to)}${report.source ? ` from ${report.source}` : ''}`,
       ),
       purgeNote(report),
       steps(site, chosen, report, range),
@@ -203,7 +203,7 @@ function steps(site, funnel, report, range) {
 /** A change of conversion in points, against the previous period's conversion. */
 function pointsChange(report) {
   const { previous } = report;
-  const period = `${previous.from} to ${previous.to}`;
+  const period = dayRangeText(previous.from, previous.to);
   if (report.conversionChange === null) {
     return h(
       'span',
@@ -263,7 +263,9 @@ function conversionChart(over) {
 }
 
 function periodName(unit, point) {
-  return unit === 'day' || point.from === point.to ? point.from : `${point.from} to ${point.to}`;
+  return unit === 'day' || point.from === point.to
+    ? dayText(point.from)
+    : `${dayText(point.from)} – ${dayText(point.to)}`;
 }
 
 /** The range's conversion against the previous period's, then per day or week. */

@@ -1,8 +1,8 @@
 // Heatmaps (issue 22): the site's pages, and one page's clicks, rage clicks, dead clicks or scroll
 // reach drawn over the page as a recording rendered it (or over a plain outline, saying why).
 import { siteApi } from './api.js';
-import { empty, h, table } from './dom.js';
-import { choice, field, isoDay } from './filters.js';
+import { dayRangeText, empty, h, table } from './dom.js';
+import { DEFAULT_OFFSET, choice, field, siteDay } from './filters.js';
 
 const KINDS = { click: 'Clicks', rage_click: 'Rage clicks', dead_click: 'Dead clicks', scroll: 'Scroll depth' };
 const WIDTHS = { desktop: 'Desktop', tablet: 'Tablet', phone: 'Phone' };
@@ -15,13 +15,13 @@ const NO_IMAGE = {
     'background once one exists.',
 };
 
-function rangeOf(query) {
-  return { from: query.get('from') || isoDay(-29), to: query.get('to') || isoDay(0) };
+function rangeOf(site, query) {
+  return { from: query.get('from') || siteDay(site, DEFAULT_OFFSET), to: query.get('to') || siteDay(site) };
 }
 
 export async function heatmapsPage(app, site, item, query) {
   if (item) return heatmapDetail(app, site, item, query);
-  const { from, to } = rangeOf(query);
+  const { from, to } = rangeOf(site, query);
   const list = await app.session.json(siteApi(site, `/heatmaps?from=${from}&to=${to}`));
   const rows = list.pages.map((page) =>
     h(
@@ -52,7 +52,7 @@ export async function heatmapsPage(app, site, item, query) {
       rows.length
         ? table({
             id: 'heatmap-pages',
-            caption: `Pages from ${list.from} to ${list.to}, grouped without query string or fragment`,
+            caption: `Pages ${dayRangeText(list.from, list.to)}, grouped without query string or fragment`,
             head: [
               'Page',
               'Pageviews',
@@ -102,7 +102,7 @@ function place(point, image, drawWidth) {
 async function heatmapDetail(app, site, page, query) {
   const kind = KINDS[query.get('kind')] ? query.get('kind') : 'click';
   const width = WIDTHS[query.get('width')] ? query.get('width') : 'desktop';
-  const { from, to } = rangeOf(query);
+  const { from, to } = rangeOf(site, query);
   const params = new URLSearchParams({ page, kind, width, from, to });
   const view = await app.session.json(siteApi(site, `/heatmaps/page?${params}`));
   const image = view.image;
@@ -186,7 +186,11 @@ async function heatmapDetail(app, site, page, query) {
       ? h(
           'table',
           { id: 'heatmap-elements' },
-          h('caption', { class: 'hint' }, `${view.total} ${KINDS[kind].toLowerCase()} from ${view.from} to ${view.to}`),
+          h(
+            'caption',
+            { class: 'hint' },
+            `${view.total} ${KINDS[kind].toLowerCase()} ${dayRangeText(view.from, view.to)}`,
+          ),
           h('thead', {}, h('tr', {}, h('th', {}, 'Element'), h('th', {}, 'Count'))),
           h(
             'tbody',

@@ -6,8 +6,8 @@
 import { ApiError, describeError, siteApi } from './api.js';
 import { dailyChart } from './chart.js';
 import { engagementPanel } from './engagement.js';
-import { alertBox, empty, h, percentChange, shareList, table, when } from './dom.js';
-import { isoDay } from './filters.js';
+import { alertBox, dayRangeText, dayText, empty, h, percentChange, shareList, table, when } from './dom.js';
+import { DEFAULT_OFFSET, siteDay } from './filters.js';
 import { moneyPanel } from './money.js';
 import { trafficPanels } from './traffic.js';
 
@@ -23,7 +23,7 @@ const WORSE_WHEN_UP = new Set(['errors']);
 const PRESETS = [
   ['Today', 0],
   ['7 days', -6],
-  ['30 days', -29],
+  ['30 days', DEFAULT_OFFSET],
 ];
 
 function number(value, name) {
@@ -62,10 +62,14 @@ function rangeControls(app, site, data, query, problem = null) {
   const here = `/app/sites/${site.id}`;
   const chosen = `${data.from}/${data.to}`;
   const presets = PRESETS.map(([label, offset]) => {
-    const href = `${here}?from=${isoDay(offset)}&to=${isoDay(0)}`;
+    const href = `${here}?from=${siteDay(site, offset)}&to=${siteDay(site)}`;
     return h(
       'a',
-      { class: 'button secondary', href, 'aria-current': chosen === `${isoDay(offset)}/${isoDay(0)}` ? 'true' : null },
+      {
+        class: 'button secondary',
+        href,
+        'aria-current': chosen === `${siteDay(site, offset)}/${siteDay(site)}` ? 'true' : null,
+      },
       label,
     );
   });
@@ -103,6 +107,18 @@ function rangeControls(app, site, data, query, problem = null) {
 
 /** Figures are folded in off the request path within a second or so; say so when they lag. */
 const LAG_SHOWN_MS = 30000;
+
+/** Where the range (or the period it is compared with) crosses a change of the site's time zone. */
+function zoneChangeNote(changes) {
+  if (!changes?.length) return null;
+  return h(
+    'p',
+    { class: 'hint', id: 'zone-changes' },
+    changes
+      .map((change) => `From ${dayText(change.day)} days run in ${change.to} (before, in ${change.from}).`)
+      .join(' '),
+  );
+}
 
 function behind(asOf) {
   if (!asOf || Date.now() - Date.parse(asOf) < LAG_SHOWN_MS) return null;
@@ -184,7 +200,10 @@ function liveFeed(app, site) {
 export async function overviewPage(app, site, item, query) {
   const feed = liveFeed(app, site);
   // The last 7 days unless the address names a range.
-  const range = new URLSearchParams({ from: query.get('from') || isoDay(-6), to: query.get('to') || isoDay(0) });
+  const range = new URLSearchParams({
+    from: query.get('from') || siteDay(site, DEFAULT_OFFSET),
+    to: query.get('to') || siteDay(site),
+  });
   const refused = (problem) =>
     h(
       'div',
@@ -203,10 +222,10 @@ export async function overviewPage(app, site, item, query) {
   }
   const days = await app.session.json(siteApi(site, `/stats/daily?from=${data.from}&to=${data.to}`));
   const length = Math.round((Date.parse(data.to) - Date.parse(data.from)) / 86400000) + 1;
-  const period = data.from === data.to ? data.from : `${data.from} to ${data.to}`;
+  const period = dayRangeText(data.from, data.to);
   const cards = h(
     'ul',
-    { class: 'figures', id: 'overview-figures', 'aria-label': `Figures for ${period}` },
+    { class: 'figures', id: 'overview-figures', 'aria-label': `Figures ${period}` },
     FIGURES.map(([name, label]) => {
       const figure = data.figures[name];
       return h(
@@ -228,7 +247,8 @@ export async function overviewPage(app, site, item, query) {
     h(
       'section',
       { class: 'panel', 'aria-labelledby': 'figures-title' },
-      h('h2', { id: 'figures-title' }, `From ${period}`),
+      h('h2', { id: 'figures-title' }, `Figures ${period}`),
+      zoneChangeNote(data.zoneChanges),
       cards,
       behind(data.figuresAsOf),
     ),
@@ -280,7 +300,7 @@ export async function overviewPage(app, site, item, query) {
     h(
       'p',
       { class: 'hint' },
-      `Compared with ${data.previous.from} to ${data.previous.to}. Updated ${when(new Date().toISOString())}.`,
+      `Compared with the days ${dayRangeText(data.previous.from, data.previous.to)}. Updated ${when(new Date().toISOString())}.`,
     ),
   );
 }

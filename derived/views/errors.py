@@ -11,7 +11,7 @@ from typing import Any
 
 from derived import conversion_impact, daily_figures, journeys
 from derived.views.paging import Page, keyset_page, not_restricted, readable
-from documents import error_records, recordings, visitors
+from documents import error_records, recordings, sites, visitors
 from documents.store import DESCENDING, Store
 from errors import InvalidInput, NotFound
 from instants import day_bounds
@@ -151,7 +151,7 @@ async def _figures_on_pages(store: Store, site_id: str, first: date, last: date,
                             ) -> dict[str, daily_figures.ErrorFigures]:
     """Each error's figures over the range counted from its occurrences on pages starting with
     `page` (the folded figures are not kept per page), restricted visitors left out."""
-    start, end = day_bounds(first, last)
+    start, end = day_bounds(first, last, await sites.site_clock(store, site_id))
     match: dict[str, Any] = {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end},
                              "page": {"$regex": "^" + re.escape(page)},
                              **await not_restricted(store, site_id)}
@@ -172,7 +172,7 @@ async def error_breakdown(store: Store, site_id: str, error_id: str, *, first: d
     latest occurrences with their anonymised context, and its revenue at risk from `impacts`
     (derived/conversion_impact.py) with the method in one sentence."""
     await find_error(store, site_id, error_id)
-    start, end = day_bounds(first, last)
+    start, end = day_bounds(first, last, await sites.site_clock(store, site_id))
     match = {"siteId": site_id, "errorId": error_id, "occurredAt": {"$gte": start, "$lt": end},
              **await not_restricted(store, site_id)}
 
@@ -236,7 +236,7 @@ async def error_replays(store: Store, site_id: str, error_id: str, *, first: dat
     """The error's latest occurrences in the range that a recording shows, newest first, each
     with the recording and the moment to open it at."""
     await find_error(store, site_id, error_id)
-    start, end = day_bounds(first, last)
+    start, end = day_bounds(first, last, await sites.site_clock(store, site_id))
     restricted = await visitors.restricted_visitor_ids(store, site_id)
     match: dict[str, Any] = {"siteId": site_id, "errorId": error_id,
                              "occurredAt": {"$gte": start, "$lt": end}}

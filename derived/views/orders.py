@@ -26,10 +26,10 @@ from urllib.parse import quote
 from derived import visits
 from derived.views.errors import recording_at
 from derived.views.paging import encode_cursor, keyset_page, not_restricted, readable
-from documents import commerce, visitors
+from documents import commerce, sites, visitors
 from documents.store import Store
 from errors import InvalidInput
-from instants import days_condition, format_instant
+from instants import UTC_DAYS, days_condition, format_instant
 
 SORTS = ("placed", "paid", "value")
 STATUSES = ("placed", "paid", "refunded", "cancelled", "failed")
@@ -106,8 +106,9 @@ async def _filter(store: Store, site_id: str, filters: OrderFilters) -> dict[str
         raise InvalidInput("minNet is more than maxNet", field="minNet")
     filter_: dict[str, Any] = {"siteId": site_id, **commerce.KEPT,
                                **await not_restricted(store, site_id),
-                               _date_field(filters.sort): days_condition(filters.first,
-                                                                         filters.last)}
+                               _date_field(filters.sort): days_condition(
+                                   filters.first, filters.last,
+                                   await sites.site_clock(store, site_id))}
     if filters.status is not None:
         filter_["status"] = filters.status
     if currency is not None:
@@ -184,8 +185,9 @@ class _Visits:
         key = (visitor, session_id)
         if session_id is not None and key in self.known:
             return self.known[key]
+        # The clock names a stub visit's day; a stub is not an order's visit (no pageviews).
         visit = await visits.journey_visit(self.store, self.site_id, visitor, session_id, at,
-                                           session=None)
+                                           clock=UTC_DAYS, session=None)
         found = visit if visit is not None and visit.get("pageviews") else None
         if session_id is not None:
             self.known[key] = found

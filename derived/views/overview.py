@@ -9,7 +9,7 @@ from datetime import date
 from typing import Any
 
 from derived import daily_figures, derivation, engagement
-from documents import commerce, error_records
+from documents import commerce, error_records, sites
 from documents.store import Store
 from instants import previous_period
 
@@ -62,6 +62,8 @@ async def overview(store: Store, site: dict[str, Any], first: date, last: date
     return {
         "from": first.isoformat(), "to": last.isoformat(),
         "figuresAsOf": await derivation.oldest_unfolded(store, site_id),
+        # Days before a change of time zone were cut in the zone of their time.
+        "zoneChanges": sites.day_clock(site).changes_within(before_first, last),
         "previous": {"from": before_first.isoformat(), "to": before_last.isoformat()},
         "figures": {name: {"value": value, "previous": previously[name],
                            "change": _change(value, previously[name])}

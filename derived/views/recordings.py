@@ -16,7 +16,7 @@ from typing import Any
 from derived.daily_figures import page_path
 from derived.funnel_reports import MAX_FILTER_SESSIONS
 from derived.views.paging import Page, keyset_page, readable
-from documents import error_records, interactions, leads, recordings, visitors
+from documents import error_records, interactions, leads, recordings, sites, visitors
 from documents.store import ASCENDING, Store
 from errors import InvalidInput, NotFound
 from instants import day_bounds, days_condition
@@ -116,7 +116,8 @@ async def search_recordings(store: Store, site_id: str, filters: RecordingFilter
         filter_["visitorId"] = filters.visitor_id
     elif restricted:
         filter_["visitorId"] = {"$nin": restricted}
-    if bound := days_condition(filters.first, filters.last):
+    if bound := days_condition(filters.first, filters.last,
+                               await sites.site_clock(store, site_id)):
         filter_["startedAt"] = bound
     if filters.page:
         filter_["pages.url"] = {"$regex": re.escape(filters.page), "$options": "i"}
@@ -222,7 +223,7 @@ async def sessions_hit_by(store: Store, site_id: str, error_id: str, first: date
     """The browser sessions the error hit between `first` and `last` (the recordings list's
     `error` filter: the sessions behind its revenue at risk), restricted visitors left out;
     at most MAX_FILTER_SESSIONS, the earliest hit first."""
-    start, end = day_bounds(first, last)
+    start, end = day_bounds(first, last, await sites.site_clock(store, site_id))
     return tuple(await error_records.sessions_hit(
         store, site_id, error_id, start, end,
         hidden=await visitors.restricted_visitor_ids(store, site_id), limit=MAX_FILTER_SESSIONS))

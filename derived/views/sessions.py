@@ -18,7 +18,7 @@ from derived import journeys, visits
 from derived.funnel_reports import MAX_FILTER_SESSIONS
 from derived.views.errors import recording_at
 from derived.views.paging import Page, keyset_page, not_restricted, readable
-from documents import commerce, segments, visitors
+from documents import commerce, segments, sites, visitors
 from documents.segments import SessionFilters
 from documents.store import Store
 from errors import InvalidInput, NotFound
@@ -61,7 +61,7 @@ async def segment_sessions(store: Store, site: dict[str, Any], segment_id: str |
     within = await segment_condition(store, site, segment_id)
     if within is None:
         return None
-    start, end = day_bounds(first, last)
+    start, end = day_bounds(first, last, sites.day_clock(site))
     hidden = await visitors.restricted_visitor_ids(store, site["_id"])
     return tuple(await visits.session_ids_matching(store, site["_id"], within, start, end,
                                                    hidden=hidden, limit=MAX_FILTER_SESSIONS))
@@ -168,7 +168,8 @@ async def list_sessions(store: Store, site: dict[str, Any], first: date, last: d
     saved = await segment_filters(store, site_id, segment_id)
     if saved is not None:
         clauses += visits.matching(saved, currency).get("$and", [])
-    query: dict[str, Any] = {"siteId": site_id, "startedAt": days_condition(first, last),
+    query: dict[str, Any] = {"siteId": site_id,
+                             "startedAt": days_condition(first, last, sites.day_clock(site)),
                              "pageviews": {"$gt": 0}, **await not_restricted(store, site_id)}
     if clauses:
         query["$and"] = clauses

@@ -19,7 +19,7 @@ from derived.views import orders as order_views
 from derived.views.leads import lead_view
 from derived.views.paging import decode_cursor, encode_cursor, keyset_page, readable
 from derived.views.recordings import recording_summary
-from documents import engagement, error_records, leads, recordings, visitors
+from documents import engagement, error_records, leads, recordings, sites, visitors
 from documents.store import Store
 from errors import NotFound
 from instants import days_condition
@@ -213,9 +213,10 @@ async def search_visitors(store: Store, site_id: str, filters: VisitorFilters, *
         filter_["wpUserId"] = {"$nin": [None, ""]} if filters.logged_in else {"$in": [None, ""]}
     if filters.has_lead is not None:
         filter_["counts.leads"] = {"$gt": 0} if filters.has_lead else {"$not": {"$gt": 0}}
-    if bound := days_condition(filters.first_seen_from, filters.first_seen_to):
+    clock = await sites.site_clock(store, site_id)
+    if bound := days_condition(filters.first_seen_from, filters.first_seen_to, clock):
         filter_["firstSeen"] = bound
-    if bound := days_condition(filters.last_seen_from, filters.last_seen_to):
+    if bound := days_condition(filters.last_seen_from, filters.last_seen_to, clock):
         filter_["lastSeen"] = bound
     if filters.visitors is not None:
         filter_["visitorId"] = {"$in": list(filters.visitors)}

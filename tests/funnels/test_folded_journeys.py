@@ -131,12 +131,13 @@ async def test_revenue_at_risk_reads_the_folded_counts_and_a_funnel_one_visit_pe
     # a was hit at the product view, a stage no session without the hit reached: no table.
     assert impacts[await _error_id(deps.store, "pay is undefined")]["affectedSessions"] == 0
     assert reading.read <= {daily_figures.SESSION_DAYS, daily_figures.SITE_DAYS}, reading.read
-    # A funnel reads one visit document per session and nothing of the shop's events; the
-    # steps and the order joined to a's visit are there.
+    # A funnel reads one visit document per session and nothing of the shop's events (and
+    # the site, for where its days begin); the steps and the order joined to a's visit are
+    # there.
     reading = _Reading(deps.store)
     sessions = await funnel_reports.read_sessions(reading, tenant.site_id, first, last)
     assert len(sessions.visits) == 3
-    assert reading.read <= {visits.COLLECTION, "visitors"}, reading.read
+    assert reading.read <= {visits.COLLECTION, "visitors", "sites"}, reading.read
     paths = funnel_reports.paths_through(funnels.shop_funnel(), sessions,
                                          page_matches=lambda *_: False)
     # a viewed the product and added it to the cart, then paid without a checkout step: the
