@@ -372,6 +372,25 @@ class SiteKeyring:
             raise NotFound("site not found")
         return updated, changed
 
+    async def adopt_time_zone(self, site: dict[str, Any], zone_name: str) -> str:
+        """The shop's own time zone (its plugin says it), taken as the site's when the owner
+        never chose one; returns the site's zone either way. From the end of the site's
+        current day, as any change of zone (`zone_history`)."""
+        chosen = (site.get("settings") or {}).get("timeZone")
+        if chosen:
+            return chosen
+        now = datetime.now(UTC)
+        adopted = await self._store.collection(COLLECTION).find_one_and_update(
+            {"_id": site["_id"], "settings.timeZone": None},
+            {"$set": {"settings.timeZone": zone_name, "updatedAt": now,
+                      TIME_ZONES: zone_history(site, zone_name, now)}},
+            return_document=ReturnDocument.AFTER)
+        await self.site_changed(site["_id"])
+        if adopted is None:  # chosen meanwhile
+            found = await find_site(self._store, site["_id"], {"settings": 1})
+            return ((found or {}).get("settings") or {}).get("timeZone") or zone_name
+        return zone_name
+
     async def rotate_api_key(self, site: dict[str, Any], grace_seconds: int, *,
                              session: Any = None) -> tuple[dict[str, Any], str]:
         """Replace the API key; the old one stops at once, its statements after the grace."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from documents import sites
+from errors import InvalidInput
 from handlers.ingest_api import acknowledgement, ingest_route
 from ingest import activity, commerce
 
@@ -45,6 +47,14 @@ async def _commerce(deps: Deps, site: dict[str, Any], body: dict[str, Any]) -> d
     return acknowledgement(await commerce.record_commerce(deps.intake, site, body))
 
 
+async def _shop(deps: Deps, site: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    zone = body["timeZone"]
+    if not sites.known_time_zone(zone):
+        raise InvalidInput("timeZone must be an IANA time zone name such as Europe/Berlin",
+                           field="timeZone")
+    return {"ok": True, "timeZone": await deps.keyring.adopt_time_zone(site, zone)}
+
+
 default_handlers = [
     # A pageview, with the product when the shop knows it.
     ingest_route(r"/ingest/pageviews", "pageview", "PageviewIngest", _pageview),
@@ -58,4 +68,6 @@ default_handlers = [
     ingest_route(r"/ingest/consents", "consent", "ConsentIngest", _consent),
     # Issue 31: carts, checkouts and orders from the shop's server (ingest/commerce.py).
     ingest_route(r"/ingest/commerce", "commerce", "CommerceIngest", _commerce),
+    # Issue 41: the shop's own settings the service adopts (its time zone, until one is chosen).
+    ingest_route(r"/ingest/shop", "shop", "ShopIngest", _shop),
 ]

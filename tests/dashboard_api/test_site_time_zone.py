@@ -120,3 +120,18 @@ def test_a_change_between_far_apart_zones_never_runs_a_day_backwards():
         for moment, day in zip(moments, days, strict=True):
             start, end = clock.bounds(day, day)
             assert start <= moment < end, (old, new, moment)
+
+
+async def test_the_shop_gives_its_zone_only_to_a_site_without_one(fetch: Fetch, make_tenant):
+    async def send(tenant, zone: str):
+        return await fetch("/ingest/shop", "POST", json_body={"timeZone": zone},
+                           headers={"X-Service-Key": tenant.api_key})
+
+    fresh = await make_tenant()
+    answer = await send(fresh, "Europe/Berlin")
+    assert (answer.code, answer.json()) == (200, {"ok": True, "timeZone": "Europe/Berlin"})
+    assert (await send(fresh, "Asia/Tokyo")).json()["timeZone"] == "Europe/Berlin"
+    chosen = await make_tenant(name="chosen", settings={"timeZone": "America/Chicago"})
+    assert (await send(chosen, "Europe/Berlin")).json()["timeZone"] == "America/Chicago"
+    refused = await send(fresh, "+02:00")
+    assert refused.code == 422 and refused.json()["error"]["field"] == "timeZone"

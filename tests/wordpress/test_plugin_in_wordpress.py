@@ -385,6 +385,25 @@ async def test_the_api_key_from_wp_config_wins_and_is_not_editable(
         flag.unlink()
 
 
+async def test_checking_the_connection_gives_the_service_the_shops_time_zone_once(
+        open_shop: ShopFactory, deps):
+    shop = await open_shop({"recordings": False})
+    await shop.wp.php("update_option('timezone_string', 'Europe/Berlin'); return true;")
+    try:
+        check = await shop.wp.php("return \\VisitorService\\Settings::checkConnection();")
+        assert check["ok"], check
+        site = await deps.store.collection("sites").find_one({"_id": shop.tenant.site_id})
+        assert site["settings"]["timeZone"] == "Europe/Berlin"
+        # Once the site has a zone, the shop's changing does not move it: the owner chooses.
+        await shop.wp.php("update_option('timezone_string', 'Asia/Tokyo'); return true;")
+        assert (await shop.wp.php(
+            "return \\VisitorService\\Settings::checkConnection();"))["ok"]
+        site = await deps.store.collection("sites").find_one({"_id": shop.tenant.site_id})
+        assert site["settings"]["timeZone"] == "Europe/Berlin"
+    finally:
+        await shop.wp.php("update_option('timezone_string', ''); return true;")
+
+
 async def test_the_settings_check_and_the_api_key_never_shown(open_shop: ShopFactory):
     shop = await open_shop()
     assert shop.check["ok"], shop.check

@@ -169,6 +169,7 @@ final class Settings
             : ['status' => 0, 'body' => null, 'error' => ''];
         if (in_array($ingest['status'], [400, 422], true)) {
             $messages[] = __('API key: accepted.', 'visitor-service');
+            self::shareTimeZone($deadline);
         } else {
             $ok = false;
             if ($ingest['status'] === 401) {
@@ -183,6 +184,20 @@ final class Settings
         $result = ['ok' => $ok, 'messages' => $messages];
         update_option(Options::LAST_CHECK, $result + ['at' => time()], false);
         return $result;
+    }
+
+    /**
+     * Tell the service the shop's time zone, which it takes as the site's until the owner
+     * chooses one there (its days then run as the shop's do). Only a named zone: WordPress
+     * may hold a bare UTC offset, which has no daylight-saving rules.
+     */
+    private static function shareTimeZone(float $deadline): void
+    {
+        $zone = wp_timezone_string();
+        $left = $deadline - microtime(true);
+        if ($left > 0.2 && ($zone === 'UTC' || strpos($zone, '/') !== false)) {
+            Client::post('/ingest/shop', ['timeZone' => $zone], $left);
+        }
     }
 
     /** Why the service did not answer "Check connection": silent past the budget, or unreachable. */
