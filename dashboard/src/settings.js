@@ -72,6 +72,7 @@ export async function settingsPage(app, site) {
     settings.excludedUrls.map((rule) => excludedRow(rule, disabled)),
   );
   const outcome = h('div', { role: 'status' });
+  const zoneList = h('div', {}, zoneChanges(site.timeZoneChanges || []));
   const form = h(
     'form',
     {
@@ -103,9 +104,12 @@ export async function settingsPage(app, site) {
             .trim()
             .toUpperCase() || null;
         if (currency !== (settings.reportingCurrency || null)) change.settings.reportingCurrency = currency;
+        const zone = String(data.get('timeZone') || '').trim() || null;
+        if (zone !== (settings.timeZone || null)) change.settings.timeZone = zone;
         try {
           const updated = await app.session.json(siteApi(site), { method: 'PATCH', json: change });
           Object.assign(site, updated);
+          zoneList.replaceChildren(zoneChanges(updated.timeZoneChanges || []) || '');
           outcome.replaceChildren(h('div', { class: 'notice' }, 'Settings saved.'));
         } catch (failure) {
           outcome.replaceChildren(alertBox(describeError(failure)));
@@ -166,7 +170,7 @@ export async function settingsPage(app, site) {
         (settings.personalPages || []).join('\n'),
       ),
     ),
-    h('h3', {}, 'Sales'),
+    h('h3', {}, 'Reports: money and days'),
     h(
       'label',
       { class: 'field', for: 'reporting-currency' },
@@ -186,6 +190,26 @@ export async function settingsPage(app, site) {
         disabled,
       }),
     ),
+    h(
+      'label',
+      { class: 'field', for: 'time-zone' },
+      h(
+        'span',
+        {},
+        'Time zone (e.g. Europe/Berlin). Days run from midnight to midnight there in every figure. ' +
+          'A change takes effect when the current day ends; days already counted keep theirs. Empty: UTC.',
+      ),
+      h('input', {
+        id: 'time-zone',
+        name: 'timeZone',
+        list: 'time-zones',
+        maxlength: 64,
+        autocomplete: 'off',
+        value: settings.timeZone || '',
+        disabled,
+      }),
+    ),
+    zoneList,
     h('h3', {}, 'Allowed origins'),
     h(
       'label',
@@ -450,5 +474,15 @@ function keysPanel(app, site, admin) {
         )
       : h('p', { class: 'hint', id: 'viewer-note' }, 'Only owners and admins can rotate keys.'),
     shown,
+  );
+}
+
+/** The site's changes of time zone, each with the moment it took (or takes) effect. */
+function zoneChanges(changes) {
+  if (!changes.length) return null;
+  return h(
+    'ul',
+    { class: 'hint', id: 'time-zone-changes' },
+    changes.map((change) => h('li', {}, `${change.zone} from ${when(change.at)}`)),
   );
 }

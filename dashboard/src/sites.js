@@ -9,6 +9,8 @@ function browserTimeZone() {
   return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
 }
 
+/** The time zones the browser knows, offered as a list beside a zone field (`list: 'time-zones'`:
+ * the settings form's field uses it too). */
 function zoneChoices() {
   const zones = typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('timeZone') : [];
   return h(

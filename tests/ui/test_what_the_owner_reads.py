@@ -110,3 +110,18 @@ async def test_the_overview_shows_engagement_against_the_period_before_on_a_phon
         assert overflow <= 0, (width, overflow)
         await page.screenshot(path=artifacts(f"overview-engagement-{width}.png"), full_page=True)
         await assert_accessible(page, f"the overview's engagement at {width} px")
+
+
+async def test_the_owner_sets_the_sites_time_zone_and_sees_when_it_takes_effect(
+        page: Page, dashboard: Dashboard, deps, artifacts):
+    await sign_in(page, dashboard)
+    await page.goto(dashboard.page_url("/settings"))
+    await page.locator("#time-zone").fill("Europe/Berlin")
+    await page.get_by_role("button", name="Save settings").click()
+    await expect(page.get_by_text("Settings saved.")).to_be_visible()
+    await expect(page.locator("#time-zone-changes")).to_contain_text("Europe/Berlin from")
+    site = await deps.store.collection("sites").find_one({"_id": dashboard.site_id})
+    assert site["settings"]["timeZone"] == "Europe/Berlin"
+    assert [entry["zone"] for entry in site["timeZones"]] == ["UTC", "Europe/Berlin"]
+    await page.screenshot(path=artifacts("settings-time-zone.png"), full_page=True)
+    await assert_accessible(page, "the settings with a change of time zone")
