@@ -21,7 +21,11 @@ export async function leadsPage(app, site, item, query) {
         h(
           'td',
           {},
-          h('a', { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(lead.visitorId)}` }, 'Visitor'),
+          h(
+            'a',
+            { href: `/app/sites/${site.id}/visitors/${encodeURIComponent(lead.visitorId)}`, title: lead.visitorId },
+            lead.visitorLabel || 'Visitor',
+          ),
           ' ',
           admin
             ? h(

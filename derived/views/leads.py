@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from derived.views.paging import Page, keyset_page, not_restricted, readable
-from documents import leads
+from documents import leads, visitors
 from documents.store import Store
 
 
@@ -28,8 +28,14 @@ def lead_view(lead: dict[str, Any]) -> dict[str, Any]:
 
 
 async def list_leads(store: Store, site_id: str, *, cursor: str | None, limit: int) -> Page:
-    """The site's leads, newest first, without those of restricted visitors."""
+    """The site's leads, newest first, without those of restricted visitors; each with its
+    visitor's readable label."""
     filter_ = {"siteId": site_id, **await not_restricted(store, site_id)}
     found, next_cursor = await keyset_page(store, leads.COLLECTION, filter_, "createdAt",
                                            cursor, limit)
-    return Page(readable(found, lead_view, "lead"), next_cursor)
+    rows = readable(found, lead_view, "lead")
+    names = await visitors.display_names(
+        store, [(site_id, row["visitorId"]) for row in rows if row.get("visitorId")])
+    return Page([{**row, "visitorLabel": visitors.listed_label(site_id, row.get("visitorId"),
+                                                              names)} for row in rows],
+                next_cursor)

@@ -100,5 +100,6 @@ async def test_a_visitor_reads_the_same_label_in_every_list_and_answer(
     await ingest("leads", {"visitorId": VISITOR, "email": "grace@example.com",
                            "name": "Grace Hopper"})
     assert await labels() == ["Grace Hopper"] * 7
+    assert (await read("/leads"))["items"][0]["visitorLabel"] == "Grace Hopper"
     profile = await read(f"/visitors/{VISITOR}")
     assert profile["visitorId"] == VISITOR and profile["displayName"] == "Grace Hopper"
