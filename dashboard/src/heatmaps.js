@@ -1,7 +1,7 @@
 // Heatmaps (issue 22): the site's pages, and one page's clicks, rage clicks, dead clicks or scroll
 // reach drawn over the page as a recording rendered it (or over a plain outline, saying why).
 import { siteApi } from './api.js';
-import { dayRangeText, empty, h, table } from './dom.js';
+import { dayRangeText, empty, h, percent, table } from './dom.js';
 import { DEFAULT_OFFSET, choice, field, siteDay } from './filters.js';
 
 const KINDS = { click: 'Clicks', rage_click: 'Rage clicks', dead_click: 'Dead clicks', scroll: 'Scroll depth' };
@@ -177,7 +177,7 @@ async function heatmapDetail(app, site, page, query) {
             {},
             view.reach
               .filter((row) => row.depth % 25 === 0)
-              .map((row) => h('tr', {}, h('td', {}, `${row.depth}%`), h('td', {}, `${Math.round(row.share * 100)}%`))),
+              .map((row) => h('tr', {}, h('td', {}, `${row.depth}%`), h('td', {}, percent(row.share)))),
           ),
         )
       : empty('No scroll reports yet', 'Scroll depth arrives when visitors leave or hide the page.');

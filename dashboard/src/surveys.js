@@ -4,7 +4,7 @@
 // running when it was given, and a formula-safe CSV of every answer.
 import { describeError, siteApi } from './api.js';
 import { download } from './controls.js';
-import { alertBox, empty, facts, h, pagePath, table, when } from './dom.js';
+import { alertBox, empty, facts, h, pagePath, percent as percentText, table, when } from './dom.js';
 import { replayControl } from './replay.js';
 
 const TYPES = { score: '0–10 score (NPS)', rating: 'Rating 1–5', choice: 'Single choice' };
@@ -249,7 +249,7 @@ function distribution(results) {
             'td',
             {},
             h('div', { class: 'share-bar', 'aria-hidden': 'true' }, bar),
-            h('span', { class: 'share-value' }, `${percent}%`),
+            h('span', { class: 'share-value' }, percentText(total ? row.count / total : 0)),
           ),
         );
       }),

@@ -1,7 +1,7 @@
 // Traffic sources on the overview: where the period's sessions came from (source, referrer
 // domain, UTM source, medium and campaign of the landing page) and where they entered and
 // left; a source opens its sessions' recordings (watch) and the shop funnel for it.
-import { empty, h } from './dom.js';
+import { empty, h, percent } from './dom.js';
 
 function table(id, caption, head, rows, nameOf) {
   if (!rows.length) return empty('Nothing in this period');
@@ -32,7 +32,7 @@ function table(id, caption, head, rows, nameOf) {
             {},
             h('td', {}, nameOf(row)),
             h('td', { class: 'num' }, String(row.count)),
-            h('td', { class: 'num' }, `${Math.round(row.share * 100)}%`),
+            h('td', { class: 'num' }, percent(row.share)),
           ),
         ),
       ),
