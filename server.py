@@ -33,6 +33,7 @@ from auth.recovery import PasswordRecovery
 from auth.service import AuthService, ThrottleLimits
 from auth.team import Team
 from auth.tokens import TokenIssuer
+from auth.two_factor import TwoFactor
 from config import Settings, SettingsError, load_settings
 from config.logging import configure_logging, log_request
 from config.metrics import Metrics
@@ -60,10 +61,12 @@ from handlers import orders as order_handlers
 from handlers import retention as retention_handlers
 from handlers import sdk as sdk_handlers
 from handlers import sessions as session_handlers
+from handlers import site_deletion as site_deletion_handlers
 from handlers import sites as site_handlers
 from handlers import subject_requests_by_email as privacy_by_email_handlers
 from handlers import surveys as survey_handlers
 from handlers import team as team_handlers
+from handlers import two_factor as two_factor_handlers
 from handlers import ui as ui_handlers
 from handlers import visitors as visitor_handlers
 from handlers.base import NotFoundHandler
@@ -186,6 +189,8 @@ async def build_deps(settings: Settings, *, store: Store | None = None,
         notifier=notifier,
         team=team,
         recovery=recovery,
+        two_factor=TwoFactor(store, sealer, auth.passwords, settings.secret_key,
+                             settings.public_url),
         account_mailer=account_mailer,
         statements=StatementAttributor(store, keyring, metrics,
                                        max_age_seconds=settings.statement_max_age_seconds),
@@ -264,7 +269,9 @@ def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
         *health_handlers.default_handlers,
         *auth_handlers.default_handlers,
         *site_handlers.default_handlers,
+        *site_deletion_handlers.default_handlers,
         *team_handlers.default_handlers,
+        *two_factor_handlers.default_handlers,
         *funnel_handlers.default_handlers,
         *retention_handlers.default_handlers,
         *visitor_handlers.default_handlers,

@@ -38,6 +38,14 @@ class TokenPair:
 
 
 @dataclass(frozen=True)
+class CheckedPassword:
+    """A right password: whose, and the hash of the network it came from."""
+
+    user_id: str
+    network_hash: str | None
+
+
+@dataclass(frozen=True)
 class ThrottleLimits:
     """Failed logins allowed per 15-minute window."""
 
@@ -80,6 +88,13 @@ class AuthService:
 
     async def login(self, email: str, password: str, client_ip: str) -> TokenPair:
         """Check the credentials and open a new token family; Unauthenticated or RateLimited."""
+        checked = await self.check_credentials(email, password, client_ip)
+        return await self.complete_login(checked)
+
+    async def check_credentials(self, email: str, password: str, client_ip: str
+                                ) -> CheckedPassword:
+        """Check the credentials without signing in (a second factor may come next);
+        Unauthenticated or RateLimited."""
         email = accounts.normalise_email(email)
         network = login_network(client_ip)
         pair_key = self._counter("pair", email, client_ip)
@@ -110,8 +125,12 @@ class AuthService:
             raise Unauthenticated("e-mail or password is wrong", code="invalid_credentials")
 
         await accounts.clear_failures(self._store, pair_key)
-        await accounts.record_sign_in(self._store, user["_id"], network_hash)
-        return await self._issue(user["_id"], accounts.new_id(), parent_id=None)
+        return CheckedPassword(user["_id"], network_hash)
+
+    async def complete_login(self, checked: CheckedPassword) -> TokenPair:
+        """Open a new token family for a user whose password (and second factor) was right."""
+        await accounts.record_sign_in(self._store, checked.user_id, checked.network_hash)
+        return await self._issue(checked.user_id, accounts.new_id(), parent_id=None)
 
     async def sign_in(self, user_id: str) -> TokenPair:
         """Open a new token family for a user who just proved who they are another way (an

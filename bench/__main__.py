@@ -288,6 +288,21 @@ BENCHMARKS.append("bench.insight")
 ROWS_FOR["bench.insight"] = _insight_rows
 
 
+
+def _alerts_rows(f: dict[str, Any]) -> list[Row]:
+    rows = [row("alerts", f"evaluation ms per site per pass, {f['sites']} sites x "
+                          f"{f['rules_per_site']} rules (baseline: {f['baseline_sites']} sites)",
+                f["pass_ms_per_site"], f["baseline_ms_per_site"]),
+            row("alerts", "store reads per site per pass", f["pass_reads_per_site"])]
+    rows += [row("alerts", f"{kind}: ms per site", found["ms_per_site"])
+             for kind, found in f["kinds"].items()]
+    return rows
+
+
+# The alert rules' evaluation with 1,000 sites' rules (issue 42).
+BENCHMARKS.append("bench.alerts")
+ROWS_FOR["bench.alerts"] = _alerts_rows
+
 def summary_table(rows: list[Row]) -> str:
     """The rows as a fixed-width text table."""
     def cell(value: Any) -> str:

@@ -31,6 +31,7 @@ from documents import (
     sites,
     statement_nonces,
     surveys,
+    two_factor,
     visitors,
 )
 from documents.migrations import Migration, run_once
@@ -48,7 +49,7 @@ def declared_indexes() -> list[Index]:
         *leads.INDEXES, *notifications.INDEXES, *recordings.INDEXES,
         *requests.INDEXES, *retention.INDEXES, *segments.INDEXES, *sites.INDEXES,
         *statement_nonces.INDEXES,
-        *surveys.INDEXES, *visitors.INDEXES,
+        *surveys.INDEXES, *two_factor.INDEXES, *visitors.INDEXES,
     ]
 
 
@@ -56,7 +57,7 @@ def declared_collections() -> list[str]:
     """Every raw collection start-up creates: those with indexes, and those declared bare."""
     named = {index.collection for index in declared_indexes()}
     return sorted(named | {*accounts.COLLECTIONS, migrations.COLLECTION,
-                           notifications.CHANNELS})
+                           notifications.CHANNELS, *two_factor.COLLECTIONS})
 
 
 async def prepare_store(store: Store, *, indexes: Iterable[Index], collections: Iterable[str],

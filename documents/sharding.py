@@ -42,6 +42,7 @@ from documents import (
     sites,
     statement_nonces,
     surveys,
+    two_factor,
     visitors,
 )
 
@@ -84,9 +85,12 @@ SHARD_KEYS: dict[str, Placement] = {
     account_links.COLLECTION: Placement(None, "pending invitations and password resets, "
                                               "expiring; unique token digest"),
     account_mail.COLLECTION: Placement(None, "a log of invitation and reset mails"),
+    two_factor.COLLECTION: Placement(None, _SMALL + "; one per user with two-factor"),
+    two_factor.REQUIREMENTS: Placement(None, _SMALL + "; one per organization requiring it"),
     # Read across sites by the evaluator each pass: a few rules per site.
     alerts.RULES: Placement(None, _SMALL),
     alerts.EPISODES: Placement(None, "a few per rule, expiring; unique (rule, episode)"),
+    alerts.MEMBERS: Placement(None, "one per member and site who changed a setting"),
     audit.COLLECTION: Placement(None, "per organization, written by hand-made actions"),
     requests.COLLECTION: Placement(None, "per organization, written by hand-made requests"),
     heatmaps.RENDERS: Placement(None, "a queue of a few requests at a time"),

@@ -1,5 +1,5 @@
-"""Dashboard sign-in: login, refresh-token rotation, logout, who am I, and passwords changed
-or reset, and an invitation accepted.
+"""Dashboard sign-in: login (with a second factor when one is on or required), refresh-token
+rotation, logout, who am I, and passwords changed or reset, and an invitation accepted.
 
 The refresh token is returned in the body (API clients) and set as an HttpOnly, Secure,
 SameSite=Strict cookie scoped to /auth (the dashboard, whose scripts never see it). Refresh and
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from auth.service import TokenPair
+from auth.service import CheckedPassword, TokenPair
+from auth.two_factor import CODE, ENROL
 from documents import accounts, audit
 from errors import Unauthenticated
 from handlers.base import BaseHandler
@@ -24,8 +25,8 @@ class TokenPairHandler(BaseHandler):
 
     authentication = "none"
 
-    def send_pair(self, pair: TokenPair) -> None:
-        """Answer with the pair and set the refresh cookie."""
+    def send_pair(self, pair: TokenPair, extra: dict[str, Any] | None = None) -> None:
+        """Answer with the pair (and `extra`) and set the refresh cookie."""
         self.set_cookie(
             REFRESH_COOKIE, pair.refresh_token, path="/auth", httponly=True, secure=True,
             samesite="Strict", expires=pair.refresh_expires_at,
@@ -36,7 +37,29 @@ class TokenPairHandler(BaseHandler):
             "refreshToken": pair.refresh_token,
             "refreshTokenExpiresAt": pair.refresh_expires_at,
             "tokenType": "Bearer",
+            **(extra or {}),
         })
+
+    async def sign_in(self, checked: CheckedPassword) -> None:
+        """The token pair, or, when a second factor is needed (a code, or an enrolment an
+        organization requires), a short-lived second-step token instead of a session."""
+        kind = await self.deps.two_factor.second_step_for(checked.user_id)
+        if kind is not None:
+            step = self.deps.two_factor.challenge(checked.user_id, kind, checked.network_hash)
+            self.write_json({"secondStep": step.kind, "secondStepToken": step.token,
+                             "expiresAt": step.expires_at})
+            return
+        pair = await self.deps.auth.complete_login(checked)
+        await self.audit_sign_in(pair.user_id)
+        self.send_pair(pair)
+
+    async def audit_sign_in(self, user_id: str) -> None:
+        """Audit a completed sign-in."""
+        user = await accounts.load_authenticated_user(self.deps.store, user_id, "")
+        await audit.record(
+            self.deps.store, action="auth.login", actor_user_id=user_id,
+            account_id=user.account_id if user else None, organization_id=None,
+        )
 
     def presented_refresh_token(self) -> str:
         """The refresh token from the body, else from the cookie."""
@@ -54,13 +77,37 @@ class LoginHandler(TokenPairHandler):
 
     async def post(self) -> None:
         body = self.validated_body("LoginRequest")
-        pair = await self.deps.auth.login(body["email"], body["password"], self.client_ip)
-        user = await accounts.load_authenticated_user(self.deps.store, pair.user_id, "")
-        await audit.record(
-            self.deps.store, action="auth.login", actor_user_id=pair.user_id,
-            account_id=user.account_id if user else None, organization_id=None,
-        )
+        await self.sign_in(await self.deps.auth.check_credentials(
+            body["email"], body["password"], self.client_ip))
+
+
+class SecondStepHandler(TokenPairHandler):
+    """POST /auth/login/two-factor: the second-step token with a code or a recovery code for
+    the token pair."""
+
+    async def post(self) -> None:
+        body = self.validated_body("SecondStepCode")
+        claims = self.deps.two_factor.read_challenge(body["token"], CODE)
+        await self.deps.two_factor.verify(claims.user_id, code=body.get("code"),
+                                          recovery_code=body.get("recoveryCode"))
+        pair = await self.deps.auth.complete_login(
+            CheckedPassword(claims.user_id, claims.network_hash))
+        await self.audit_sign_in(pair.user_id)
         self.send_pair(pair)
+
+
+class SecondStepEnrolmentHandler(TokenPairHandler):
+    """POST /auth/login/two-factor/confirm: the first code of an enrolment an organization
+    required at sign-in, for the token pair and the recovery codes (shown once)."""
+
+    async def post(self) -> None:
+        body = self.validated_body("SecondStepEnrolment")
+        claims = self.deps.two_factor.read_challenge(body["token"], ENROL)
+        codes = await self.deps.two_factor.confirm(claims.user_id, body["code"])
+        pair = await self.deps.auth.complete_login(
+            CheckedPassword(claims.user_id, claims.network_hash))
+        await self.audit_sign_in(pair.user_id)
+        self.send_pair(pair, {"recoveryCodes": codes})
 
 
 class RefreshHandler(TokenPairHandler):
@@ -141,11 +188,19 @@ class InvitationAcceptHandler(TokenPairHandler):
         body = self.validated_body("InvitationAccept")
         user_id = await self.deps.team.accept(body["token"], body["password"],
                                               body.get("displayName"))
+        # An organization that requires a second factor gets the enrolment first.
+        if await self.deps.two_factor.second_step_for(user_id) is not None:
+            step = self.deps.two_factor.challenge(user_id, ENROL, None)
+            self.write_json({"secondStep": step.kind, "secondStepToken": step.token,
+                             "expiresAt": step.expires_at})
+            return
         self.send_pair(await self.deps.auth.sign_in(user_id))
 
 
 default_handlers = [
     (r"/auth/login", LoginHandler),
+    (r"/auth/login/two-factor", SecondStepHandler),
+    (r"/auth/login/two-factor/confirm", SecondStepEnrolmentHandler),
     (r"/auth/refresh", RefreshHandler),
     (r"/auth/logout", LogoutHandler),
     (r"/auth/me", MeHandler),

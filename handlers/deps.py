@@ -11,6 +11,7 @@ from typing import Any
 from auth.recovery import PasswordRecovery
 from auth.service import AuthService
 from auth.team import Team
+from auth.two_factor import TwoFactor
 from config import Settings
 from config.metrics import Metrics
 from documents.requests import SubjectDigester
@@ -63,6 +64,8 @@ class Deps:
     team: Team
     #: Password changes and resets (auth/recovery.py).
     recovery: PasswordRecovery
+    #: Two-factor sign-in: TOTP codes, recovery codes, organizations' requirement.
+    two_factor: TwoFactor
     #: Account mail (invitations, password resets) through SMTP_URL.
     account_mailer: AccountMailer
     statements: StatementAttributor

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from documents import account_links, accounts, audit, funnels, retention, segments
+from documents import account_links, accounts, audit, funnels, retention, segments, two_factor
 from documents import alerts as alert_documents
 from documents import notifications as notification_documents
 from documents import sites as site_documents
@@ -71,6 +71,10 @@ async def account_export(store: Store, user: AuthenticatedUser) -> dict[str, Any
         # its rule (issue 42): figures and links, no visitor's data.
         view["alertRules"] = [alert_documents.view(rule) for rule in
                               await alert_documents.list_rules(store, site["_id"])]
+        # Each member's own alert settings: the rules they muted for themselves, their digest.
+        view["alertMemberSettings"] = [
+            {"userId": doc["userId"], **alert_documents.member_view(doc)}
+            for doc in await alert_documents.member_settings_of_site(store, site["_id"])]
         view["notificationDeliveries"] = await notification_documents.recent_deliveries(
             store, site["_id"], None, EXPORTED_DELIVERIES)
         # Every kind's retention in force, defaults included (issue 32).
@@ -80,11 +84,18 @@ async def account_export(store: Store, user: AuthenticatedUser) -> dict[str, Any
     # Who was invited with which role and what became of it (never the link's digest).
     invitations = await account_links.invitations_of_account(store, user.account_id)
     trail = [entry async for entry in audit.entries_for_account(store, user.account_id)]
+    # Who has two-factor sign-in on, since when, with how many recovery codes left (never the
+    # sealed secret or the codes' digests).
+    second_factors = {
+        state["_id"]: {"enabledAt": state.get("enabledAt"),
+                       "recoveryCodesLeft": len(state.get("recoveryCodes", []))}
+        for state in await two_factor.states_of_account(store, user.account_id)}
     return {
         "format": "visitor-service/account-export/v1",
         "account": account,
         "organizations": organizations,
-        "users": [{key: value for key, value in u.items() if key not in USER_SECRET_FIELDS}
+        "users": [{**{key: value for key, value in u.items() if key not in USER_SECRET_FIELDS},
+                   "twoFactor": second_factors.get(u["_id"])}
                   for u in users],
         "memberships": memberships,
         "invitations": invitations,

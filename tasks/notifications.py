@@ -31,7 +31,7 @@ import random
 import smtplib
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from email.message import EmailMessage
 from typing import Any
@@ -146,10 +146,13 @@ class Notifier:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def alert(self, site_id: str, rule: dict[str, Any], event: dict[str, Any]) -> None:
+    async def alert(self, site_id: str, rule: dict[str, Any], event: dict[str, Any], *,
+                    muted_addresses: Iterable[str] = ()) -> None:
         """Schedule an alert episode's deliveries on the rule's channels and return at once;
-        `event` is what tasks/alerts.py built (figures and a page, no visitor's data)."""
-        task = asyncio.create_task(self._notify_alert(site_id, rule, event),
+        `event` is what tasks/alerts.py built (figures and a page, no visitor's data). The
+        e-mail leaves out `muted_addresses` (members who muted the rule for themselves)."""
+        task = asyncio.create_task(self._notify_alert(site_id, rule, event,
+                                                      set(map(str.lower, muted_addresses))),
                                    name=f"notify-alert-{site_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -238,7 +241,7 @@ class Notifier:
             log.exception("retention notification failed", extra={"siteId": site_id})
 
     async def _notify_alert(self, site_id: str, rule: dict[str, Any],
-                            event: dict[str, Any]) -> None:
+                            event: dict[str, Any], muted: set[str]) -> None:
         try:
             channels = await notifications.channels_for_site(self._store, site_id)
             if not channels:
@@ -250,9 +253,12 @@ class Notifier:
             wanted = set(rule.get("channels") or ())
             senders: dict[str, Send] = {}
             email = channels.get("email")
-            if "email" in wanted and email and email.get("enabled"):
+            recipients = [address for address in (email or {}).get("recipients") or ()
+                          if address.lower() not in muted]
+            if "email" in wanted and email and email.get("enabled") and recipients:
                 senders["email"] = lambda _id: self._send_text_email(
-                    site_id, email, f"[{name}] {event['title']}", text)
+                    site_id, {**email, "recipients": recipients}, f"[{name}] {event['title']}",
+                    text)
             webhook = channels.get("webhook")
             if "webhook" in wanted and webhook and webhook.get("enabled"):
                 senders["webhook"] = lambda delivery_id: self._send_webhook(

@@ -1,7 +1,8 @@
 // The dashboard: sign-in, the shell (site switcher, tabs, live state) and a path router over the
 // page modules.
 import './styles.css';
-import { forgotPage, resetPage } from './account.js';
+import { accountPage, forgotPage, resetPage, signIn } from './account.js';
+import { alertsPage } from './alerts.js';
 import { createSession, describeError } from './api.js';
 import { openLive } from './live.js';
 import { alertBox, h } from './dom.js';
@@ -38,6 +39,8 @@ const PAGES = {
   surveys: surveysPage,
   funnels: funnelsPage,
   team: teamPage,
+  alerts: alertsPage,
+  account: accountPage,
 };
 
 const root = document.getElementById('app');
@@ -111,7 +114,7 @@ function loginPage(message) {
         submit.textContent = 'Signing in…';
         error.replaceChildren();
         try {
-          await app.session.login(email.value, password.value);
+          await signIn(app.session, email.value, password.value, form.parentElement);
           await start();
           app.go(`/app/sites/${app.sites[0]?.id || 'none'}`);
         } catch (failure) {
@@ -188,6 +191,7 @@ const TABS = [
   ['heatmaps', 'Heatmaps'],
   ['surveys', 'Surveys'],
   ['settings', 'Settings'],
+  ['alerts', 'Alerts'],
   ['privacy', 'Privacy & exports'],
   ['team', 'Team'],
 ];
@@ -211,6 +215,15 @@ function shell(site, section, content) {
         state === 'live' ? 'Live' : state === 'connecting' ? 'Connecting…' : 'Offline',
       ),
       h('span', { class: 'hint who' }, `${app.me.email} · ${app.role(site)}`),
+      h(
+        'a',
+        {
+          href: `/app/sites/${site.id}/account`,
+          id: 'account-link',
+          'aria-current': section === 'account' ? 'page' : null,
+        },
+        'Account',
+      ),
       h(
         'button',
         {
@@ -277,7 +290,7 @@ async function render() {
   if (parts[1] === 'invite') {
     root.replaceChildren(
       invitePage(async (email, password) => {
-        await app.session.login(email, password);
+        await signIn(app.session, email, password, root.firstElementChild);
         await start();
         app.go(`/app/sites/${app.sites[0]?.id || 'none'}`);
       }),

@@ -26,6 +26,9 @@ PUBLIC_ROUTES = {
     "/auth/login": "this is where credentials are exchanged",
     "/auth/refresh": "authenticated by the refresh token itself",
     "/auth/logout": "authenticated by the refresh token itself",
+    "/auth/login/two-factor": "authenticated by the password's second-step token",
+    "/auth/login/two-factor/setup": "authenticated by the password's second-step token",
+    "/auth/login/two-factor/confirm": "authenticated by the password's second-step token",
     "/auth/invitations/details": "authenticated by the invitation's single-use token",
     "/auth/invitations/accept": "authenticated by the invitation's single-use token",
     "/auth/password-reset/request": "for someone who cannot sign in; the same answer for every "

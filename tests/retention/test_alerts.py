@@ -1,5 +1,6 @@
 """A failing or overdue purge reaches the owner through the site's own channels: a signed webhook
-and an e-mail, logged with the other deliveries."""
+and an e-mail, logged with the other deliveries (an overdue one as the site's purge-overdue
+alert rule, issue 42)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from tests.notifications.test_notifications import (  # noqa: F401 - fixtures
     settings_env,
     smtp_server,
 )
-from tests.retention.conftest import ALL_KINDS, OVERDUE_AFTER, as_stored, make_purger
+from tests.retention.conftest import OVERDUE_AFTER, as_stored, make_purger
 from tests.support.app import Fetch, Tenant
 from tests.support.faulty_store import FaultPlan, FaultyStore
 
@@ -76,11 +77,12 @@ async def test_an_overdue_purge_posts_a_signed_webhook_and_an_email_saying_since
     (hook,) = received
     assert hook["valid"] is True
     body = hook["body"]
-    assert (body["type"], body["siteId"], body["kinds"]) == (
-        "retention_purge_overdue", tenant.site_id, sorted(ALL_KINDS))
-    assert body["since"] == as_stored(started).isoformat(timespec="milliseconds").replace(
-        "+00:00", "Z")
+    assert (body["type"], body["siteId"], body["rule"]["kind"]) == (
+        "alert.fired", tenant.site_id, "purgeOverdue")
+    since = as_stored(started).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    assert body["figures"]["overdueSince"] == since
     assert body["dashboardUrl"].endswith(f"/app/sites/{tenant.site_id}/privacy")
     (mail,) = mailbox.messages
-    assert "The retention purge has not run" in " ".join(mail["Subject"].split())
-    assert f"No run has finished since {body['since']}" in mail.get_payload()
+    assert "The retention purge has not finished a run since" in " ".join(
+        mail["Subject"].split())
+    assert f"overdueSince: {since}" in mail.get_payload()
