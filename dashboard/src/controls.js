@@ -36,6 +36,25 @@ export function actionButton(label, action, { busy = 'Working…', kind = '', id
   return h('span', { class: 'row' }, button, status);
 }
 
+/**
+ * A form's submit handler: the page stays, `submit` is disabled while `work` runs, `outcome`
+ * is cleared first and says a failure in words.
+ */
+export function submitWith(submit, outcome, work) {
+  return async (event) => {
+    event.preventDefault();
+    submit.disabled = true;
+    outcome.replaceChildren();
+    try {
+      await work();
+    } catch (failure) {
+      outcome.replaceChildren(alertBox(describeError(failure)));
+    } finally {
+      submit.disabled = false;
+    }
+  };
+}
+
 /** The first cell of the row that ends a CSV export cut at the server's row cap. */
 const TRUNCATION_MARKER = '\n#truncated,';
 

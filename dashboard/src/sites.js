@@ -2,7 +2,7 @@
 // key shown once) and deleting this one (owners only: an export offered first, its name typed
 // to confirm).
 import { describeError, siteApi } from './api.js';
-import { copyButton, csvDownload, download } from './controls.js';
+import { copyButton, csvDownload, download, submitWith } from './controls.js';
 import { alertBox, h } from './dom.js';
 
 function browserTimeZone() {
@@ -38,51 +38,42 @@ export function newSitePanel(app, site) {
     {
       class: 'panel',
       id: 'new-site',
-      onsubmit: async (event) => {
-        event.preventDefault();
-        submit.disabled = true;
-        outcome.replaceChildren();
-        try {
-          const created = await app.session.json('/api/v1/sites', {
-            method: 'POST',
-            json: {
-              name: name.value.trim(),
-              organizationId: site.organizationId,
-              allowedOrigins: origins.value
-                .split('\n')
-                .map((line) => line.trim())
-                .filter(Boolean),
-              settings: { timeZone: zone.value.trim() },
-            },
-          });
-          app.sites.push(created.site);
-          const key = h('span', { class: 'key', id: 'new-site-key' }, created.apiKey);
-          outcome.replaceChildren(
+      onsubmit: submitWith(submit, outcome, async () => {
+        const created = await app.session.json('/api/v1/sites', {
+          method: 'POST',
+          json: {
+            name: name.value.trim(),
+            organizationId: site.organizationId,
+            allowedOrigins: origins.value
+              .split('\n')
+              .map((line) => line.trim())
+              .filter(Boolean),
+            settings: { timeZone: zone.value.trim() },
+          },
+        });
+        app.sites.push(created.site);
+        const key = h('span', { class: 'key', id: 'new-site-key' }, created.apiKey);
+        outcome.replaceChildren(
+          h(
+            'div',
+            { class: 'notice' },
+            h('p', {}, `${created.site.name} is added. Its API key, shown only now, for the shop’s server:`),
+            key,
+            ' ',
+            copyButton('Copy the API key', created.apiKey, key),
             h(
-              'div',
-              { class: 'notice' },
-              h('p', {}, `${created.site.name} is added. Its API key, shown only now, for the shop’s server:`),
-              key,
-              ' ',
-              copyButton('Copy the API key', created.apiKey, key),
+              'p',
+              {},
               h(
-                'p',
-                {},
-                h(
-                  'a',
-                  { href: `/app/sites/${created.id}/settings` },
-                  `Install ${created.site.name}: its snippet and plugin settings`,
-                ),
+                'a',
+                { href: `/app/sites/${created.id}/settings` },
+                `Install ${created.site.name}: its snippet and plugin settings`,
               ),
             ),
-          );
-          name.value = origins.value = '';
-        } catch (failure) {
-          outcome.replaceChildren(alertBox(describeError(failure)));
-        } finally {
-          submit.disabled = false;
-        }
-      },
+          ),
+        );
+        name.value = origins.value = '';
+      }),
     },
     h('h2', {}, 'Add a site'),
     h('label', { class: 'field', for: 'new-site-name' }, h('span', {}, 'Name'), name),

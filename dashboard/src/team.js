@@ -1,8 +1,7 @@
 // The Team page (the site's organization): members with role and last sign-in, pending
 // invitations, and for owners and admins inviting, changing roles and removing. The invitation
 // page (/app/invite#token) is where an invitee sets a password and joins.
-import { describeError } from './api.js';
-import { actionButton, copyButton } from './controls.js';
+import { actionButton, copyButton, submitWith } from './controls.js';
 import { alertBox, h, table, when } from './dom.js';
 
 const ROLES = ['owner', 'admin', 'viewer'];
@@ -55,28 +54,19 @@ function inviteForm(app, site, isOwner, refresh) {
     {
       class: 'panel',
       id: 'invite-form',
-      onsubmit: async (event) => {
-        event.preventDefault();
-        submit.disabled = true;
-        outcome.replaceChildren();
-        try {
-          const issued = await app.session.json(organizationPath(site, '/invitations'), {
-            method: 'POST',
-            json: { email: email.value, role: role.value },
-          });
-          await refresh();
-          outcome.replaceChildren(
-            issued.link
-              ? shownOnce(issued.link)
-              : h('p', { class: 'notice' }, `Invitation mailed to ${issued.invitation.email}.`),
-          );
-          email.value = '';
-        } catch (failure) {
-          outcome.replaceChildren(alertBox(describeError(failure)));
-        } finally {
-          submit.disabled = false;
-        }
-      },
+      onsubmit: submitWith(submit, outcome, async () => {
+        const issued = await app.session.json(organizationPath(site, '/invitations'), {
+          method: 'POST',
+          json: { email: email.value, role: role.value },
+        });
+        await refresh();
+        outcome.replaceChildren(
+          issued.link
+            ? shownOnce(issued.link)
+            : h('p', { class: 'notice' }, `Invitation mailed to ${issued.invitation.email}.`),
+        );
+        email.value = '';
+      }),
     },
     h('h2', {}, 'Invite someone'),
     h(
