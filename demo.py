@@ -2,6 +2,10 @@
 
 Used by `visitor-service serve` on the embedded store only; it sits above every layer because
 it drives the intake, the recordings and the error queue the way real traffic does.
+
+The demo's data lives in memory, but its identity (login, site id and keys) is kept in the
+demo file (`DEMO_FILE`, mode 0600) and reused by the next start, so a snippet pasted into a test
+shop and the lines of `.visitor-service/demo.env` keep working across restarts.
 """
 
 from __future__ import annotations
@@ -10,9 +14,11 @@ import asyncio
 import gzip
 import json
 import secrets
+import shlex
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from auth.passwords import PasswordHasher
@@ -38,12 +44,38 @@ class DemoCredentials:
         """The demo file's JSON object."""
         return asdict(self)
 
+    def as_env(self, base_url: str) -> str:
+        """`demo.env`: the same for `source`, with the address it is served at."""
+        values = {"BASE_URL": base_url, "API_KEY": self.apiKey, "PUBLIC_KEY": self.publicKey,
+                  "SITE_ID": self.siteId, "EMAIL": self.email, "PASSWORD": self.password}
+        return "".join(f"{name}={shlex.quote(value)}\n" for name, value in values.items())
+
+
+def saved_demo(path: Path) -> DemoCredentials | None:
+    """The identity an earlier start saved in the demo file, or None (none, or not readable)."""
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        return DemoCredentials(**{f.name: str(saved[f.name]) for f in fields(DemoCredentials)})
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+async def saved_login(store: Any, path: Path) -> DemoCredentials | None:
+    """On a real store, the login and site a local start saved (`make run STORE=wire`), when
+    that site is in this store: a server never tells another store's login."""
+    saved = saved_demo(path)
+    if saved is None or await sites.find_site(store, saved.siteId, {"_id": 1}) is None:
+        return None
+    return saved
+
 
 async def seed_demo(store: Any, keyring: SiteKeyring, passwords: PasswordHasher, *, email: str,
-                    password: str, public_url: str) -> DemoCredentials:
-    """Create the demo account, owner and site; generated credentials unless given."""
-    email = email or f"demo-{secrets.token_hex(3)}@example.com"
-    password = password or secrets.token_urlsafe(12)
+                    password: str, public_url: str, saved: DemoCredentials | None = None
+                    ) -> DemoCredentials:
+    """Create the demo account, owner and site: with the `saved` identity when given (its
+    login unless `email` or `password` is given), else generated credentials unless given."""
+    email = email or (saved.email if saved else f"demo-{secrets.token_hex(3)}@example.com")
+    password = password or (saved.password if saved else secrets.token_urlsafe(12))
     created = await accounts.create_account(
         store, email=email, password_hash=await passwords.hash(password),
         display_name="Demo Owner", account_name="Demo Account",
@@ -55,7 +87,23 @@ async def seed_demo(store: Any, keyring: SiteKeyring, passwords: PasswordHasher,
         owner, created["organizationId"], "Demo Shop",
         [public_url, "http://localhost:8888", "http://127.0.0.1:8888"], {},
     )
-    return DemoCredentials(email, password, site["_id"], keys.api_key, keys.public_key)
+    if saved is None:
+        return DemoCredentials(email, password, site["_id"], keys.api_key, keys.public_key)
+    await _take_saved_identity(store, keyring, site, saved)
+    return DemoCredentials(email, password, saved.siteId, saved.apiKey, saved.publicKey)
+
+
+async def _take_saved_identity(store: Any, keyring: SiteKeyring, site: dict[str, Any],
+                               saved: DemoCredentials) -> None:
+    """Give the new demo site the saved id and keys: the same document under the saved id, its
+    key fields made from the saved API key under this start's secrets, and the new one gone.
+
+    The keyring hands out only new keys; the demo is the one place that brings back old ones,
+    so it uses the keyring's own making of the key fields rather than a second copy of it."""
+    again = {**site, "_id": saved.siteId, "publicKey": saved.publicKey,
+             **keyring._key_fields(saved.siteId, saved.apiKey)}  # noqa: SLF001
+    await store.collection(sites.COLLECTION).insert_one(again)
+    await sites.remove_site(store, site["_id"])
 
 
 #: Demo visitors: (id, name or None, IP for the country lookup, user agent, screen, day offsets
@@ -72,6 +120,9 @@ DEMO_VISITORS = (
      "390x844", (11, 7, 4, 4, 2, 1, 0)),
 )
 DEMO_PAGES = ("/", "/product/blue-mug", "/product/teapot", "/cart", "/checkout")
+#: A product page's product, as any shop's server marks a product view (`productId` on
+#: /ingest/pageviews; the loader's `svc('product', …)` in the page): the funnel's first step.
+PRODUCT_PAGE = "/product/"
 DEMO_ERRORS = (
     ("TypeError", "Cannot read properties of undefined (reading 'price')", "demo-visitor-mia", 3),
     ("ReferenceError", "wc_cart_fragments_params is not defined", "demo-visitor-jonas", 1),
@@ -130,7 +181,7 @@ async def seed_demo_activity(deps: Any, site_id: str, *, now: datetime | None = 
                 at = now - timedelta(days=offset, minutes=30 - DEMO_PAGES.index(page) * 3)
                 await activity.record_pageview(deps.intake, site, {
                     **context, "url": origin + page, "occurredAt": format_instant(at),
-                    "title": f"Demo Shop {page}"})
+                    "title": f"Demo Shop {page}", **_product(page)})
         if name:
             await activity.record_lead(deps.intake, deps.bus, deps.recordings, site, {
                 **context, "email": f"{visitor_id}@example.com", "name": name,
@@ -146,8 +197,15 @@ async def seed_demo_activity(deps: Any, site_id: str, *, now: datetime | None = 
             "type": error_type, "message": message, "url": origin + "/cart",
             "stack": f"{error_type}: {message}\n    at updateCart (cart.js:42:17)",
             "occurredAt": format_instant(now - timedelta(days=offset))})
-    # Mia's order: into the cart, to the checkout, placed and paid two days ago (issue 31).
+    # Mia's order: the product seen, into the cart, to the checkout, placed and paid two days
+    # ago (issue 31), so the shop funnel walks every step.
     shopped = now - timedelta(days=2, minutes=10)
+    mia = {"visitorId": "demo-visitor-mia", "sessionId": "demo-visitor-mia-s",
+           "ip": DEMO_VISITORS[0][2], "userAgent": DEMO_VISITORS[0][3], "language": "en-GB"}
+    for page, before in (("/", 6), ("/product/blue-mug", 4)):
+        await activity.record_pageview(deps.intake, site, {
+            **mia, "url": origin + page, "title": f"Demo Shop {page}", **_product(page),
+            "occurredAt": format_instant(shopped - timedelta(minutes=before))})
     for step, extra in (("add_to_cart", {"productId": "blue-mug", "quantity": 2,
                                          "price": "12.45", "currency": "EUR"}),
                         ("checkout_started", {}),
@@ -164,6 +222,11 @@ async def seed_demo_activity(deps: Any, site_id: str, *, now: datetime | None = 
     await _wait_for_errors(deps.store, site_id, len(DEMO_ERRORS))
     # The dashboard opens on figures that count all of it.
     await deps.derivation.fold()
+
+
+def _product(page: str) -> dict[str, str]:
+    """`productId` for a product page, else nothing."""
+    return {"productId": page.removeprefix(PRODUCT_PAGE)} if page.startswith(PRODUCT_PAGE) else {}
 
 
 async def _seed_recording(deps: Any, site: dict[str, Any], visitor_id: str,
