@@ -37,7 +37,7 @@ from auth.two_factor import TwoFactor
 from config import Settings, SettingsError, load_settings
 from config.logging import configure_logging, log_request
 from config.metrics import Metrics
-from demo import seed_demo, seed_demo_activity
+from demo import saved_demo, saved_login, seed_demo, seed_demo_activity
 from derived import derivation, store_setup
 from documents.account_links import LinkSigner
 from documents.accounts import is_family_revoked
@@ -61,6 +61,7 @@ from handlers import orders as order_handlers
 from handlers import retention as retention_handlers
 from handlers import sdk as sdk_handlers
 from handlers import sessions as session_handlers
+from handlers import setup as setup_handlers
 from handlers import site_deletion as site_deletion_handlers
 from handlers import sites as site_handlers
 from handlers import subject_requests_by_email as privacy_by_email_handlers
@@ -274,6 +275,7 @@ def make_app(settings: Settings, deps: Deps) -> tornado.web.Application:
         *two_factor_handlers.default_handlers,
         *funnel_handlers.default_handlers,
         *retention_handlers.default_handlers,
+        *setup_handlers.default_handlers,
         *visitor_handlers.default_handlers,
         *data_api_handlers.default_handlers,
         *order_handlers.default_handlers,
@@ -330,14 +332,33 @@ def make_http_server(settings: Settings, app: tornado.web.Application, *,
     )
 
 
+#: The demo's credentials for `source`, beside the demo file (README, "First calls").
+DEMO_ENV = "demo.env"
+
+
 async def write_demo_file(settings: Settings, deps: Deps) -> dict[str, Any]:
-    """Seed the embedded store's demo data and write its credentials file."""
+    """Seed the embedded store's demo data, with the identity an earlier start saved, and write
+    its credentials file and `demo.env` beside it (both readable by their owner only)."""
+    demo_file = Path(settings.demo_file)
     demo = await seed_demo(deps.store, deps.keyring, deps.auth.passwords,
                            email=settings.demo_email, password=settings.demo_password,
-                           public_url=settings.public_url)
+                           public_url=settings.public_url, saved=saved_demo(demo_file))
     await seed_demo_activity(deps, demo.siteId)
-    _write_private_file(Path(settings.demo_file), json.dumps(demo.as_dict(), indent=2) + "\n")
+    _write_private_file(demo_file, json.dumps(demo.as_dict(), indent=2) + "\n")
+    _write_private_file(demo_file.with_name(DEMO_ENV), demo.as_env(settings.public_url))
     return demo.as_dict()
+
+
+async def _saved_login(settings: Settings, deps: Deps) -> dict[str, Any] | None:
+    """On a real store, the login and site a local start saved in the demo file (`make run
+    STORE=wire` does), with `demo.env` written beside it; None unless the site is in the store,
+    so a server never prints another store's login."""
+    demo_file = Path(settings.demo_file)
+    saved = await saved_login(deps.store, demo_file)
+    if saved is None:
+        return None
+    _write_private_file(demo_file.with_name(DEMO_ENV), saved.as_env(settings.public_url))
+    return saved.as_dict()
 
 
 def _write_private_file(path: Path, text: str) -> None:
@@ -361,6 +382,8 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     if settings.embedded:
         demo = await write_demo_file(settings, deps)
         print(_demo_banner(settings, demo), flush=True)
+    elif (login := await _saved_login(settings, deps)) is not None:
+        print(_demo_banner(settings, login), flush=True)
     await start_live(deps)
     # Segments are served only once checked, so every serving process also checks them;
     # leases keep several processes (and workers) from checking the same one.
@@ -423,8 +446,11 @@ def _bind(settings: Settings) -> list[socket.socket]:
 def _demo_banner(settings: Settings, demo: dict[str, Any]) -> str:
     url = settings.public_url
     event = json.dumps({"visitorId": "first-visitor", "url": "https://shop.example/"})
+    store = ("the embedded store (data lives in memory; the login, site and keys are kept)"
+             if settings.embedded else f"MongoDB, database {settings.mongodb_database}")
+    env_file = Path(settings.demo_file).with_name(DEMO_ENV)
     return (
-        "\nVisitor Service is running on the embedded store (data lives in memory).\n\n"
+        f"\nVisitor Service is running on {store}.\n\n"
         f"1. Open the dashboard: {url}/\n"
         f"   and sign in as {demo['email']} with the password {demo['password']}\n\n"
         "2. Paste this into your shop's pages, before </head> (add the page's origin first in\n"
@@ -436,6 +462,7 @@ def _demo_banner(settings: Settings, demo: dict[str, Any]) -> str:
         f"   curl -sS -X POST {url}/ingest/pageviews -H 'Content-Type: application/json' "
         f"-H 'X-Service-Key: {demo['apiKey']}' -d '{event}'\n\n"
         f"API reference: {url}/api/docs\n"
+        f"For the README's first calls: source {env_file}\n"
         f"Site id {demo['siteId']}; the login and keys are saved in {settings.demo_file}\n"
     )
 

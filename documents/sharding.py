@@ -31,6 +31,7 @@ from documents import (
     error_records,
     funnels,
     heatmaps,
+    ingest_drops,
     interactions,
     leads,
     migrations,
@@ -125,6 +126,8 @@ SHARD_KEYS: dict[str, Placement] = {
     funnels.COLLECTION: Placement(SITE, BY_SITE),
     segments.COLLECTION: Placement(SITE, BY_SITE),
     heatmaps.COUNTS: Placement(SITE, BY_SITE),
+    # A few per site and day, only for drops (documents/ingest_drops.py), expiring.
+    ingest_drops.COLLECTION: Placement(SITE, BY_SITE),
     # An order's events can arrive without the visitor (a payment confirmed later), so an
     # order is found by its own key: by site, like the site's figures.
     commerce.ORDERS: Placement(SITE, BY_SITE + "; one per (site, order), found by `_id`"),

@@ -2,7 +2,8 @@
 
 The caller is the site's public key, which travels in the URL path because `sendBeacon` cannot
 set headers, plus the page's `Origin`, which must be one of the site's allowed origins. An
-unknown key answers 401 and a foreign origin 403, before the body is read; nothing is stored.
+unknown key answers 401 and a foreign origin 403, before the body is read; nothing is stored
+but the foreign origin's count for the site's first-run checklist.
 CORS answers allowed origins only, echoing the exact origin (never `*`) with `Vary: Origin`, on
 every answer to them, refusals before the key check included; an unknown key or a foreign origin
 gets none (decision "CORS on early browser errors" in docs/decisions.md).
@@ -39,7 +40,7 @@ from handlers.ingest_api import (
     segment_upload,
 )
 from ingest import activity, browser
-from ingest.intake import Outcome
+from ingest.intake import ORIGIN_NOT_ALLOWED, Outcome
 from ingest.interactions import record_interactions
 from privacy.gate import ItemKind
 from tasks.queue import submit_error
@@ -113,7 +114,12 @@ class SdkHandler(BaseHandler):
         if site is None:
             raise Unauthenticated("the site public key is not valid", code="invalid_public_key")
         if self._cors_origin is None:
-            raise Forbidden("this Origin is not allowed for the site", code="origin_not_allowed")
+            # Told on the site's first-run checklist; only while the site's browser bucket has
+            # room, so a flood of foreign origins cannot become a flood of writes.
+            if self.request.method != "OPTIONS" and await self.deps.rate_limiter.take(
+                    f"public:{site['_id']}") is None:
+                await self.deps.intake.count_site_drop(site, ORIGIN_NOT_ALLOWED)
+            raise Forbidden("this Origin is not allowed for the site", code=ORIGIN_NOT_ALLOWED)
         self.current_user = None
         self.site = site
         if self.request.method == "OPTIONS":

@@ -1,7 +1,9 @@
 """Admission and enrichment shared by every ingest path (/ingest and /sdk/v1).
 
 `VisitorIntake.admit` applies the privacy gate to an item, leaves out bots and headless browsers
-(`bot_reason`), and counts a drop with its reason;
+(`bot_reason`), and counts a drop with its reason (per process for /metrics and, for the reasons
+a site's owner can act on, per site and day in documents/ingest_drops.py for the first-run
+checklist);
 `VisitorIntake.describe_visitor` turns the raw visitor context into what a profile may keep:
 the country from the full IP address, then only the anonymised address, and the parsed device.
 The full address never leaves this module.
@@ -15,8 +17,8 @@ from typing import Any
 
 from config import Settings
 from config.metrics import Metrics
+from documents import ingest_drops, visitors
 from documents import sites as site_documents
-from documents import visitors
 from documents.store import Store
 from errors import InvalidInput
 from privacy.exclusion import site_exclusion_rules
@@ -37,6 +39,13 @@ ITEMS_HELP = "Items received by ingest, by kind and outcome (stored or dropped w
 #: Drop reasons of items sent by automation rather than a visitor.
 BOT = "bot"
 HEADLESS = "headless_browser"
+#: A browser request from a page whose origin the site does not allow (handlers/sdk.py).
+ORIGIN_NOT_ALLOWED = "origin_not_allowed"
+#: Drop reasons also counted per site (`count_site_drop`): those that tell an owner setting up
+#: a site why their own visit is missing. A visitor's own choices (restricted, objected) and
+#: the site's switches (recordings off) are not a setup problem.
+SITE_COUNTED = frozenset({BOT, HEADLESS, "gpc", "consent_missing", "excluded_url",
+                          ORIGIN_NOT_ALLOWED})
 
 #: Client clocks drift; times further ahead than this are taken as "now".
 MAX_FUTURE_SKEW = timedelta(minutes=5)
@@ -113,6 +122,7 @@ class VisitorIntake:
             # A crawler or a scripted browser is not a visitor: none of its items may become a
             # visitor, a pageview, a device or any other figure. Counted apart, like GPC drops.
             self.count(kind, "dropped", automated)
+            await self.count_site_drop(site, automated)
             return GateDecision(False, automated)
         flags = (visitors.PrivacyFlags() if held_refused_by_write else
                  await visitors.privacy_flags(self.store, site["_id"], payload.get("visitorId")))
@@ -130,6 +140,7 @@ class VisitorIntake:
         ))
         if not decision.allowed:
             self.count(kind, "dropped", decision.reason or "unknown")
+            await self.count_site_drop(site, decision.reason or "unknown")
         else:
             anonymise_request_texts(payload, own_hosts(site.get("allowedOrigins", ())))
             strip_item_urls(payload, secret_parameters(site))
@@ -155,6 +166,13 @@ class VisitorIntake:
         """Count items of `kind` as stored or dropped (with a reason)."""
         self.metrics.count(ITEMS_METRIC, ITEMS_HELP, amount, kind=kind, outcome=outcome,
                            reason=reason)
+
+    async def count_site_drop(self, site: dict[str, Any], reason: str) -> None:
+        """Count a dropped item on its site's day, when `reason` is one in `SITE_COUNTED`."""
+        if reason in SITE_COUNTED:
+            now = datetime.now(UTC)
+            await ingest_drops.count_drop(self.store, site["_id"], reason,
+                                          site_documents.day_clock(site).day_of(now), now)
 
     def describe_device(self, payload: dict[str, Any]) -> dict[str, str | None]:
         """Browser, system and device class of the payload's user agent (never the header)."""

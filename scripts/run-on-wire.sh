@@ -69,7 +69,9 @@ print(json.dumps({"email": sys.argv[1], "password": sys.argv[2], "siteId": site[
 fi
 
 echo "Store: SecantusDB on 127.0.0.1:${PORT_DB}, data in $STATE/data (kept across restarts)."
-echo "Login and keys of the first start: $STATE/login.json"
+# The server prints the same "what next" block as the embedded demo from this login, and
+# writes $STATE/demo.env beside it for the README's first calls.
+export DEMO_FILE="$STATE/login.json"
 # In the background, so that a signal to this script stops the service and the store at once.
 "$SERVICE" serve &
 service=$!

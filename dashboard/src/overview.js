@@ -5,6 +5,7 @@
 // traffic sources (traffic.js); the daily chart (chart.js) and the live feed of new errors and leads.
 import { ApiError, describeError, siteApi } from './api.js';
 import { dailyChart } from './chart.js';
+import { setupChecklist } from './checklist.js';
 import { engagementPanel } from './engagement.js';
 import { alertBox, dayRangeText, dayText, empty, h, percentChange, shareList, table, when } from './dom.js';
 import { DEFAULT_OFFSET, siteDay } from './filters.js';
@@ -244,6 +245,7 @@ export async function overviewPage(app, site, item, query) {
     {},
     h('h1', {}, `${site.name}: overview`),
     rangeControls(app, site, data, query),
+    await setupChecklist(app, site),
     h(
       'section',
       { class: 'panel', 'aria-labelledby': 'figures-title' },

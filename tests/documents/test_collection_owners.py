@@ -33,6 +33,9 @@ GENERIC_WALKERS = {
     "privacy/subject_data.py": "finds a visitor's keys in every VISITOR_DATA collection",
     "privacy/export.py": "shows each VISITOR_DATA collection as one section of the export",
     "privacy/erasure.py": "deletes the visitor from each VISITOR_DATA collection",
+    # A site's deletion walks the same table for every visitor of the site, then the site's
+    # own collections (its SITE_OWN table), as erasure walks one visitor's.
+    "privacy/site_deletion.py": "deletes the site from each VISITOR_DATA and SITE_OWN collection",
     # The replay after a restore looks for erased visitors wherever a visitor id is stored.
     "privacy/replay.py": "lists visitor ids in each collection that stores them",
     # The dashboard's read models own no collection: every list pages the same way and every

@@ -148,8 +148,12 @@ async def test_every_public_key_route_refuses_an_unknown_key_and_a_foreign_origi
     for name in await deps.store.collection_names():
         # The set-up's own writes, and the record of start-up's migrations.
         if name not in ("sites", "users", "accounts", "organizations", "memberships",
-                        "refresh_tokens", "audit_log", "migrations"):
+                        "refresh_tokens", "audit_log", "migrations", "ingest_drops"):
             assert await deps.store.collection(name).count_documents({}) == 0, name
+    # A foreign origin is counted for the site's first-run checklist, and nothing else is kept.
+    drops = await deps.store.collection("ingest_drops").find({}).to_list(None)
+    assert {(drop["siteId"], drop["reason"]) for drop in drops} <= {
+        (tenant.site_id, "origin_not_allowed")}
 
 
 def _bad_tokens(settings, tenant: Tenant) -> dict[str, str]:
