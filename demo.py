@@ -23,7 +23,7 @@ from typing import Any
 
 from auth.passwords import PasswordHasher
 from documents import accounts, error_records, sites
-from documents.sites import SiteKeyring
+from documents.sites import SiteKeyring, SiteKeys
 from ingest import activity, commerce
 from ingest.recordings import RecordingLifecycle, SegmentUpload
 from instants import format_instant
@@ -89,21 +89,14 @@ async def seed_demo(store: Any, keyring: SiteKeyring, passwords: PasswordHasher,
     )
     if saved is None:
         return DemoCredentials(email, password, site["_id"], keys.api_key, keys.public_key)
-    await _take_saved_identity(store, keyring, site, saved)
+    await _take_saved_identity(keyring, site, saved)
     return DemoCredentials(email, password, saved.siteId, saved.apiKey, saved.publicKey)
 
 
-async def _take_saved_identity(store: Any, keyring: SiteKeyring, site: dict[str, Any],
+async def _take_saved_identity(keyring: SiteKeyring, site: dict[str, Any],
                                saved: DemoCredentials) -> None:
-    """Give the new demo site the saved id and keys: the same document under the saved id, its
-    key fields made from the saved API key under this start's secrets, and the new one gone.
-
-    The keyring hands out only new keys; the demo is the one place that brings back old ones,
-    so it uses the keyring's own making of the key fields rather than a second copy of it."""
-    again = {**site, "_id": saved.siteId, "publicKey": saved.publicKey,
-             **keyring._key_fields(saved.siteId, saved.apiKey)}  # noqa: SLF001
-    await store.collection(sites.COLLECTION).insert_one(again)
-    await sites.remove_site(store, site["_id"])
+    """Give the new demo site the saved id and keys (`SiteKeyring.restore_identity`)."""
+    await keyring.restore_identity(site, saved.siteId, SiteKeys(saved.apiKey, saved.publicKey))
 
 
 #: Demo visitors: (id, name or None, IP for the country lookup, user agent, screen, day offsets

@@ -372,6 +372,17 @@ class SiteKeyring:
             raise NotFound("site not found")
         return updated, changed
 
+    async def restore_identity(self, site: dict[str, Any], site_id: str, keys: SiteKeys
+                               ) -> dict[str, Any]:
+        """The site just made, under an id and keys it had before (the embedded demo keeps its
+        identity across restarts, never its data): the keys' stored forms made under this
+        process's secrets, and the document `create_site` made gone."""
+        again = {**site, "_id": site_id, "publicKey": keys.public_key,
+                 **self._key_fields(site_id, keys.api_key)}
+        await self._store.collection(COLLECTION).insert_one(again)
+        await remove_site(self._store, site["_id"])
+        return again
+
     async def adopt_time_zone(self, site: dict[str, Any], zone_name: str) -> str:
         """The shop's own time zone (its plugin says it), taken as the site's when the owner
         never chose one; returns the site's zone either way. From the end of the site's
