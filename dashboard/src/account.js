@@ -296,12 +296,16 @@ function enrolAtSignIn(enrolment, token, place, resolve) {
 }
 
 /**
- * Sign in with e-mail and password, then the second step when one is needed (shown in `place`);
- * the session adopts the refresh cookie the last answer set.
+ * Sign in with e-mail and password: the session adopts the token pair the answer carries, or,
+ * when a second step is needed (shown in `place`), the refresh cookie its answer set.
  */
 export async function signIn(session, email, password, place) {
   const answer = await publicCall('/auth/login', { email, password });
-  if (answer.secondStep) await secondStepForm(answer, place);
+  if (!answer.secondStep) {
+    session.adopt(answer);
+    return;
+  }
+  await secondStepForm(answer, place);
   await session.refresh();
 }
 

@@ -164,6 +164,7 @@ export function createSession({ onSignedOut, onToken } = {}) {
   }
 
   return {
+    adopt,
     login,
     logout,
     refresh,
