@@ -225,6 +225,11 @@ async def _calls(store: Store, site_id: str, now: datetime) -> dict[str, str]:
         "recordings, mobile + rage": "/recordings?limit=25&device=mobile&has=rage_click",
         "recording timeline": f"/recordings/{recording['_id']}/timeline",
         "leads, first page": "/leads?limit=25",
+        # The orders list (issue 41 point 1): newest placings, paid ones, by value, by source.
+        "orders, first page": "/orders?limit=25",
+        "orders, paid": "/orders?limit=25&status=paid",
+        "orders, by value": "/orders?limit=25&sort=value&currency=EUR",
+        "orders, source": "/orders?limit=25&source=google.com",
         "funnel, shop, 30 days": "/funnels/shop/report",
         "funnel, shop, 7 days, source": f"/funnels/shop/report?from={week}&to={today}"
                                          "&source=google.com",
