@@ -117,7 +117,7 @@ export async function ordersPage(app, site, item, query) {
   const hint = h(
     'p',
     { class: 'hint', id: 'orders-hint' },
-    'Days are UTC days of placing (of payment when sorted by payment), the last 30 when none are chosen. ' +
+    'Days are the site’s days (its time zone) of placing (of payment when sorted by payment), the last 30 when none are chosen. ' +
       'Net value is the total less refunds, in the currency chosen: a value filter or sort needs one. ' +
       'An order without a browser session takes its source from the visit it followed; “(unknown)” when none.',
   );

@@ -238,7 +238,7 @@ export async function sessionsPage(app, site, item, query) {
   const hint = h(
     'p',
     { class: 'hint', id: 'sessions-hint' },
-    'Days are UTC days a session started on, the last 30 when none are chosen. Order value is what its paid orders ' +
+    'Days are the site’s days (its time zone) a session started on, the last 30 when none are chosen. Order value is what its paid orders ' +
       'brought in the reporting currency, refunds taken off. A page ending in * matches every page it starts.',
   );
   const heading = [

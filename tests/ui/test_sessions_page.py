@@ -45,7 +45,7 @@ async def _sessions(dashboard: Dashboard, deps) -> None:
 
 
 async def test_the_owner_finds_sessions_by_outcome_saves_a_segment_and_reuses_it(
-        page: Page, dashboard: Dashboard, deps):
+        page: Page, dashboard: Dashboard, deps, artifacts):
     await _sessions(dashboard, deps)
     await sign_in(page, dashboard)
     await page.get_by_role("link", name="Sessions", exact=True).click()
@@ -73,6 +73,7 @@ async def test_the_owner_finds_sessions_by_outcome_saves_a_segment_and_reuses_it
     assert "segment=" in page.url and "utmCampaign" not in page.url
     await expect(table.locator("tbody tr")).to_have_count(1)
     await expect(page.get_by_label("Segment")).to_have_value(page.url.split("segment=")[1])
+    await page.screenshot(path=artifacts("sessions-segment-1280.png"), full_page=True)
 
     # The same segment on the visitors, recordings and funnels pages.
     await page.get_by_role("link", name="Its visitors").click()
@@ -97,3 +98,4 @@ async def test_the_owner_finds_sessions_by_outcome_saves_a_segment_and_reuses_it
     await page.get_by_label("Segment").select_option(label="Spring buyers")
     await expect(table.locator("tbody tr")).to_have_count(1)
     await assert_accessible(page, "a segment on the sessions page at 390 px")
+    await page.screenshot(path=artifacts("sessions-segment-390.png"), full_page=True)
