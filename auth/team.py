@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from auth.passwords import PasswordHasher
-from documents import account_links, accounts, audit
+from documents import account_links, accounts, audit, two_factor
 from documents.accounts import ROLES, AuthenticatedUser
 from documents.store import Store
 from errors import Conflict, Forbidden, InvalidInput, NotFound
@@ -229,3 +229,6 @@ class Team:
 
         await self._store.transaction(write)
         await accounts.revoke_user_sessions(self._store, member_id, "member_removed")
+        if await accounts.find_user(self._store, member_id) is None:
+            # A user left in no organization is gone, and their second factor with them.
+            await two_factor.remove(self._store, member_id)

@@ -289,8 +289,10 @@ async function render() {
   }
   if (parts[1] === 'invite') {
     root.replaceChildren(
-      invitePage(async (email, password) => {
-        await signIn(app.session, email, password, root.firstElementChild);
+      invitePage(async (answer, email, password) => {
+        // The accept's own token pair, unless the organization asks for a second factor first.
+        if (answer.secondStep) await signIn(app.session, email, password, root.firstElementChild);
+        else app.session.adopt(answer);
         await start();
         app.go(`/app/sites/${app.sites[0]?.id || 'none'}`);
       }),

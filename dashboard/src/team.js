@@ -245,9 +245,10 @@ export async function publicCall(path, body) {
 
 /**
  * The page an invitation's link opens: the token is in the fragment, so it never reaches a
- * server log; it is sent in a POST body. `signIn(email, password)` signs the new member in.
+ * server log; it is sent in a POST body. `joined(answer, email, password)` signs the new member
+ * in with the accept's answer (a token pair, or the second step an organization requires).
  */
-export function invitePage(signIn) {
+export function invitePage(joined) {
   const token = location.hash.slice(1);
   const main = h('main', { id: 'main' });
   const box = h(
@@ -291,12 +292,12 @@ export function invitePage(signIn) {
             submit.disabled = true;
             error.replaceChildren();
             try {
-              await publicCall('/auth/invitations/accept', {
+              const answer = await publicCall('/auth/invitations/accept', {
                 token,
                 password: password.value,
                 ...(name.value.trim() ? { displayName: name.value.trim() } : {}),
               });
-              await signIn(details.email, password.value);
+              await joined(answer, details.email, password.value);
             } catch (failure) {
               error.replaceChildren(alertBox(failure.message));
               submit.disabled = false;

@@ -199,3 +199,17 @@ async def test_an_owner_requires_it_and_a_member_enrols_at_the_next_sign_in(
                         json_body={"required": False})).code == 204
     owner = await login(fetch, tenant.email)
     assert "accessToken" in owner.json()
+
+
+async def test_a_removed_members_second_factor_goes_with_them(fetch: Fetch, tenant: Tenant,
+                                                              deps):
+    from tests.accounts.test_team import member_id
+
+    pair = await add_member(fetch, tenant, "leaving-2fa@example.com", "viewer")
+    await enrol(fetch, pair["accessToken"])
+    leaving = await member_id(fetch, tenant, "leaving-2fa@example.com")
+    assert await deps.store.collection("two_factor").count_documents({"_id": leaving}) == 1
+    removed = await fetch(f"/api/v1/organizations/{tenant.organization_id}/members/{leaving}",
+                          "DELETE", token=tenant.token)
+    assert removed.code == 204, removed
+    assert await deps.store.collection("two_factor").count_documents({"_id": leaving}) == 0
