@@ -8,6 +8,8 @@ of an interval) keeps them off each other's sites, and when two meet anyway the 
 key (documents/alerts.py) lets exactly one of them open, or resolve, an episode, and only
 that one sends it. What each kind reads and tests is derived/alert_figures.py. A member who
 muted a rule for themselves is left out of its e-mail (documents/alerts.py's member settings).
+Each pass ends with the digest step (tasks/digests.py): the members' daily and weekly digests
+that are due, each sent once whatever the number of evaluators.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from documents.accounts import new_id
 from documents.alerts import Episode
 from documents.store import Store
 from instants import format_instant
+from tasks import digests
+from tasks.digests import DigestSender
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +38,8 @@ FAILED_METRIC = "alert_rule_failures_total"
 FAILED_HELP = "Rule evaluations that failed (tried again on the next pass)."
 
 
-class AlertSender(Protocol):
-    """Where an alert goes (tasks.notifications.Notifier)."""
+class AlertSender(DigestSender, Protocol):
+    """Where an alert, and a digest, goes (tasks.notifications.Notifier)."""
 
     async def alert(self, site_id: str, rule: dict[str, Any], event: dict[str, Any], *,
                     muted_addresses: list[str]) -> None: ...
@@ -67,7 +71,8 @@ class AlertEvaluator:
         self.purge_interval = purge_interval_seconds
         #: One owner name per process, so its leases are its own.
         self.owner = new_id()
-        self._loop = PeriodicTask("alert-evaluation", [("alert evaluation", self.evaluate_all)],
+        self._loop = PeriodicTask("alert-evaluation", [("alert evaluation", self.evaluate_all),
+                                                     ("digests", self.send_digests)],
                                   pause=lambda: self.interval, logger=log)
 
     async def evaluate_all(self, now: datetime | None = None) -> int:
@@ -82,6 +87,11 @@ class AlertEvaluator:
                 continue
             sent += await self.evaluate_site(site_id, now)
         return sent
+
+    async def send_digests(self, now: datetime | None = None) -> int:
+        """Send the members' digests due at `now` that no process sent; returns how many."""
+        return await digests.send_due(self.store, self.sender, self.metrics,
+                                      now=now or datetime.now(UTC))
 
     async def evaluate_kind(self, kind: str, now: datetime | None = None) -> int:
         """Evaluate every site's rules of one kind at `now`, without leases (each episode is

@@ -1,5 +1,6 @@
 """Notifications to the Client: an error new or re-opened, the retention purge in trouble, and
-alert episodes (tasks/alerts.py), by e-mail, signed webhook and Slack-compatible webhook.
+alert episodes (tasks/alerts.py), by e-mail, signed webhook and Slack-compatible webhook; and a
+member's digest (tasks/digests.py), by e-mail only.
 
 `Notifier.error_opened` is called by the error worker after processing, `Notifier.alert` by the
 alert evaluator. It only schedules the
@@ -46,6 +47,7 @@ from instants import format_instant
 from privacy import addresses
 from privacy.sealing import SealedSecretError, SecretSealer
 from realtime.events import new_error_event_from_record
+from tasks.digests import DigestMail
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +156,18 @@ class Notifier:
         task = asyncio.create_task(self._notify_alert(site_id, rule, event,
                                                       set(map(str.lower, muted_addresses))),
                                    name=f"notify-alert-{site_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def site_link(self, site_id: str) -> str:
+        """The dashboard's address of a site, under which its pages are."""
+        return f"{self._public_url}/app/sites/{site_id}"
+
+    async def digest(self, site_id: str, address: str, mail: DigestMail) -> None:
+        """Schedule a member's digest (tasks/digests.py) to `address` through the site's
+        e-mail channel, as plain text and HTML, logged like any delivery; return at once."""
+        task = asyncio.create_task(self._notify_digest(site_id, address, mail),
+                                   name=f"notify-digest-{site_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -272,6 +286,19 @@ class Notifier:
         except Exception:  # noqa: BLE001 - background boundary: log, never reach the evaluator
             log.exception("alert notification failed", extra={"siteId": site_id})
 
+    async def _notify_digest(self, site_id: str, address: str, mail: DigestMail) -> None:
+        try:
+            email = (await notifications.channels_for_site(self._store, site_id) or {}).get(
+                "email")
+            if not email or not email.get("enabled"):
+                return
+            event = {**mail.event, "id": new_id(), "at": format_instant(datetime.now(UTC))}
+            await self._deliver(site_id, "email", event, lambda _id: self._send_text_email(
+                site_id, {**email, "recipients": [address]}, mail.subject, mail.text,
+                html=mail.html))
+        except Exception:  # noqa: BLE001 - background boundary: log, never reach the evaluator
+            log.exception("digest notification failed", extra={"siteId": site_id})
+
     async def send_test(self, site_id: str, channel: str) -> str:
         """Deliver a test message on one channel now, in one attempt, logged like any delivery;
         returns the delivery's id. InvalidInput when the channel is not enabled."""
@@ -346,7 +373,7 @@ class Notifier:
             f"{self._dashboard_link(site_id, event['id'])}\n")
 
     async def _send_text_email(self, site_id: str, config: dict[str, Any], subject: str,
-                               text: str) -> None:
+                               text: str, *, html: str | None = None) -> None:
         password = ""
         if config.get("smtpPasswordSealed"):
             password = self._sealer.open(config["smtpPasswordSealed"],
@@ -360,6 +387,8 @@ class Notifier:
             raise DeliveryFailed("an address of the channel cannot be written in a mail "
                                  "header; save the channel again") from None
         message.set_content(text)
+        if html is not None:
+            message.add_alternative(html, subtype="html")
         await asyncio.to_thread(_send_smtp, config, password, message)
 
     async def _send_webhook(self, site_id: str, config: dict[str, Any], event: dict[str, Any],
