@@ -15,6 +15,7 @@ from documents import (
     alerts,
     audit,
     commerce,
+    digests,
     engagement,
     error_outbox,
     error_records,
@@ -44,6 +45,7 @@ def declared_indexes() -> list[Index]:
     return [
         *account_links.INDEXES, *account_mail.INDEXES,
         *accounts.INDEXES, *activity.INDEXES, *alerts.INDEXES, *audit.INDEXES, *commerce.INDEXES,
+        *digests.INDEXES,
         *engagement.INDEXES, *error_outbox.INDEXES, *error_records.INDEXES, *heatmaps.INDEXES,
         *funnels.INDEXES,
         *ingest_drops.INDEXES, *interactions.INDEXES,

@@ -13,7 +13,7 @@ writes on what it read.
 
 A member's own settings for a site (`alert_member_settings`, one small document per member and
 site) hold the rules they muted for themselves (their address is left out of those rules'
-e-mails) and whether they want the digest, daily or weekly (tasks/digest.py).
+e-mails) and whether they want the digest, daily or weekly (tasks/digests.py).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from typing import Any
 
 from documents import account_links, accounts, audit, funnels, retention, segments, two_factor
 from documents import alerts as alert_documents
+from documents import digests as digest_documents
 from documents import notifications as notification_documents
 from documents import sites as site_documents
 from documents import surveys as survey_documents
@@ -77,6 +78,12 @@ async def account_export(store: Store, user: AuthenticatedUser) -> dict[str, Any
             for doc in await alert_documents.member_settings_of_site(store, site["_id"])]
         view["notificationDeliveries"] = await notification_documents.recent_deliveries(
             store, site["_id"], None, EXPORTED_DELIVERIES)
+        # Which member's digest of which period was sent or skipped (the mail's attempts are
+        # in the delivery log above).
+        view["digestDeliveries"] = [
+            {key: doc.get(key) for key in ("userId", "period", "outcome", "createdAt")}
+            for doc in await digest_documents.deliveries_of_site(
+                store, site["_id"], limit=EXPORTED_DELIVERIES)]
         # Every kind's retention in force, defaults included (issue 32).
         view["retentionDays"] = retention.site_days(site)
         site_views.append(view)

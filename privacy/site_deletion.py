@@ -19,6 +19,7 @@ from derived import daily_figures, derivation
 from documents import (
     alerts,
     audit,
+    digests,
     funnels,
     heatmaps,
     ingest_drops,
@@ -62,6 +63,7 @@ SITE_OWN: tuple[SiteOwnData, ...] = (
     SiteOwnData(alerts.RULES, "siteId"),
     SiteOwnData(alerts.EPISODES, "siteId"),
     SiteOwnData(alerts.MEMBERS, "siteId"),
+    SiteOwnData(digests.DELIVERIES, "siteId"),
     SiteOwnData(notifications.CHANNELS, "_id"),
     SiteOwnData(notifications.DELIVERIES, "siteId"),
     SiteOwnData(retention.STATUS, "siteId"),

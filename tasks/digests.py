@@ -153,7 +153,8 @@ async def _members(store: Any, site: dict[str, Any], user_ids: Iterable[str]
 
 
 def _totals(days: daily_figures.Period, currency: str | None) -> dict[str, Any]:
-    orders = sum(days.orders.values())
+    # Orders of the reporting currency, as the overview counts them beside its revenue.
+    orders = days.orders.get(currency, 0) if currency else sum(days.orders.values())
     return {"visitors": days.visitors, "orders": orders,
             "revenue": days.revenue.get(currency, 0) if currency else None,
             "conversion": round(orders / days.visitors, 4) if days.visitors else None}
