@@ -11,8 +11,8 @@ alerts" in docs/decisions.md states them with their assumptions):
   binomial with p = 1 / (SPIKE_DAYS + 1), so the exact conditional test of two Poisson rates is
   `scipy.stats.binomtest(x, x + B, p, alternative="greater")`, fired at SPIKE_ALPHA with at
   least SPIKE_MIN_OCCURRENCES in the hour;
-* conversion falling: today's sessions and paid conversions (UTC day, so far) against the same
-  weekday of the CONVERSION_WEEKS weeks before, by Fisher's exact test, one-sided
+* conversion falling: today's sessions and paid conversions (the site's day, so far) against
+  the same weekday of the CONVERSION_WEEKS weeks before, by Fisher's exact test, one-sided
   (`scipy.stats.fisher_exact`, alternative "less"), fired at CONVERSION_ALPHA when the
   conversion also fell by the rule's percentage, never under CONVERSION_MIN_SESSIONS today or
   CONVERSION_MIN_BASELINE_ORDERS in the baseline;
@@ -64,7 +64,7 @@ SILENCE_MIN_ORDERS = 100
 #: once (its episode is keyed by its id), so the window only has to outlast a stopped worker.
 EVENT_WINDOW = timedelta(days=1)
 EVENTS_PER_PASS = 50
-#: The revenue at risk rule's range: the last seven UTC days, today included.
+#: The revenue at risk rule's range: the site's last seven days, today included.
 RISK_DAYS = 7
 CHECKOUT_PAGES = ("/checkout", "/cart")
 
@@ -189,7 +189,7 @@ def _survey_params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _revenue_at_risk(situation: Situation, params: dict[str, Any]) -> Verdict:
-    last = situation.now.date()
+    last = sites.day_clock(situation.site).today(situation.now)
     first = last - timedelta(days=RISK_DAYS - 1)
     impacts = await conversion_impact.error_impacts(situation.store, situation.site, first,
                                                     last, situation.offload)
@@ -280,7 +280,7 @@ async def _day_conversion(store: Store, site_id: str, day: date) -> tuple[int, i
 
 
 async def _conversion_drop(situation: Situation, params: dict[str, Any]) -> Verdict:
-    site_id, today = situation.site["_id"], situation.now.astimezone(UTC).date()
+    site_id, today = situation.site["_id"], sites.day_clock(situation.site).today(situation.now)
     converted, sessions = await _day_conversion(situation.store, site_id, today)
     base_converted = base_sessions = 0
     for weeks in range(1, CONVERSION_WEEKS + 1):
