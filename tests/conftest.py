@@ -124,6 +124,22 @@ RUN_ONCE: dict[str, str] = {
         "the snippet and the archive as served",
     "ui/test_install.py::test_without_a_built_archive_the_settings_say_how_to_build_it":
         "a hint on the settings page",
+    # The pages of issues 41 to 43: each a flow whose every store path an API module checks
+    "ui/test_team_page.py": "the team and invitation pages; invitations, roles, removal and "
+                            "resets are accounts/test_team.py's and test_passwords.py's, on the "
+                            "wire",
+    "ui/test_account_page.py": "the account page and the sign-in's second step; two-factor is "
+                               "accounts/test_two_factor.py's, on the wire",
+    "ui/test_site_pages.py": "the settings page's site forms; creating and deleting a site are "
+                             "sites/test_site_creation.py's and test_site_deletion.py's, on the "
+                             "wire",
+    "ui/test_alerts_page.py": "the alerts page; rules, deliveries, tests and mutes are "
+                              "alerts/'s, on the wire",
+    "ui/test_sessions_page.py": "the sessions page's filters in the address and its phone cards; "
+                                "the lists and segments are dashboard_api/test_sessions.py's, on "
+                                "the wire",
+    "ui/test_setup_checklist.py": "the checklist as shown; its steps and reasons are "
+                                  "dashboard_api/test_setup_status.py's, on the wire",
     # The plugin's own side inside WordPress: its pages, options, limits and outbox
     "wordpress/test_settings_form.py": "WordPress's own options table (the key's autoload)",
     "wordpress/test_plugin_in_wordpress.py::test_rendering_a_page_makes_no_call_to_the_service":
