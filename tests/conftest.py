@@ -124,6 +124,13 @@ RUN_ONCE: dict[str, str] = {
         "the snippet and the archive as served",
     "ui/test_install.py::test_without_a_built_archive_the_settings_say_how_to_build_it":
         "a hint on the settings page",
+    "funnels/test_reports_never_freeze_the_server.py::"
+    "test_healthz_answers_while_two_reports_with_pathological_patterns_are_worked_out":
+        "the event loop kept free while reports are worked out; their figures are "
+        "funnels/test_revenue_at_risk.py's, on the wire",
+    "ui/test_surveys.py::test_a_survey_shows_after_its_delay_is_answered_by_keyboard_and_"
+    "reaches_the_results": "the widget's delay and keyboard use; answers and results are "
+                           "dashboard_api/test_surveys.py's, on the wire",
     # The pages of issues 41 to 43: each a flow whose every store path an API module checks
     "ui/test_team_page.py": "the team and invitation pages; invitations, roles, removal and "
                             "resets are accounts/test_team.py's and test_passwords.py's, on the "

@@ -96,17 +96,18 @@ async def test_an_ingested_error_is_acknowledged_then_grouped_linked_and_announc
 
 
 @pytest.mark.slow
-async def test_a_thousand_identical_errors_on_five_workers_make_one_record_counting_1000(
+async def test_three_hundred_identical_errors_on_five_workers_make_one_record_counting_300(
         deps, tenant: Tenant, queue, notifier, events):
+    # 300 keep five workers racing on the one record (a thousand took 45 s on the wire).
     assert queue.concurrency == 5
     jobs = [error_job(tenant.site_id, js_error(sessionId=f"s-{n % 10}", ip=f"203.0.113.{n % 250}"))
-            for n in range(1000)]
+            for n in range(300)]
     await asyncio.gather(*(queue.enqueue(job) for job in jobs))
     await queue.join()
     record = await _only_error(deps)
-    assert record["occurrenceCount"] == 1000
+    assert record["occurrenceCount"] == 300
     assert await deps.store.collection("error_sessions").count_documents({}) == 10
-    assert await deps.store.collection("error_occurrences").count_documents({}) == 1000
+    assert await deps.store.collection("error_occurrences").count_documents({}) == 300
     assert len(notifier.calls) == 1 and len(events) == 1
     assert await deps.store.collection("failed_jobs").count_documents({}) == 0
 
