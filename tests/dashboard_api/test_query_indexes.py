@@ -86,7 +86,8 @@ SHAPES = [
     (visits.COLLECTION, {"siteId", "visitorId"}, None),
     # ...and a visitor's last visit before a moment (a journey record without a session).
     (visits.COLLECTION, {"siteId", "visitorId"}, "startedAt"),
-    (daily_figures.SESSION_DAYS, {"siteId"}, "day"),
+    # ...a range's session figures, one dimension at a time.
+    (daily_figures.SESSION_DAYS, {"siteId", "dimension"}, "day"),
     # ...a range's paid orders (commerce.paid_orders), a site's funnels.
     (commerce.ORDERS, {"siteId"}, "paidAt"),
     (funnels.COLLECTION, {"siteId"}, "createdAt"),
