@@ -44,7 +44,7 @@ from fractions import Fraction
 from typing import Any, TypeVar
 
 import numpy as np
-from scipy.stats import binomtest, false_discovery_control, hypergeom
+from scipy.stats import beta, false_discovery_control, hypergeom
 
 from derived import daily_figures, funnel_reports, journeys
 from derived.journeys import Stratum
@@ -135,9 +135,17 @@ def measure(tables: Sequence[Stratum]) -> Measure | None:
     return Measure(n, x, Fraction(x, n), baseline, loss_p_value(tables), tuple(tables))
 
 
-def _exact_interval(successes: int, trials: int) -> tuple[float, float]:
-    found = binomtest(successes, trials).proportion_ci(INTERVAL)
-    return found.low, found.high
+def exact_intervals(successes: Sequence[int], trials: Sequence[int]
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The INTERVAL exact (Clopper-Pearson) intervals of the proportions successes/trials, all
+    at once: the beta quantiles that bound them (binomtest's `proportion_ci` finds the same
+    bounds one at a time by root-finding, a hundred times slower)."""
+    x, n = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
+    tail = (1 - INTERVAL) / 2
+    with np.errstate(invalid="ignore"):
+        low = np.where(x > 0, beta.ppf(tail, x, n - x + 1), 0.0)
+        high = np.where(x < n, beta.ppf(1 - tail, x + 1, n - x), 1.0)
+    return low, high
 
 
 def loss_interval(found: Measure) -> tuple[float, float]:
@@ -145,14 +153,16 @@ def loss_interval(found: Measure) -> tuple[float, float]:
     each stage's p_s, combined by recovering their variance estimates (Newcombe's hybrid
     interval; Zou and Donner for b, a weighted sum of the p_s)."""
     a = float(found.affected)
-    a_low, a_high = _exact_interval(found.converted, found.sessions)
+    lows, highs = exact_intervals(
+        [found.converted, *(table.comparable_converted for table in found.tables)],
+        [found.sessions, *(table.comparable for table in found.tables)])
+    a_low, a_high = float(lows[0]), float(highs[0])
     below = above = 0.0
-    for table in found.tables:
+    for table, low, high in zip(found.tables, lows[1:], highs[1:], strict=True):
         weight = table.hit / found.sessions
         p = table.comparable_converted / table.comparable
-        low, high = _exact_interval(table.comparable_converted, table.comparable)
-        below += (weight * (p - low)) ** 2
-        above += (weight * (high - p)) ** 2
+        below += (weight * (p - float(low))) ** 2
+        above += (weight * (float(high) - p)) ** 2
     difference = float(found.baseline) - a
     return (difference - math.sqrt(below + (a_high - a) ** 2),
             difference + math.sqrt(above + (a - a_low) ** 2))
