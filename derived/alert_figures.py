@@ -30,7 +30,6 @@ clock (documents/retention.py).
 from __future__ import annotations
 
 import asyncio
-import re
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -206,22 +205,8 @@ async def _revenue_at_risk(situation: Situation, params: dict[str, Any]) -> Verd
     return Verdict(True, findings, {"errorsAtRisk": len(findings)})
 
 
-async def sessions_with_errors_on_pages(store: Store, site_id: str, prefixes: list[str],
-                                        start: datetime, end: datetime) -> int:
-    """Browser sessions with an error on a page under one of `prefixes` in [start, end)."""
-    # On (siteId, occurredAt): the hour's occurrences only. The occurrences family has no
-    # read of this shape; it is here, beside its one caller.
-    pattern = "^(?:" + "|".join(re.escape(prefix) for prefix in prefixes) + ")"
-    rows = store.collection(error_records.OCCURRENCES).aggregate([
-        {"$match": {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end},
-                    "page": {"$regex": pattern}, "sessionId": {"$ne": None}}},
-        {"$group": {"_id": "$sessionId"}}, {"$count": "sessions"}])
-    found = [row async for row in rows]
-    return int(found[0]["sessions"]) if found else 0
-
-
 async def _checkout_errors(situation: Situation, params: dict[str, Any]) -> Verdict:
-    sessions = await sessions_with_errors_on_pages(
+    sessions = await error_records.sessions_with_errors_on_pages(
         situation.store, situation.site["_id"], params["pages"],
         situation.now - timedelta(hours=1), situation.now)
     figures = {"sessions": sessions, "threshold": params["sessions"]}
@@ -230,15 +215,6 @@ async def _checkout_errors(situation: Situation, params: dict[str, Any]) -> Verd
     return Verdict(True, [Finding(
         "rule", f"{sessions} sessions hit an error on checkout or cart pages in the last hour "
                 f"(threshold {params['sessions']})", figures, "errors")], figures)
-
-
-async def occurrences_by_error(store: Store, site_id: str, start: datetime, end: datetime
-                               ) -> Counter[str]:
-    """Each error's occurrences in [start, end), on (siteId, occurredAt)."""
-    rows = store.collection(error_records.OCCURRENCES).aggregate([
-        {"$match": {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end}}},
-        {"$group": {"_id": "$errorId", "occurrences": {"$sum": 1}}}])
-    return Counter({row["_id"]: int(row["occurrences"]) async for row in rows})
 
 
 def _aware(moment: datetime) -> datetime:
@@ -251,13 +227,14 @@ async def _error_spike(situation: Situation, params: dict[str, Any]) -> Verdict:
     if _aware(site.get("createdAt") or now) > now - timedelta(days=SPIKE_DAYS, hours=1):
         return Verdict(False, [], {"reason": "the site is younger than its baseline"})
     hour = timedelta(hours=1)
-    last_hour = await occurrences_by_error(situation.store, site["_id"], now - hour, now)
+    last_hour = await error_records.occurrences_by_error(situation.store, site["_id"],
+                                                         now - hour, now)
     baseline: Counter[str] = Counter()
     if any(count >= SPIKE_MIN_OCCURRENCES for count in last_hour.values()):
         for days in range(1, SPIKE_DAYS + 1):
             end = now - timedelta(days=days)
-            baseline.update(await occurrences_by_error(situation.store, site["_id"],
-                                                       end - hour, end))
+            baseline.update(await error_records.occurrences_by_error(
+                situation.store, site["_id"], end - hour, end))
     findings = [
         Finding(error_id, f"An error happened {count} times in the last hour; the same hour "
                           f"of the {SPIKE_DAYS} days before had {baseline[error_id]} in all",

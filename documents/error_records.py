@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -346,16 +347,40 @@ async def sessions_hit(store: Store, site_id: str, error_id: str, start: datetim
                        end: datetime, *, hidden: list[str], limit: int) -> list[str]:
     """Browser session ids the error hit in [start, end), the earliest hit first, the `hidden`
     visitors left out; on (siteId, errorId, occurredAt)."""
-    query: dict[str, Any] = {"siteId": site_id, "errorId": error_id,
-                             "occurredAt": {"$gte": start, "$lt": end},
-                             "sessionId": {"$ne": None}}
+    # The index bounds first; what is matched beyond them is a stage of its own, so no store
+    # scans the site's occurrences for it.
+    beyond: dict[str, Any] = {"sessionId": {"$ne": None}}
     if hidden:
-        query["visitorId"] = {"$nin": hidden}
+        beyond["visitorId"] = {"$nin": hidden}
     rows = store.collection(OCCURRENCES).aggregate([
-        {"$match": query},
+        {"$match": {"siteId": site_id, "errorId": error_id,
+                    "occurredAt": {"$gte": start, "$lt": end}}},
+        {"$match": beyond},
         {"$group": {"_id": "$sessionId", "at": {"$min": "$occurredAt"}}},
         {"$sort": {"at": 1, "_id": 1}}, {"$limit": limit}])
     return [row["_id"] async for row in rows]
+
+
+async def sessions_with_errors_on_pages(store: Store, site_id: str, prefixes: list[str],
+                                        start: datetime, end: datetime) -> int:
+    """Browser sessions with an error on a page under one of `prefixes` in [start, end), on
+    (siteId, occurredAt): the pages and sessions are matched on those occurrences alone."""
+    pattern = "^(?:" + "|".join(re.escape(prefix) for prefix in prefixes) + ")"
+    rows = store.collection(OCCURRENCES).aggregate([
+        {"$match": {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end}}},
+        {"$match": {"page": {"$regex": pattern}, "sessionId": {"$ne": None}}},
+        {"$group": {"_id": "$sessionId"}}, {"$count": "sessions"}])
+    found = [row async for row in rows]
+    return int(found[0]["sessions"]) if found else 0
+
+
+async def occurrences_by_error(store: Store, site_id: str, start: datetime, end: datetime
+                               ) -> Counter[str]:
+    """Each error's occurrences in [start, end), on (siteId, occurredAt)."""
+    rows = store.collection(OCCURRENCES).aggregate([
+        {"$match": {"siteId": site_id, "occurredAt": {"$gte": start, "$lt": end}}},
+        {"$group": {"_id": "$errorId", "occurrences": {"$sum": 1}}}])
+    return Counter({row["_id"]: int(row["occurrences"]) async for row in rows})
 
 
 async def anonymise_errors(store: Store, query: dict[str, Any],
