@@ -4,9 +4,12 @@
 // (/app/reset#token), where a new password is set. Tokens stay in the fragment or in memory, so
 // they never reach a server log; they are sent in POST bodies.
 import { describeError } from './api.js';
-import { actionButton, copyButton } from './controls.js';
-import { alertBox, h, when } from './dom.js';
+import { actionButton, copyButton, submitWith } from './controls.js';
+import { h, when } from './dom.js';
 import { publicCall } from './team.js';
+
+/** What a failed call to a public (signed-out) endpoint says: the server's own words. */
+const serverWords = (failure) => failure.message;
 
 /** The form that asks for a reset link by e-mail; the answer is the same for any address. */
 export function forgotPage() {
@@ -20,19 +23,15 @@ export function forgotPage() {
       'form',
       {
         class: 'panel login',
-        onsubmit: async (event) => {
-          event.preventDefault();
-          submit.disabled = true;
-          outcome.replaceChildren();
-          try {
+        onsubmit: submitWith(
+          submit,
+          outcome,
+          async () => {
             const answer = await publicCall('/auth/password-reset/request', { email: email.value });
             outcome.replaceChildren(h('p', { class: 'notice' }, answer.message));
-          } catch (failure) {
-            outcome.replaceChildren(alertBox(failure.message));
-          } finally {
-            submit.disabled = false;
-          }
-        },
+          },
+          serverWords,
+        ),
       },
       h('h1', {}, 'Forgot your password?'),
       h('label', { class: 'field', for: 'reset-email' }, h('span', {}, 'E-mail'), email),
@@ -59,28 +58,22 @@ export function resetPage() {
     'form',
     {
       class: 'panel login',
-      onsubmit: async (event) => {
-        event.preventDefault();
-        submit.disabled = true;
-        error.replaceChildren();
-        try {
+      onsubmit: submitWith(
+        submit,
+        error,
+        async () => {
           await publicCall('/auth/password-reset/confirm', { token, password: password.value });
           form.replaceChildren(
             h('h1', {}, 'Password set'),
             h('p', { class: 'notice', role: 'status' }, 'Every session was signed out. Sign in with the new password.'),
             h('p', {}, h('a', { href: '/app/login' }, 'Sign in')),
           );
-        } catch (failure) {
-          error.replaceChildren(
-            alertBox(
-              failure.code === 'invalid_link'
-                ? 'This reset link is unknown, used or expired. Ask for a new one.'
-                : failure.message,
-            ),
-          );
-          submit.disabled = false;
-        }
-      },
+        },
+        (failure) =>
+          failure.code === 'invalid_link'
+            ? 'This reset link is unknown, used or expired. Ask for a new one.'
+            : failure.message,
+      ),
     },
     h('h1', {}, 'Choose a new password'),
     error,
@@ -204,21 +197,18 @@ function secondStepForm(answer, place) {
       code.id = 'second-step-code';
       show(
         {
-          onsubmit: async (event) => {
-            event.preventDefault();
-            submit.disabled = true;
-            error.replaceChildren();
-            try {
+          onsubmit: submitWith(
+            submit,
+            error,
+            async () => {
               await publicCall('/auth/login/two-factor', {
                 token,
                 [recovery ? 'recoveryCode' : 'code']: code.value.trim(),
               });
               resolve();
-            } catch (failure) {
-              error.replaceChildren(alertBox(failure.message));
-              submit.disabled = false;
-            }
-          },
+            },
+            serverWords,
+          ),
         },
         h('h1', {}, 'Two-factor sign-in'),
         error,
@@ -232,16 +222,14 @@ function secondStepForm(answer, place) {
     const start = h('button', { type: 'submit' }, 'Show my key');
     show(
       {
-        onsubmit: async (event) => {
-          event.preventDefault();
-          start.disabled = true;
-          try {
+        onsubmit: submitWith(
+          start,
+          error,
+          async () => {
             enrolAtSignIn(await publicCall('/auth/login/two-factor/setup', { token }), token, place, resolve);
-          } catch (failure) {
-            error.replaceChildren(alertBox(failure.message));
-            start.disabled = false;
-          }
-        },
+          },
+          serverWords,
+        ),
       },
       h('h1', {}, 'Set up two-factor sign-in'),
       error,
@@ -265,11 +253,10 @@ function enrolAtSignIn(enrolment, token, place, resolve) {
       'form',
       {
         class: 'panel login',
-        onsubmit: async (event) => {
-          event.preventDefault();
-          submit.disabled = true;
-          error.replaceChildren();
-          try {
+        onsubmit: submitWith(
+          submit,
+          error,
+          async () => {
             const answer = await publicCall('/auth/login/two-factor/confirm', { token, code: code.value.trim() });
             place.replaceChildren(
               h(
@@ -280,11 +267,9 @@ function enrolAtSignIn(enrolment, token, place, resolve) {
                 h('button', { type: 'button', id: 'continue', onclick: () => resolve() }, 'Continue'),
               ),
             );
-          } catch (failure) {
-            error.replaceChildren(alertBox(failure.message));
-            submit.disabled = false;
-          }
-        },
+          },
+          serverWords,
+        ),
       },
       h('h1', {}, 'Set up two-factor sign-in'),
       error,
@@ -320,11 +305,10 @@ function passwordPanel(app) {
     {
       class: 'panel',
       id: 'password-form',
-      onsubmit: async (event) => {
-        event.preventDefault();
-        submit.disabled = true;
-        outcome.replaceChildren();
-        try {
+      onsubmit: submitWith(
+        submit,
+        outcome,
+        async () => {
           await app.session.json('/auth/password', {
             method: 'POST',
             json: { currentPassword: current.value, newPassword: next.value },
@@ -333,14 +317,10 @@ function passwordPanel(app) {
           outcome.replaceChildren(
             h('p', { class: 'notice' }, 'Password changed. Your other sessions were signed out.'),
           );
-        } catch (failure) {
-          outcome.replaceChildren(
-            alertBox(failure.code === 'wrong_password' ? 'The current password is not right.' : describeError(failure)),
-          );
-        } finally {
-          submit.disabled = false;
-        }
-      },
+        },
+        (failure) =>
+          failure.code === 'wrong_password' ? 'The current password is not right.' : describeError(failure),
+      ),
     },
     h('h2', {}, 'Password'),
     field('current-password', 'Current password', current),
@@ -363,19 +343,9 @@ function confirmForm(id, title, button, action) {
     {
       id,
       class: 'stack',
-      onsubmit: async (event) => {
-        event.preventDefault();
-        submit.disabled = true;
-        outcome.replaceChildren();
-        try {
-          const shown = await action(password.value, code.value.trim());
-          outcome.replaceChildren(shown || '');
-        } catch (failure) {
-          outcome.replaceChildren(alertBox(describeError(failure)));
-        } finally {
-          submit.disabled = false;
-        }
-      },
+      onsubmit: submitWith(submit, outcome, async () => {
+        outcome.replaceChildren((await action(password.value, code.value.trim())) || '');
+      }),
     },
     h('h3', {}, title),
     field(`${id}-password`, 'Password', password),
@@ -422,21 +392,13 @@ function twoFactorBody(app, status, refresh) {
             h(
               'form',
               {
-                onsubmit: async (event) => {
-                  event.preventDefault();
-                  submit.disabled = true;
-                  error.replaceChildren();
-                  try {
-                    const answer = await app.session.json('/auth/two-factor/confirm', {
-                      method: 'POST',
-                      json: { code: code.value.trim() },
-                    });
-                    await refresh(recoveryCodesShown(answer.recoveryCodes));
-                  } catch (failure) {
-                    error.replaceChildren(alertBox(describeError(failure)));
-                    submit.disabled = false;
-                  }
-                },
+                onsubmit: submitWith(submit, error, async () => {
+                  const answer = await app.session.json('/auth/two-factor/confirm', {
+                    method: 'POST',
+                    json: { code: code.value.trim() },
+                  });
+                  await refresh(recoveryCodesShown(answer.recoveryCodes));
+                }),
               },
               error,
               field('confirm-code', 'Code the app shows', code),

@@ -38,9 +38,9 @@ export function actionButton(label, action, { busy = 'Working…', kind = '', id
 
 /**
  * A form's submit handler: the page stays, `submit` is disabled while `work` runs, `outcome`
- * is cleared first and says a failure in words.
+ * is cleared first and says a failure in words (`describe`'s; the API's by default).
  */
-export function submitWith(submit, outcome, work) {
+export function submitWith(submit, outcome, work, describe = describeError) {
   return async (event) => {
     event.preventDefault();
     submit.disabled = true;
@@ -48,7 +48,7 @@ export function submitWith(submit, outcome, work) {
     try {
       await work();
     } catch (failure) {
-      outcome.replaceChildren(alertBox(describeError(failure)));
+      outcome.replaceChildren(alertBox(describe(failure)));
     } finally {
       submit.disabled = false;
     }
