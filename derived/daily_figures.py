@@ -231,11 +231,18 @@ class Tally:
                 self._day(who, day, f"scrollReach.{step}")
 
     def visit(self, visit: dict[str, Any] | None, amount: int = 1) -> None:
-        """Count (or with -1 take out) a visit in the daily session figures."""
+        """Count (or with -1 take out) a visit in the daily session figures: a document per
+        day, dimension and value, or for a hit per day and error or page, its outcome counted
+        in it too (`journeys.split_hit`)."""
         for day, dimension, value in visits.contributions(visit):
-            self._add(SESSION_DAYS, session_day_id(self.site_id, day, dimension, value),
-                      {"siteId": self.site_id, "day": day, "dimension": dimension,
-                       "value": value}, "sessions", amount)
+            counted = ["sessions"]
+            if dimension in journeys.HIT_DIMENSIONS:
+                value, outcome = journeys.split_hit(value)
+                counted.append(outcome)
+            doc_id = session_day_id(self.site_id, day, dimension, value)
+            keys = {"siteId": self.site_id, "day": day, "dimension": dimension, "value": value}
+            for name in counted:
+                self._add(SESSION_DAYS, doc_id, keys, name, amount)
 
     def lead(self, who: str | None, at: datetime) -> None:
         self._day(who, self.clock.day_of(at), "leads")
@@ -321,6 +328,7 @@ class Tally:
         to the figures, or to one field of them (`RETAINED`)."""
         pages, sessions, errors = [], [], []
         lowered = False
+        outcomes_lowered: list[tuple[str, str]] = []
         if field is None:
             await self._check_sums(store, sign, session)
         for collection, doc_id, keys, amounts in self.documents(sign):
@@ -338,6 +346,8 @@ class Tally:
             elif collection == SESSION_DAYS:
                 sessions.append(doc_id)
                 lowered = lowered or any(amount < 0 for amount in amounts.values())
+                outcomes_lowered += [(doc_id, name) for name, amount in amounts.items()
+                                     if amount < 0 and name.startswith(journeys.HITS)]
             elif collection == ERROR_DAYS and amounts.get("occurrences", 0) < 0:
                 errors.append(doc_id)
         if sign < 0 and pages:
@@ -346,9 +356,14 @@ class Tally:
                 {"_id": {"$in": pages}, **{name: {"$not": {"$gt": 0}} for name in (
                     "pageviews", *CLICK_FIELDS.values())}}, session=session)
         if lowered:
-            # So is a session figure left at nothing (a fold moves a visit's exit page on).
+            # So is a session figure left at nothing (a fold moves a visit's exit page on),
+            # and a hit's outcome count left at nothing in one that stays.
             await store.collection(SESSION_DAYS).delete_many(
                 {"_id": {"$in": sessions}, "sessions": {"$not": {"$gt": 0}}}, session=session)
+            for doc_id, name in outcomes_lowered:
+                await store.collection(SESSION_DAYS).update_one(
+                    {"_id": doc_id, name: {"$not": {"$gt": 0}}}, {"$unset": {name: ""}},
+                    session=session)
         if errors:
             await _bound_error_days(store, self.site_id, errors, session)
 
@@ -996,11 +1011,14 @@ async def page_figures(store: Store, site_id: str, first: date, last: date
 async def session_figures(store: Store, site_id: str, first: date, last: date, *,
                           dimensions: Iterable[str] = visits.DIMENSIONS
                           ) -> dict[str, Counter[str]]:
-    """Sessions per dimension and value (`visits.DIMENSIONS`, or the journeys' outcome counts)
-    that started between `first` and `last`, one indexed query per dimension."""
+    """Sessions per dimension and value (`visits.DIMENSIONS`, or the journeys' outcome counts,
+    a hit's by its `<outcome>:<name>` value) that started between `first` and `last`, one
+    indexed query per dimension."""
     days = _days(first, last)
 
     async def one(dimension: str) -> Counter[str]:
+        if dimension in journeys.HIT_DIMENSIONS:
+            return await _hit_figures(store, site_id, dimension, days)
         # The index bounds are the site, the dimension and each day (`$in`, one bound per
         # day); what is matched beyond them is a later stage, so no store scans the site.
         rows = store.collection(SESSION_DAYS).aggregate([
@@ -1012,6 +1030,18 @@ async def session_figures(store: Store, site_id: str, first: date, last: date, *
 
     dimensions = list(dict.fromkeys(dimensions))
     return dict(zip(dimensions, await asyncio.gather(*map(one, dimensions)), strict=True))
+
+
+async def _hit_figures(store: Store, site_id: str, dimension: str, days: list[str]
+                       ) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    async for doc in store.collection(SESSION_DAYS).find(
+            {"siteId": site_id, "dimension": dimension, "day": {"$in": days}},
+            {"value": 1, journeys.HITS: 1}):
+        for key, count in (doc.get(journeys.HITS) or {}).items():
+            if count > 0:
+                counts[journeys.joined_hit(key, doc["value"])] += int(count)
+    return counts
 
 
 @dataclass

@@ -21,7 +21,8 @@ The counts, per day a session started (`session_days`), are:
   the order (product view, add to cart, checkout), and whether they went on to a paid order;
 * `errorHit` `<at hit><reached><paid><paid before>:<error id>`, and `pageHit` the same for a
   page with rage or dead clicks: the sessions hit, by the stage they had reached when first
-  hit, the stage they reached in the end, whether they paid, and whether before the hit.
+  hit, the stage they reached in the end, whether they paid, and whether before the hit
+  (kept in one document per error or page and day, by outcome: `split_hit`).
 
 Revenue at risk's stratified tables come from these (derived/conversion_impact.py): reading
 them costs a few documents per error and day, whatever the number of sessions.
@@ -47,6 +48,11 @@ STAGES = len(STAGE_STEPS)
 MAX_STEPS = 200
 MAX_HITS = 100
 STAGE, ERROR_HIT, PAGE_HIT = "stage", "errorHit", "pageHit"
+#: A hit count is kept in one document per day and error (or page), its sessions counted by
+#: outcome under HITS: so a range's hits cost a document per error and day, however many
+#: sessions there were and however they ended.
+HIT_DIMENSIONS = (ERROR_HIT, PAGE_HIT)
+HITS = "hits"
 
 
 def aware(moment: datetime) -> datetime:
@@ -153,6 +159,18 @@ def _hit_value(found: Outcome, at: datetime, name: str) -> str:
     paid_before = found.paid_at is not None and found.paid_at <= aware(at)
     return (f"{found.stage(aware(at))}{found.stage()}{int(found.paid_at is not None)}"
             f"{int(paid_before)}:{name}")
+
+
+def split_hit(value: str) -> tuple[str, str]:
+    """A hit value's name (the error or page) and the field of the name's document its
+    outcome is counted under; a letter first, so no store reads the field as an array index."""
+    return value[5:], f"{HITS}.o{value[:4]}"
+
+
+def joined_hit(outcome_key: str, name: str) -> str:
+    """The hit value of a count kept under `outcome_key` (a key of HITS) of the name's
+    document: the inverse of `split_hit`."""
+    return f"{outcome_key[1:]}:{name}"
 
 
 def outcome_contributions(visit: dict[str, Any]) -> list[tuple[str, str, str]]:

@@ -30,6 +30,8 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     # Each error's days, and the days it hit each visitor (the errors list, issue 39); the
     # engagement counts: bounces, session lengths, time on page, scroll depth (issue 41).
     ("error-days-engagement-v1", derivation.rebuild_all_sites),
+    # A hit's sessions kept by outcome in one document per error (or page) and day.
+    ("hit-days-v1", derivation.rebuild_all_sites),
 )
 
 #: Where each derived collection would live in a sharded cluster (documents/sharding.py says

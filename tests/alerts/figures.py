@@ -51,11 +51,11 @@ async def stage_sessions(store: Any, site_id: str, day: str, sessions: int, conv
 
 async def error_hits(store: Any, site_id: str, day: str, error_id: str, sessions: int) -> None:
     """`sessions` sessions hit by the error at no shop step, none of them paid."""
-    value = f"0000|{error_id}"
+    _, outcome = journeys.split_hit(f"0000:{error_id}")
     await store.collection(daily_figures.SESSION_DAYS).insert_one({
-        "_id": daily_figures.session_day_id(site_id, day, journeys.ERROR_HIT, value),
-        "siteId": site_id, "day": day, "dimension": journeys.ERROR_HIT, "value": value,
-        "sessions": sessions})
+        "_id": daily_figures.session_day_id(site_id, day, journeys.ERROR_HIT, error_id),
+        "siteId": site_id, "day": day, "dimension": journeys.ERROR_HIT, "value": error_id,
+        "sessions": sessions, journeys.HITS: {outcome.partition(".")[2]: sessions}})
 
 
 async def paid_order(store: Any, site_id: str, paid_at: datetime) -> None:

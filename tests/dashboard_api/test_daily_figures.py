@@ -44,7 +44,7 @@ async def _figures(store, site_id: str) -> dict[str, dict[str, Any]]:
     kept: dict[str, dict[str, Any]] = {}
     for collection in (daily_figures.SITE_DAYS, daily_figures.PAGE_DAYS,
                        daily_figures.VISITOR_DAYS, daily_figures.ERROR_DAYS,
-                       daily_figures.ERROR_VISITOR_DAYS):
+                       daily_figures.ERROR_VISITOR_DAYS, daily_figures.SESSION_DAYS):
         async for doc in store.collection(collection).find({"siteId": site_id}):
             fields = {}
             for key, value in doc.items():

@@ -103,6 +103,30 @@ async def test_a_journey_is_joined_whatever_the_order_of_its_facts_and_a_rebuild
     assert await _outcome_counts(deps.store, tenant.site_id) == expected
 
 
+async def test_a_hit_is_one_document_per_error_and_day_holding_only_its_sessions_outcomes(
+        tenant: Tenant, deps, ingest: Ingest):
+    # Folded twice: hit at a product view, then the cart and the payment move the session's
+    # outcome on, so its first outcome is taken out of the error's document and none is left
+    # at nothing.
+    await ingest("pageviews", {"visitorId": "a", "sessionId": "a-s", "productId": "p",
+                               "url": f"{SHOP}/product/p", "occurredAt": _at(0)})
+    await send_errors(ingest, deps, [_error("a", "pay is undefined", 1)])
+    pay = await _error_id(deps.store, "pay is undefined")
+    await ingest("commerce", {"eventId": "a-cart", "type": "add_to_cart", "visitorId": "a",
+                              "sessionId": "a-s", "productId": "p", "occurredAt": _at(2)})
+    await ingest("commerce", {"eventId": "a-paid", "type": "order_paid", "visitorId": "a",
+                              "sessionId": "a-s", "orderId": "o-a", "total": "20.00",
+                              "currency": "EUR", "occurredAt": _at(3)})
+    await deps.derivation.fold()
+    hits = [doc async for doc in deps.store.collection(daily_figures.SESSION_DAYS).find(
+        {"siteId": tenant.site_id, "dimension": journeys.ERROR_HIT})]
+    assert [(doc["value"], doc["sessions"], doc[journeys.HITS]) for doc in hits] == [
+        (pay, 1, {"o1210": 1})]
+    assert await _outcome_counts(deps.store, tenant.site_id) == {
+        journeys.STAGE: Counter({"21": 1}), journeys.ERROR_HIT: Counter({f"1210:{pay}": 1}),
+        journeys.PAGE_HIT: Counter()}
+
+
 class _Reading:
     """The store, noting which collections a computation reads."""
 
