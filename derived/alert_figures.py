@@ -33,7 +33,7 @@ import asyncio
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scipy.stats import binomtest, fisher_exact, poisson
@@ -248,23 +248,19 @@ async def _error_spike(situation: Situation, params: dict[str, Any]) -> Verdict:
                                     "spikes": len(findings)})
 
 
-async def _day_conversion(store: Store, site_id: str, day: date) -> tuple[int, int]:
-    counts = (await daily_figures.session_figures(store, site_id, day, day,
-                                                  dimensions=(journeys.STAGE,)))[journeys.STAGE]
-    sessions = sum(counts.values())
-    converted = sum(count for value, count in counts.items() if value.endswith("1"))
-    return converted, sessions
+def _conversion(counts: Counter[str]) -> tuple[int, int]:
+    """Paid sessions and sessions of a day's `stage` counts."""
+    return (sum(count for value, count in counts.items() if value.endswith("1")),
+            sum(counts.values()))
 
 
 async def _conversion_drop(situation: Situation, params: dict[str, Any]) -> Verdict:
     site_id, today = situation.site["_id"], sites.day_clock(situation.site).today(situation.now)
-    converted, sessions = await _day_conversion(situation.store, site_id, today)
-    base_converted = base_sessions = 0
-    for weeks in range(1, CONVERSION_WEEKS + 1):
-        was_converted, was_sessions = await _day_conversion(
-            situation.store, site_id, today - timedelta(weeks=weeks))
-        base_converted += was_converted
-        base_sessions += was_sessions
+    before = [today - timedelta(weeks=weeks) for weeks in range(1, CONVERSION_WEEKS + 1)]
+    days = await daily_figures.session_figures_by_day(situation.store, site_id,
+                                                      [today, *before], journeys.STAGE)
+    converted, sessions = _conversion(days[today])
+    base_converted, base_sessions = _conversion(sum((days[day] for day in before), Counter()))
     figures = {"sessions": sessions, "converted": converted,
                "conversion": converted / sessions if sessions else None,
                "baselineSessions": base_sessions, "baselineConverted": base_converted,

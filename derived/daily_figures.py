@@ -1032,6 +1032,21 @@ async def session_figures(store: Store, site_id: str, first: date, last: date, *
     return dict(zip(dimensions, await asyncio.gather(*map(one, dimensions)), strict=True))
 
 
+async def session_figures_by_day(store: Store, site_id: str, days: Iterable[date],
+                                 dimension: str) -> dict[date, Counter[str]]:
+    """Sessions per value of one dimension (not a hit's) on each of `days`, however far
+    apart: one indexed query."""
+    days = list(days)
+    figures: dict[date, Counter[str]] = {day: Counter() for day in days}
+    async for doc in store.collection(SESSION_DAYS).find(
+            {"siteId": site_id, "dimension": dimension,
+             "day": {"$in": [day.isoformat() for day in days]}},
+            {"day": 1, "value": 1, "sessions": 1}):
+        if doc["sessions"] > 0:
+            figures[date.fromisoformat(doc["day"])][doc["value"]] += int(doc["sessions"])
+    return figures
+
+
 async def _hit_figures(store: Store, site_id: str, dimension: str, days: list[str]
                        ) -> Counter[str]:
     counts: Counter[str] = Counter()
