@@ -55,8 +55,11 @@ def _wait_until_primary(uri: str, process: subprocess.Popen[bytes], log: Path,
 
 
 @contextmanager
-def running_secantus(storage_path: str = ":memory:") -> Iterator[str]:
-    """Start SecantusDB on a free loopback port and yield its replica-set URI; stop it after."""
+def running_secantus(storage_path: str = ":memory:", cache_size: str | None = None
+                     ) -> Iterator[str]:
+    """Start SecantusDB on a free loopback port and yield its replica-set URI; stop it after.
+    `cache_size` ("4G") sizes its WiredTiger cache (1G unless given), as a benchmark whose
+    data outgrows the default sizes a mongod's to its working set."""
     binary = secantus_binary()
     port = free_port()
     uri = f"mongodb://127.0.0.1:{port}/?replicaSet={REPLICA_SET}"
@@ -66,7 +69,8 @@ def running_secantus(storage_path: str = ":memory:") -> Iterator[str]:
             # cwd: the launcher looks for ./secantusd.toml; an empty folder has none.
             process = subprocess.Popen(
                 [binary, "--host", "127.0.0.1", "--port", str(port),
-                 "--storage-path", storage_path, "--log-level", "WARNING"],
+                 "--storage-path", storage_path, "--log-level", "WARNING",
+                 *(["--cache-size", cache_size] if cache_size else [])],
                 stdout=log_file, stderr=subprocess.STDOUT, cwd=workdir,
             )
         try:
