@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 
 from privacy.subject_data import VISITOR_DATA
 from tests.support.app import Fetch, Tenant
@@ -60,7 +61,11 @@ async def test_profiles_of_the_same_user_are_listed_separately_not_merged(
 
 async def test_every_collection_holding_visitor_data_is_exported_or_says_why_not(
         fetch: Fetch, tenant: Tenant, deps):
-    seeded = await seed_visitor(fetch, tenant, deps)
+    # Needles of this test's own: the store is shared, and another test's account or records
+    # may hold ada@example.com or ada-1.
+    own = secrets.token_hex(4)
+    seeded = await seed_visitor(fetch, tenant, deps, f"ada-{own}",
+                                email=f"ada-{own}@example.com")
     needles = (seeded.visitor_id, seeded.session_id, seeded.email)
     holding = set()
     for name in await deps.store.collection_names():
