@@ -360,6 +360,16 @@ def matching(filters: SessionFilters, currency: str | None) -> dict[str, Any]:
     return {"$and": clauses} if clauses else {}
 
 
+def seek_key(clauses: list[dict[str, Any]]) -> dict[str, Any]:
+    """The equality the index of (siteId, filterKeys, startedAt) seeks for the clauses of
+    `matching` conditions: their first filter key (the clauses still hold them all); {}
+    when none is key-matched."""
+    for clause in clauses:
+        if keys := clause.get("filterKeys", {}).get("$all"):
+            return {"filterKeys": keys[0]}
+    return {}
+
+
 # Reads ----------------------------------------------------------------------------------------
 
 
@@ -371,26 +381,43 @@ async def visits_of(store: Store, site_id: str, visitor_id: str, *, session: Any
         yield visit
 
 
+def bounded_and_rest(site_id: str, within: dict[str, Any] | None, *conditions: dict[str, Any]
+                     ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The condition of the site's kept visits (a pageview) meeting `within` (`matching`) and
+    every condition, in two: what an index bounds (the site and the one filter key `seek_key`
+    picks), to be matched first, and the rest, to be matched in a later stage. SecantusDB
+    scans the whole collection for a query with a second operator beside a range's."""
+    bounded = {"siteId": site_id, **seek_key((within or {}).get("$and", []))}
+    rest = [{"pageviews": {"$gt": 0}}, *(condition for condition in (within, *conditions)
+                                        if condition)]
+    return bounded, {"$and": rest}
+
+
+def _reading(site_id: str, started: dict[str, Any] | None, within: dict[str, Any] | None,
+             *conditions: dict[str, Any]) -> list[dict[str, Any]]:
+    """The stages that find what `bounded_and_rest` says, of visits that started within
+    `started` (any when None)."""
+    bounded, rest = bounded_and_rest(site_id, within, *conditions)
+    if started is not None:
+        bounded["startedAt"] = started
+    return [{"$match": bounded}, {"$match": rest}]
+
+
 async def visits_between(store: Store, site_id: str, first: date, last: date, *,
                          clock: DayClock, hidden: list[str], source: str | None = None,
                          within: dict[str, Any] | None = None,
                          ) -> AsyncIterator[dict[str, Any]]:
     """The site's visits that started on the site's days `first` to `last` (`clock`),
     restricted visitors (`hidden`) left out, of one source (`source_label`) when given, and
-    meeting `within` (a segment's `matching`) when given; one query on (siteId, startedAt),
-    or on the filter keys when `within` has one."""
-    query: dict[str, Any] = {"siteId": site_id,
-                             "startedAt": days_condition(first, last, clock),
-                             "pageviews": {"$gt": 0}, **(within or {})}
-    if hidden:
-        query["visitorId"] = {"$nin": hidden}
-    if source is not None:
-        query.update(source_filter(source))
-    async for visit in store.collection(COLLECTION).find(query, {"source": 1, "visitorId": 1,
-                                                                 "sessionId": 1, "country": 1,
-                                                                 "device": 1, "pages": 1,
-                                                                 "startedAt": 1, "day": 1,
-                                                                 "journey": 1}):
+    meeting `within` (a segment's `matching`) when given; read on (siteId, startedAt), or on
+    the filter keys when `within` has one."""
+    stages = _reading(site_id, days_condition(first, last, clock), within,
+                      {"visitorId": {"$nin": hidden}} if hidden else {},
+                      source_filter(source) if source is not None else {})
+    stages.append({"$project": {"source": 1, "visitorId": 1, "sessionId": 1, "country": 1,
+                                "device": 1, "pages": 1, "startedAt": 1, "day": 1,
+                                "journey": 1}})
+    async for visit in store.collection(COLLECTION).aggregate(stages):
         yield visit
 
 
@@ -407,24 +434,21 @@ async def session_ids_matching(store: Store, site_id: str, within: dict[str, Any
                                limit: int) -> list[str]:
     """Browser session ids of the site's visits meeting `within` (`matching`) that started in
     [first, last), the newest first, restricted visitors (`hidden`) left out."""
-    query = {"siteId": site_id, "startedAt": {"$gte": first, "$lt": last},
-             "pageviews": {"$gt": 0}, "sessionId": {"$ne": None}, **within}
-    if hidden:
-        query["visitorId"] = {"$nin": hidden}
-    cursor = store.collection(COLLECTION).find(query, {"sessionId": 1}).sort(
-        "startedAt", DESCENDING).limit(limit)
-    return [visit["sessionId"] async for visit in cursor]
+    stages = _reading(site_id, {"$gte": first, "$lt": last}, within,
+                      {"sessionId": {"$ne": None}},
+                      {"visitorId": {"$nin": hidden}} if hidden else {})
+    rows = store.collection(COLLECTION).aggregate([
+        *stages, {"$sort": {"startedAt": DESCENDING}}, {"$limit": limit},
+        {"$project": {"sessionId": 1}}])
+    return [visit["sessionId"] async for visit in rows]
 
 
 async def visitor_ids_matching(store: Store, site_id: str, within: dict[str, Any], *,
                                hidden: list[str], limit: int) -> list[str]:
     """The visitors with a kept visit meeting `within` (`matching`), those of the newest
     visits first, at most `limit`; restricted visitors (`hidden`) left out."""
-    query = {"siteId": site_id, "pageviews": {"$gt": 0}, **within}
-    if hidden:
-        query["visitorId"] = {"$nin": hidden}
     rows = store.collection(COLLECTION).aggregate([
-        {"$match": query},
+        *_reading(site_id, None, within, {"visitorId": {"$nin": hidden}} if hidden else {}),
         {"$group": {"_id": "$visitorId", "last": {"$max": "$startedAt"}}},
         {"$sort": {"last": DESCENDING, "_id": DESCENDING}},
         {"$limit": limit},
@@ -435,7 +459,8 @@ async def visitor_ids_matching(store: Store, site_id: str, within: dict[str, Any
 async def session_ids_from(store: Store, site_id: str, source: str, first: datetime,
                            last: datetime, *, limit: int) -> list[str]:
     """Browser session ids of the site's visits from `source` that started in [first, last)."""
-    query = {"siteId": site_id, "startedAt": {"$gte": first, "$lt": last},
-             "pageviews": {"$gt": 0}, "sessionId": {"$ne": None}, **source_filter(source)}
-    cursor = store.collection(COLLECTION).find(query, {"sessionId": 1}).limit(limit)
-    return [visit["sessionId"] async for visit in cursor]
+    rows = store.collection(COLLECTION).aggregate([
+        *_reading(site_id, {"$gte": first, "$lt": last}, None, {"sessionId": {"$ne": None}},
+                  source_filter(source)),
+        {"$limit": limit}, {"$project": {"sessionId": 1}}])
+    return [visit["sessionId"] async for visit in rows]

@@ -4,8 +4,10 @@ restricted visitors out.
 
 Lists page by keyset, never by skip: the cursor is the (sort value, `_id`) of the last item
 handed out, encoded opaquely, so a page costs the same however deep it is and items inserted
-meanwhile neither repeat nor vanish. `keyset_page` opens the collection it is given, always a
-family's constant (tests/documents/test_collection_owners.py).
+meanwhile neither repeat nor vanish. A list over a large range (sessions, visitors) reads it
+with `windowed_page`, the newest window of the sort field first, so a page costs about a day's
+rows however long the range. Both open the collection they are given, always a family's
+constant (tests/documents/test_collection_owners.py).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from documents import visitors
@@ -116,6 +118,60 @@ async def keyset_page(store: Store, collection: str, filter_: dict[str, Any], so
     if not isinstance(last.get(sort_field), datetime):
         # Rows without a date sort after every dated one, and a cursor cannot point past them.
         return found[:limit], None
+    return found[:limit], encode_cursor(last[sort_field], last["_id"])
+
+
+#: The newest window `windowed_page` reads first; each next one reaches back twice as far.
+FIRST_WINDOW = timedelta(days=1)
+#: Past windows this long, one last window reads everything older.
+LONGEST_WINDOW = timedelta(days=512)
+
+
+async def windowed_page(store: Store, collection: str, bounded: dict[str, Any],
+                        rest: dict[str, Any], sort_field: str, start: datetime | None,
+                        end: datetime | None, cursor: str | None, limit: int
+                        ) -> tuple[list[dict[str, Any]], str | None]:
+    """`keyset_page` over the documents of `bounded` (equalities that lead an index ending in
+    `sort_field`) with `sort_field` in [start, end) (either open when None) that also meet
+    `rest`, read a window of `sort_field` at a time from the newest back, each window twice
+    the last.
+
+    A store sorts what an index range holds before it limits (SecantusDB always, MongoDB
+    unless the index ends in (sort_field, _id)), so one query over the range reads all of it
+    for a page of 25; a window reads about a day's, and a second or third the rest. `rest` is
+    matched after the sort, never beside the range: SecantusDB scans a collection for a query
+    with a second operator beside the range's."""
+    # The newest window ends at `end`, or at the cursor's item (kept in the window: others may
+    # share its instant, and `tie` leaves out those at or before it).
+    high, upper, tie = end, "$lt", None
+    if cursor:
+        after, after_id = decode_cursor(cursor)
+        if end is None or after < end:
+            high, upper = after, "$lte"
+        tie = {"$or": [{sort_field: {"$lt": after}}, {"_id": {"$lt": after_id}}]}
+    wanted = [condition for condition in (rest, tie) if condition]
+    found: list[dict[str, Any]] = []
+    newest = high if high is not None else datetime.now(UTC)
+    span = FIRST_WINDOW
+    while len(found) <= limit:
+        low: datetime | None = newest - span if span <= LONGEST_WINDOW else None
+        if start is not None and (low is None or low <= start):
+            low = start
+        window = {**({"$gte": low} if low is not None else {}),
+                  **({upper: high} if high is not None else {})}
+        pipeline: list[dict[str, Any]] = [
+            {"$match": {**bounded, sort_field: window}},
+            {"$sort": {sort_field: DESCENDING, "_id": DESCENDING}}]
+        if wanted:
+            pipeline.append({"$match": {"$and": wanted}})
+        pipeline.append({"$limit": limit + 1 - len(found)})
+        found += await store.collection(collection).aggregate(pipeline).to_list(None)
+        if low is None or low == start or high is not None and low >= high:
+            break
+        newest, high, upper, span = low, low, "$lt", span * 2
+    if len(found) <= limit:
+        return found, None
+    last = found[limit - 1]
     return found[:limit], encode_cursor(last[sort_field], last["_id"])
 
 

@@ -2,9 +2,11 @@
 by outcome, newest start first, paged by cursor; and what a saved segment (documents/segments.py)
 leaves of the recordings and visitors lists and of a funnel's sessions.
 
-Every filter is matched in the one query on the visits (`visits.matching`): a key-matched one
-on the index of (siteId, filterKeys, startedAt), `converted=false` alone on (siteId, startedAt),
-so every page is full but the last. A segment's filters and the page's own must all hold.
+Every filter is matched in the read of the visits (`visits.matching`), newest window of the
+range first (`paging.windowed_page`): on the index of (siteId, filterKeys, startedAt) seeking
+one filter key when one is key-matched, else (`converted=false`, a prefix) on (siteId,
+startedAt), so every page is full but the last. A segment's filters and the page's own must
+all hold.
 Restricted visitors' sessions are left out; erased visitors' visits are gone.
 """
 
@@ -17,12 +19,12 @@ from urllib.parse import quote
 from derived import journeys, visits
 from derived.funnel_reports import MAX_FILTER_SESSIONS
 from derived.views.errors import recording_at
-from derived.views.paging import Page, keyset_page, not_restricted, readable
+from derived.views.paging import Page, not_restricted, readable, windowed_page
 from documents import commerce, segments, sites, visitors
 from documents.segments import SessionFilters
 from documents.store import Store
 from errors import InvalidInput, NotFound
-from instants import day_bounds, days_condition
+from instants import day_bounds
 
 
 def _aware(moment: datetime) -> datetime:
@@ -168,11 +170,9 @@ async def list_sessions(store: Store, site: dict[str, Any], first: date, last: d
     saved = await segment_filters(store, site_id, segment_id)
     if saved is not None:
         clauses += visits.matching(saved, currency).get("$and", [])
-    query: dict[str, Any] = {"siteId": site_id,
-                             "startedAt": days_condition(first, last, sites.day_clock(site)),
-                             "pageviews": {"$gt": 0}, **await not_restricted(store, site_id)}
-    if clauses:
-        query["$and"] = clauses
-    found, next_cursor = await keyset_page(store, visits.COLLECTION, query, "startedAt", cursor,
-                                           limit)
+    start, end = day_bounds(first, last, sites.day_clock(site))
+    bounded, rest = visits.bounded_and_rest(site_id, {"$and": clauses} if clauses else None,
+                                            await not_restricted(store, site_id))
+    found, next_cursor = await windowed_page(store, visits.COLLECTION, bounded, rest,
+                                             "startedAt", start, end, cursor, limit)
     return Page(await session_rows(store, site_id, found, currency), next_cursor)

@@ -17,7 +17,7 @@ from typing import Any
 from derived.daily_figures import page_path
 from derived.views import orders as order_views
 from derived.views.leads import lead_view
-from derived.views.paging import decode_cursor, encode_cursor, keyset_page, readable
+from derived.views.paging import decode_cursor, encode_cursor, readable, windowed_page
 from derived.views.recordings import recording_summary
 from documents import engagement, error_records, leads, recordings, sites, visitors
 from documents.store import Store
@@ -150,26 +150,25 @@ class SearchPage:
                 "searchedTo": self.searched_to}
 
 
-async def _search(store: Store, collection: str, filter_: dict[str, Any], sort_field: str,
-                  cursor: str | None, limit: int, keep: Keep) -> SearchPage:
-    """Items of `filter_` after `cursor`, newest first, that `keep` keeps, read a batch at a
-    time; at most SEARCH_SCAN are read, then the page ends early with a cursor."""
+async def _search(store: Store, collection: str, bounded: dict[str, Any], rest: dict[str, Any],
+                  sort_field: str, between: dict[str, Any], cursor: str | None, limit: int,
+                  keep: Keep) -> SearchPage:
+    """Items of `bounded` and `rest` (`paging.windowed_page`) with `sort_field` `between`
+    ($gte, $lt, either open) after `cursor`, newest first, that `keep` keeps, read a batch at
+    a time; at most SEARCH_SCAN are read, then the page ends early with a cursor."""
     kept: list[dict[str, Any]] = []
     scanned = 0
     position = cursor
     while scanned < SEARCH_SCAN:
-        batch, after = await keyset_page(store, collection, filter_, sort_field,
-                                                 position, SEARCH_BATCH)
+        batch, after = await windowed_page(store, collection, bounded, rest, sort_field,
+                                           between.get("$gte"), between.get("$lt"), position,
+                                           SEARCH_BATCH)
         scanned += len(batch)
         for item in await keep(batch):
             kept.append(item)
             if len(kept) > limit:
                 last = kept[limit - 1]
-                if not isinstance(last.get(sort_field), datetime):
-                    # Rows without a date sort after every dated one; no cursor points past.
-                    return SearchPage(kept[:limit], None)
-                return SearchPage(kept[:limit],
-                                  encode_cursor(last[sort_field], last["_id"]))
+                return SearchPage(kept[:limit], encode_cursor(last[sort_field], last["_id"]))
         if after is None:
             return SearchPage(kept, None)
         position = after
@@ -202,24 +201,25 @@ async def search_visitors(store: Store, site_id: str, filters: VisitorFilters, *
                           cursor: str | None, limit: int) -> SearchPage:
     """Visitors by last seen, newest first, searched and filtered. Whether a visitor met an
     error is looked up per batch in the occurrences; everything else is on the profile."""
-    filter_: dict[str, Any] = {"siteId": site_id, "restricted": {"$ne": True}}
+    # One equality beside the site, which an index of (siteId, it, lastSeen) seeks; the rest
+    # is matched after (`paging.windowed_page`).
+    bounded: dict[str, Any] = {"siteId": site_id}
+    rest: dict[str, Any] = {"restricted": {"$ne": True}}
     if filters.q:
-        filter_.update(visitor_search(filters.q))
+        rest.update(visitor_search(filters.q))
     if filters.country:
-        filter_["location.country"] = filters.country.upper()
+        bounded["location.country"] = filters.country.upper()
     if filters.device:
-        filter_["device.type"] = filters.device
+        (rest if filters.country else bounded)["device.type"] = filters.device
     if filters.logged_in is not None:
-        filter_["wpUserId"] = {"$nin": [None, ""]} if filters.logged_in else {"$in": [None, ""]}
+        rest["wpUserId"] = {"$nin": [None, ""]} if filters.logged_in else {"$in": [None, ""]}
     if filters.has_lead is not None:
-        filter_["counts.leads"] = {"$gt": 0} if filters.has_lead else {"$not": {"$gt": 0}}
+        rest["counts.leads"] = {"$gt": 0} if filters.has_lead else {"$not": {"$gt": 0}}
     clock = await sites.site_clock(store, site_id)
     if bound := days_condition(filters.first_seen_from, filters.first_seen_to, clock):
-        filter_["firstSeen"] = bound
-    if bound := days_condition(filters.last_seen_from, filters.last_seen_to, clock):
-        filter_["lastSeen"] = bound
+        rest["firstSeen"] = bound
     if filters.visitors is not None:
-        filter_["visitorId"] = {"$in": list(filters.visitors)}
+        rest["visitorId"] = {"$in": list(filters.visitors)}
 
     async def keep(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
         shaped = readable(batch, lambda p: {**p, "row": visitor_summary(p)},
@@ -229,7 +229,9 @@ async def search_visitors(store: Store, site_id: str, filters: VisitorFilters, *
             shaped = [p for p in shaped if (p["visitorId"] in hit) == filters.has_error]
         return [{**p, "hadError": p["visitorId"] in hit} for p in shaped]
 
-    found = await _search(store, visitors.COLLECTION, filter_, "lastSeen", cursor, limit, keep)
+    found = await _search(store, visitors.COLLECTION, bounded, rest, "lastSeen",
+                          days_condition(filters.last_seen_from, filters.last_seen_to, clock),
+                          cursor, limit, keep)
     return SearchPage([{**p["row"], "hasError": p["hadError"]} for p in found.items],
                       found.next_cursor, found.searched_to)
 
