@@ -328,6 +328,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     arguments = _arguments(sys.argv[1:] if argv is None and __name__ == "__main__"
                            else argv or [])
     single = asyncio.run(measure_at(arguments.scale, arguments.samples))
+    # The first size's figures as soon as they are taken: at the size the second
+    # takes the better part of an hour, and a run cut short should still have told something.
+    print(f"data at 1x: {single['data']} (seeded in {single['seed_seconds']} s)")
+    for name, one in single["calls"].items():
+        limited = f"  {one['time_limited']}x 503" if one["time_limited"] else ""
+        print(f"  {name:<30}{one['p50_ms']:>9}{one['p95_ms']:>9}{limited}", flush=True)
     double = asyncio.run(measure_at(arguments.scale * 2, arguments.samples))
     growth = {name: round(double["calls"][name]["p50_ms"]
                           / max(single["calls"][name]["p50_ms"], 0.1), 2)

@@ -9,6 +9,10 @@ counts from `daily_figures.rebuild_site`, the production rebuild. Every report i
 handler calls, worked out on a thread without a time limit (the production limit would answer
 503 at the largest size, which is the point of point 4, not of this benchmark).
 
+Every size is seeded first, each on a store of its own, all running at once; then each report
+is timed at the sizes in turn (1x, 4x, 16x, 1x again...), so a slower spell of the shared
+machine's falls on every size alike rather than on the last one seeded.
+
 Printed per report and size: the median seconds of REPEATS runs (more for a quick report, up
 to MAX_REPEATS or QUICK_SECONDS in all) and the documents the report
 had back from the store (a $group's rows count as rows: the store read more to make them).
@@ -22,6 +26,7 @@ SecantusDB keeps, with every other index's entries, in one table.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import statistics
@@ -194,19 +199,33 @@ async def _offload(compute: Any) -> Any:
     return await asyncio.to_thread(compute, lambda: None)
 
 
-async def _timed(store: Any, report: Any) -> dict[str, Any]:
-    seconds, read = [], 0
-    await report(store)  # warm
-    # A quick report is run until it has taken QUICK_SECONDS: its median then holds against
-    # a pause of the store's (a 160k store's reads vary two- to three-fold from run to run).
-    while len(seconds) < REPEATS or (sum(seconds) < QUICK_SECONDS
-                                     and len(seconds) < MAX_REPEATS):
-        counting = _Counting(store)
-        started = time.perf_counter()
-        await report(counting)
-        seconds.append(time.perf_counter() - started)
-        read = counting.read
-    return {"seconds": round(statistics.median(seconds), 4), "documents_read": read}
+async def _timed(sized: dict[int, tuple[Any, Any]]) -> dict[int, dict[str, Any]]:
+    """One report at every size (`sized`: the store and the report of each), timed in turn:
+    a run at 1x, one at 4x, one at 16x, again, so a slower or faster spell of the machine's
+    falls on every size alike (run size after size, the same 160k store's list took 0.04 s in
+    one process and 0.12 s in another)."""
+    seconds: dict[int, list[float]] = {scale: [] for scale in sized}
+    read: dict[int, int] = {}
+    for store, report in sized.values():
+        await report(store)  # warm
+
+    def wanted(scale: int) -> bool:
+        # A quick report is run until it has taken QUICK_SECONDS: its median then holds
+        # against a pause of the store's.
+        taken = seconds[scale]
+        return len(taken) < REPEATS or (sum(taken) < QUICK_SECONDS
+                                        and len(taken) < MAX_REPEATS)
+
+    while any(wanted(scale) for scale in sized):
+        for scale, (store, report) in sized.items():
+            if wanted(scale):
+                counting = _Counting(store)
+                started = time.perf_counter()
+                await report(counting)
+                seconds[scale].append(time.perf_counter() - started)
+                read[scale] = counting.read
+    return {scale: {"seconds": round(statistics.median(seconds[scale]), 4),
+                    "documents_read": read[scale]} for scale in sized}
 
 
 def _reports(site: dict[str, Any], first: date, last: date) -> dict[str, Any]:
@@ -257,37 +276,45 @@ def _reports(site: dict[str, Any], first: date, last: date) -> dict[str, Any]:
             "owner funnel": owner_funnel, "drop-off recordings": drop_off}
 
 
-async def _measure_scale(uri: str, scale: int, figures: dict[str, Any]) -> None:
-    """Seed SESSIONS x `scale` sessions and time every report over them."""
-    first = (datetime.now(UTC) - timedelta(days=DAYS)).replace(hour=0, minute=0, second=0,
-                                                               microsecond=0)
+async def _seeded(uri: str, scale: int, first: datetime) -> tuple[Any, dict[str, Any]]:
+    """A store with SESSIONS x `scale` sessions, and its reports."""
     tenant = await create_tenant({"MONGODB_URI": uri,
                                   "MONGODB_DATABASE": f"bench_insight_{scale}"})
-    count = SESSIONS * scale
     started = time.perf_counter()
-    await _seed(tenant.deps, tenant.site["_id"], count, first)
-    print(f"{count} sessions seeded in {time.perf_counter() - started:.0f} s", flush=True)
-    figures["sessions"][str(scale)] = count
+    await _seed(tenant.deps, tenant.site["_id"], SESSIONS * scale, first)
+    print(f"{SESSIONS * scale} sessions seeded in {time.perf_counter() - started:.0f} s",
+          flush=True)
     site = await tenant.deps.store.collection("sites").find_one({"_id": tenant.site["_id"]})
-    reports = _reports(site, first.date(), datetime.now(UTC).date())
-    for name, report in reports.items():
-        measured = await _timed(tenant.deps.store, report)
-        figures["reports"].setdefault(name, {})[str(scale)] = measured
-        print(f"  {name} at {count}: {measured}", flush=True)
-    if scale == SCALES[0]:
-        ranked = await reports["errors list with revenue at risk"](tenant.deps.store)
-        costly = next(item for item in ranked["items"] if item["message"] == "e0 is undefined")
-        figures["costly_error_impact"] = costly["impact"]
+    return tenant.deps.store, _reports(site, first.date(), datetime.now(UTC).date())
+
+
+async def _measure(uris: dict[int, str], figures: dict[str, Any]) -> None:
+    """Seed every size, then time each report at all of them in turn."""
+    first = (datetime.now(UTC) - timedelta(days=DAYS)).replace(hour=0, minute=0, second=0,
+                                                               microsecond=0)
+    sizes = {scale: await _seeded(uri, scale, first) for scale, uri in uris.items()}
+    figures["sessions"] = {str(scale): SESSIONS * scale for scale in sizes}
+    for name in sizes[SCALES[0]][1]:
+        measured = await _timed({scale: (store, reports[name])
+                                 for scale, (store, reports) in sizes.items()})
+        for scale, found in measured.items():
+            figures["reports"].setdefault(name, {})[str(scale)] = found
+            print(f"  {name} at {SESSIONS * scale}: {found}", flush=True)
+    store, reports = sizes[SCALES[0]]
+    ranked = await reports["errors list with revenue at risk"](store)
+    costly = next(item for item in ranked["items"] if item["message"] == "e0 is undefined")
+    figures["costly_error_impact"] = costly["impact"]
 
 
 def main() -> dict[str, Any]:
     figures: dict[str, Any] = {"sessions": {}, "reports": {}}
-    for scale in SCALES:
-        # A store of its own per size: SecantusDB keeps its data in memory, in a cache that
-        # holds it (at 160k sessions the default 1G cache evicts, and a read by `_id` costs
-        # three times what it does at 10k), as a mongod's is sized to its working set.
-        with running_secantus(cache_size=STORE_CACHE) as uri:
-            asyncio.run(_measure_scale(uri, scale, figures))
+    # A store of its own per size, all running at once: SecantusDB keeps its data in memory,
+    # in a cache that holds it (at 160k sessions the default 1G cache evicts, and a read by
+    # `_id` costs three times what it does at 10k), as a mongod's is sized to its working set.
+    with contextlib.ExitStack() as stores:
+        uris = {scale: stores.enter_context(running_secantus(cache_size=STORE_CACHE))
+                for scale in SCALES}
+        asyncio.run(_measure(uris, figures))
     base, top = str(SCALES[0]), str(SCALES[-1])
     errors_list = figures["reports"]["errors list with revenue at risk"]
     figures["errors_list_ratio"] = round(errors_list[top]["seconds"]
