@@ -101,6 +101,11 @@ async def test_a_journey_is_joined_whatever_the_order_of_its_facts_and_a_rebuild
         {"siteId": tenant.site_id}, {"$unset": {"journey": ""}})
     await derivation.rebuild_site(deps.store, tenant.site_id)
     assert await _outcome_counts(deps.store, tenant.site_id) == expected
+    # And for visits never folded (stored before visits were kept): worked out from the stored
+    # pageviews, each joined to its stored records.
+    await deps.store.collection(visits.COLLECTION).delete_many({"siteId": tenant.site_id})
+    await derivation.rebuild_site(deps.store, tenant.site_id)
+    assert await _outcome_counts(deps.store, tenant.site_id) == expected
 
 
 async def test_a_hit_is_one_document_per_error_and_day_holding_only_its_sessions_outcomes(
