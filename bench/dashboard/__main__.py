@@ -63,12 +63,20 @@ async def seed(store: Store, site_id: str, counts: dict[str, int], now: datetime
 
     per_visitor = max(1, counts["pageviews"] // counts["visitors"])
     profiles, buckets = [], []
+    # Each visitor's first session's start: its carts, orders and most of its errors happen
+    # in it, so the sessions list's outcome filters find sessions as they would on a shop.
+    first_sessions: dict[str, datetime] = {}
     for n in range(counts["visitors"]):
         visitor_id = f"v{n}"
-        times = sorted(moment() for _ in range(per_visitor))
-        events = [{"id": f"{visitor_id}-{k}", "at": at, "url": SHOP + rng.choice(PAGES),
-                   "title": "Page", "referrer": None, "sessionId": f"{visitor_id}-s{k // 5}",
-                   "duration": 12.5} for k, at in enumerate(times)]
+        # Sessions of five pageviews half a minute apart, each starting at a moment of its own.
+        starts = sorted(moment() for _ in range(0, per_visitor, 5))
+        first_sessions[visitor_id] = starts[0]
+        events = sorted(({"id": f"{visitor_id}-{k}",
+                          "at": starts[k // 5] + timedelta(seconds=30 * (k % 5)),
+                          "url": SHOP + rng.choice(PAGES), "title": "Page", "referrer": None,
+                          "sessionId": f"{visitor_id}-s{k // 5}", "duration": 12.5}
+                         for k in range(per_visitor)), key=lambda event: event["at"])
+        times = [event["at"] for event in events]
         for event in events:
             if "/product/" in event["url"]:
                 event["product"] = {"productId": event["url"].rsplit("/", 1)[1], "via": "server"}
@@ -96,14 +104,15 @@ async def seed(store: Store, site_id: str, counts: dict[str, int], now: datetime
 
     recordings, clicks, windows = [], [], []
     for _ in range(counts["recordings"]):
+        # A recording of the visitor's first session, as the loader records one.
         visitor_id = f"v{rng.randrange(counts['visitors'])}"
-        at = moment()
+        at = first_sessions[visitor_id]
         until = at + timedelta(seconds=rng.uniform(30, 900))
         recording_id = str(uuid.UUID(int=rng.getrandbits(128)))
         windows.append((visitor_id, at, until))
         recordings.append({
             "_id": recording_id, "siteId": site_id, "visitorId": visitor_id,
-            "sessionId": None, "wpUserId": None, "status": "ended", "startedAt": at,
+            "sessionId": f"{visitor_id}-s0", "wpUserId": None, "status": "ended", "startedAt": at,
             "lastActivityAt": until, "endedAt": until, "endReason": "idle",
             "pages": [{"url": SHOP + rng.choice(PAGES), "at": at}], "lastPageUrl": None,
             "continuesFrom": None})
@@ -111,7 +120,8 @@ async def seed(store: Store, site_id: str, counts: dict[str, int], now: datetime
         events = [{"id": f"{recording_id}-{k}",
                    "kind": rng.choice(("click", "click", "click", "rage_click", "dead_click")),
                    "at": at + (until - at) * rng.random(), "url": SHOP + rng.choice(PAGES),
-                   "sessionId": None, "recordingId": recording_id, "selector": "#buy"}
+                   "sessionId": f"{visitor_id}-s0", "recordingId": recording_id,
+                   "selector": "#buy"}
                   for k in range(per_recording)]
         events.sort(key=lambda event: event["at"])
         clicks.append({"_id": str(uuid.UUID(int=rng.getrandbits(128))), "siteId": site_id,
@@ -130,7 +140,8 @@ async def seed(store: Store, site_id: str, counts: dict[str, int], now: datetime
             visitor_id, begin, until = rng.choice(windows)
             at = begin + (until - begin) * rng.random()
         else:
-            visitor_id, at = f"v{rng.randrange(counts['visitors'])}", moment()
+            visitor_id = f"v{rng.randrange(counts['visitors'])}"
+            at = first_sessions[visitor_id] + timedelta(seconds=rng.uniform(0, 150))
         error_id = error_records.error_id_for(site_id, fingerprint)
         browser, system = rng.choice(BROWSERS)
         page = rng.choice(PAGES)
@@ -166,7 +177,7 @@ async def seed(store: Store, site_id: str, counts: dict[str, int], now: datetime
     for n in range(counts["carts"]):
         visitor_id = f"v{rng.randrange(counts['visitors'])}"
         context = {"visitorId": visitor_id, "sessionId": f"{visitor_id}-s0"}
-        at = moment()
+        at = first_sessions[visitor_id] + timedelta(minutes=1)
         steps = [{"eventId": f"cart-{n}", "type": "add_to_cart", "productId": "1", **context}]
         if n % 2 == 0:
             steps.append({"eventId": f"checkout-{n}", "type": "checkout_started", **context})
