@@ -752,7 +752,6 @@ async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None
             previous = day
     own = visits.own_hostnames((site or {}).get("allowedOrigins") or ())
     site_visits = []
-    worked_out: set[str] = set()  # the visits never folded, made here from stored pageviews
     for visitor_id, records in viewed.items():
         profile = profiles.get(visitor_id) or {}
         found: dict[str, dict[str, Any]] = {}
@@ -768,12 +767,9 @@ async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None
                 country=(profile.get("location") or {}).get("country"),
                 device=(profile.get("device") or {}).get("type"), clock=clock)
         for visit in found.values():
-            folded = folded_visits.pop(visit["_id"], None)
-            site_visits.append(folded or visit)
-            if folded is None:
-                worked_out.add(visit["_id"])
+            site_visits.append(folded_visits.pop(visit["_id"], visit))
     site_visits.extend(folded_visits.values())
-    _join_stored_journeys(site_id, site_visits, joinable, worked_out)
+    _join_stored_journeys(site_id, site_visits, joinable)
     for visit in site_visits:
         if visit.get("visitorId") not in held:
             tally.visit(visit)
@@ -781,12 +777,13 @@ async def count_stored(store: Store, site_id: str, visitor_ids: list[str] | None
 
 
 def _join_stored_journeys(site_id: str, site_visits: list[dict[str, Any]],
-                          joinable: list[tuple[FigureSource, str, dict[str, Any]]],
-                          worked_out: set[str]) -> None:
-    """Give each visit that carries no journey (`worked_out` from stored pageviews, or folded
-    before journeys were kept) the journey its stored records make, joined as the fold joins
-    them (`visits.journey_visit`); a folded journey stands for itself, as a folded visit does."""
-    bare = worked_out | {visit["_id"] for visit in site_visits if "journey" not in visit}
+                          joinable: list[tuple[FigureSource, str, dict[str, Any]]]) -> None:
+    """Give each visit that carries no journey or an empty one (worked out from stored
+    pageviews, folded before journeys were kept, or rebuilt before such visits were joined)
+    the journey its stored records make, joined as the fold joins them
+    (`visits.journey_visit`); a folded journey stands for itself, as a folded visit does. An
+    empty one is joined again at no risk: the fold would have joined the stored records."""
+    bare = {visit["_id"] for visit in site_visits if not any((visit.get("journey") or {}).values())}
     if not bare:
         return
     by_id = {visit["_id"]: visit for visit in site_visits}

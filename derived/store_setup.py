@@ -32,6 +32,8 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("error-days-engagement-v1", derivation.rebuild_all_sites),
     # A hit's sessions kept by outcome in one document per error (or page) and day.
     ("hit-days-v1", derivation.rebuild_all_sites),
+    # Visits that a rebuild worked out from stored pageviews got no journey until then.
+    ("journeys-v2", derivation.rebuild_all_sites),
 )
 
 #: Where each derived collection would live in a sharded cluster (documents/sharding.py says

@@ -101,9 +101,14 @@ async def test_a_journey_is_joined_whatever_the_order_of_its_facts_and_a_rebuild
         {"siteId": tenant.site_id}, {"$unset": {"journey": ""}})
     await derivation.rebuild_site(deps.store, tenant.site_id)
     assert await _outcome_counts(deps.store, tenant.site_id) == expected
-    # And for visits never folded (stored before visits were kept): worked out from the stored
-    # pageviews, each joined to its stored records.
+    # And for visits never folded (stored before visits were kept), worked out from the stored
+    # pageviews, and visits such a rebuild left with an empty journey: each joined to its
+    # stored records.
     await deps.store.collection(visits.COLLECTION).delete_many({"siteId": tenant.site_id})
+    await derivation.rebuild_site(deps.store, tenant.site_id)
+    assert await _outcome_counts(deps.store, tenant.site_id) == expected
+    await deps.store.collection(visits.COLLECTION).update_many(
+        {"siteId": tenant.site_id}, {"$set": {"journey": journeys.empty()}})
     await derivation.rebuild_site(deps.store, tenant.site_id)
     assert await _outcome_counts(deps.store, tenant.site_id) == expected
 
