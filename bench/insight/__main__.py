@@ -35,7 +35,7 @@ import time
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from bench.tenant import create_tenant
+from bench.tenant import BenchTenant, create_tenant
 from derived import conversion_impact, daily_figures, funnel_reports, journeys, visits
 from derived.views import errors as error_views
 from documents import commerce, error_records, funnels
@@ -276,8 +276,8 @@ def _reports(site: dict[str, Any], first: date, last: date) -> dict[str, Any]:
             "owner funnel": owner_funnel, "drop-off recordings": drop_off}
 
 
-async def _seeded(uri: str, scale: int, first: datetime) -> tuple[Any, dict[str, Any]]:
-    """A store with SESSIONS x `scale` sessions, and its reports."""
+async def _seeded(uri: str, scale: int, first: datetime) -> tuple[BenchTenant, dict[str, Any]]:
+    """A tenant whose store holds SESSIONS x `scale` sessions, and its reports."""
     tenant = await create_tenant({"MONGODB_URI": uri,
                                   "MONGODB_DATABASE": f"bench_insight_{scale}"})
     started = time.perf_counter()
@@ -285,7 +285,7 @@ async def _seeded(uri: str, scale: int, first: datetime) -> tuple[Any, dict[str,
     print(f"{SESSIONS * scale} sessions seeded in {time.perf_counter() - started:.0f} s",
           flush=True)
     site = await tenant.deps.store.collection("sites").find_one({"_id": tenant.site["_id"]})
-    return tenant.deps.store, _reports(site, first.date(), datetime.now(UTC).date())
+    return tenant, _reports(site, first.date(), datetime.now(UTC).date())
 
 
 async def _measure(uris: dict[int, str], figures: dict[str, Any]) -> None:
@@ -295,15 +295,17 @@ async def _measure(uris: dict[int, str], figures: dict[str, Any]) -> None:
     sizes = {scale: await _seeded(uri, scale, first) for scale, uri in uris.items()}
     figures["sessions"] = {str(scale): SESSIONS * scale for scale in sizes}
     for name in sizes[SCALES[0]][1]:
-        measured = await _timed({scale: (store, reports[name])
-                                 for scale, (store, reports) in sizes.items()})
+        measured = await _timed({scale: (tenant.deps.store, reports[name])
+                                 for scale, (tenant, reports) in sizes.items()})
         for scale, found in measured.items():
             figures["reports"].setdefault(name, {})[str(scale)] = found
             print(f"  {name} at {SESSIONS * scale}: {found}", flush=True)
-    store, reports = sizes[SCALES[0]]
-    ranked = await reports["errors list with revenue at risk"](store)
+    tenant, reports = sizes[SCALES[0]]
+    ranked = await reports["errors list with revenue at risk"](tenant.deps.store)
     costly = next(item for item in ranked["items"] if item["message"] == "e0 is undefined")
     figures["costly_error_impact"] = costly["impact"]
+    for tenant, _ in sizes.values():
+        await tenant.deps.close()
 
 
 def main() -> dict[str, Any]:

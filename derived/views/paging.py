@@ -129,7 +129,8 @@ LONGEST_WINDOW = timedelta(days=512)
 
 async def windowed_page(store: Store, collection: str, bounded: dict[str, Any],
                         rest: dict[str, Any], sort_field: str, start: datetime | None,
-                        end: datetime | None, cursor: str | None, limit: int
+                        end: datetime | None, cursor: str | None, limit: int,
+                        keep: Callable[[dict[str, Any]], bool] | None = None
                         ) -> tuple[list[dict[str, Any]], str | None]:
     """`keyset_page` over the documents of `bounded` (equalities that lead an index ending in
     `sort_field`) with `sort_field` in [start, end) (either open when None) that also meet
@@ -140,7 +141,9 @@ async def windowed_page(store: Store, collection: str, bounded: dict[str, Any],
     unless the index ends in (sort_field, _id)), so one query over the range reads all of it
     for a page of 25; a window reads about a day's, and a second or third the rest. `rest` is
     matched after the sort, never beside the range: SecantusDB scans a collection for a query
-    with a second operator beside the range's."""
+    with a second operator beside the range's. `keep`, when given, is one more condition,
+    checked here on each window's documents: one the store would answer slowly (SecantusDB
+    looks each value of an `$in` up apart)."""
     # The newest window ends at `end`, or at the cursor's item (kept in the window: others may
     # share its instant, and `tie` leaves out those at or before it).
     high, upper, tie = end, "$lt", None
@@ -164,8 +167,10 @@ async def windowed_page(store: Store, collection: str, bounded: dict[str, Any],
             {"$sort": {sort_field: DESCENDING, "_id": DESCENDING}}]
         if wanted:
             pipeline.append({"$match": {"$and": wanted}})
-        pipeline.append({"$limit": limit + 1 - len(found)})
-        found += await store.collection(collection).aggregate(pipeline).to_list(None)
+        if keep is None:
+            pipeline.append({"$limit": limit + 1 - len(found)})
+        read = await store.collection(collection).aggregate(pipeline).to_list(None)
+        found += read if keep is None else [document for document in read if keep(document)]
         if low is None or low == start or high is not None and low >= high:
             break
         newest, high, upper, span = low, low, "$lt", span * 2

@@ -15,7 +15,7 @@ from typing import Any
 
 from derived.daily_figures import page_path
 from derived.funnel_reports import MAX_FILTER_SESSIONS
-from derived.views.paging import Page, keyset_page, readable
+from derived.views.paging import Page, readable, windowed_page
 from documents import error_records, interactions, leads, recordings, sites, visitors
 from documents.store import ASCENDING, Store
 from errors import InvalidInput, NotFound
@@ -101,43 +101,45 @@ class RecordingFilters:
 
 async def search_recordings(store: Store, site_id: str, filters: RecordingFilters, *,
                             cursor: str | None, limit: int) -> Page:
-    """The site's recordings, newest first, filtered in one query on (siteId, startedAt); each
-    row with the country and device it started with and how many errors, rage clicks, dead
-    clicks and leads happened during it."""
+    """The site's recordings, newest first, read newest window first on (siteId, startedAt);
+    each row with the country and device it started with and how many errors, rage clicks,
+    dead clicks and leads happened during it."""
     for mark in filters.marks:
         if mark not in recordings.MARKS:
             raise InvalidInput(f"has must name some of {', '.join(recordings.MARKS)}",
                                field="has")
-    filter_: dict[str, Any] = {"siteId": site_id}
+    # The site (and the visitor) bound the read on an index ending in startedAt; the rest is
+    # matched after (`paging.windowed_page`), a session filter's thousands of ids here.
+    bounded: dict[str, Any] = {"siteId": site_id}
+    rest: dict[str, Any] = {}
     restricted = await visitors.restricted_visitor_ids(store, site_id)
     if filters.visitor_id is not None:
         if filters.visitor_id in restricted:
             return Page([], None)
-        filter_["visitorId"] = filters.visitor_id
+        bounded["visitorId"] = filters.visitor_id
     elif restricted:
-        filter_["visitorId"] = {"$nin": restricted}
-    if bound := days_condition(filters.first, filters.last,
-                               await sites.site_clock(store, site_id)):
-        filter_["startedAt"] = bound
+        rest["visitorId"] = {"$nin": restricted}
+    between = days_condition(filters.first, filters.last, await sites.site_clock(store, site_id))
     if filters.page:
-        filter_["pages.url"] = {"$regex": re.escape(filters.page), "$options": "i"}
+        rest["pages.url"] = {"$regex": re.escape(filters.page), "$options": "i"}
     if filters.country:
-        filter_["country"] = filters.country.upper()
+        rest["country"] = filters.country.upper()
     if filters.device:
-        filter_["device"] = filters.device
+        rest["device"] = filters.device
     for mark in filters.marks:
-        filter_[f"marks.{mark}"] = {"$gt": 0}
-    if filters.sessions is not None:
-        filter_["sessionId"] = {"$in": list(filters.sessions)}
+        rest[f"marks.{mark}"] = {"$gt": 0}
     durations = []
     if filters.min_seconds is not None:
         durations.append({"$expr": {"$gte": [recordings.DURATION_MS, filters.min_seconds * 1000]}})
     if filters.max_seconds is not None:
         durations.append({"$expr": {"$lte": [recordings.DURATION_MS, filters.max_seconds * 1000]}})
     if durations:
-        filter_["$and"] = durations
-    found, next_cursor = await keyset_page(store, recordings.COLLECTION, filter_,
-                                                   "startedAt", cursor, limit)
+        rest["$and"] = durations
+    sessions = set(filters.sessions) if filters.sessions is not None else None
+    found, next_cursor = await windowed_page(
+        store, recordings.COLLECTION, bounded, rest, "startedAt", between.get("$gte"),
+        between.get("$lt"), cursor, limit,
+        keep=None if sessions is None else lambda recording: recording.get("sessionId") in sessions)
     return Page(await recording_rows(store, site_id, found), next_cursor)
 
 
