@@ -4,10 +4,10 @@ restricted visitors out.
 
 Lists page by keyset, never by skip: the cursor is the (sort value, `_id`) of the last item
 handed out, encoded opaquely, so a page costs the same however deep it is and items inserted
-meanwhile neither repeat nor vanish. A list over a large range (sessions, visitors) reads it
-with `windowed_page`, the newest window of the sort field first, so a page costs about a day's
-rows however long the range. Both open the collection they are given, always a family's
-constant (tests/documents/test_collection_owners.py).
+meanwhile neither repeat nor vanish. A list over a large range (sessions, visitors,
+recordings) reads it with `windowed_page`, the newest window of the sort field first, so a
+page costs about a day's rows however long the range. Both open the collection they are
+given, always a family's constant (tests/documents/test_collection_owners.py).
 """
 
 from __future__ import annotations

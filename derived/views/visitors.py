@@ -3,8 +3,8 @@
 The visitors list filtered by "met an error", which a profile does not hold, or by a saved
 segment, reads visitors in (lastSeen, `_id`) order a batch at a time, looks the errors up on
 the occurrences' index (or the segment's visitors up in a set), and stops after SEARCH_SCAN of
-them: a page can then come back short, with a cursor to search
-further (decision "Issue 21" in docs/decisions.md).
+them: a page can then come back short, with a cursor to search further (decision "Issue 21"
+in docs/decisions.md).
 """
 
 from __future__ import annotations
