@@ -121,10 +121,10 @@ async def keyset_page(store: Store, collection: str, filter_: dict[str, Any], so
     return found[:limit], encode_cursor(last[sort_field], last["_id"])
 
 
-#: The newest window `windowed_page` reads first; each next one reaches back twice as far.
+#: The newest window `windowed_page` reads first; the next reaches back WINDOW_GROWTH times as
+#: far, and the one after reads the rest: at most three queries, even for a list of a few.
 FIRST_WINDOW = timedelta(days=1)
-#: Past windows this long, one last window reads everything older.
-LONGEST_WINDOW = timedelta(days=512)
+WINDOW_GROWTH = 8
 
 
 async def windowed_page(store: Store, collection: str, bounded: dict[str, Any],
@@ -134,12 +134,12 @@ async def windowed_page(store: Store, collection: str, bounded: dict[str, Any],
                         ) -> tuple[list[dict[str, Any]], str | None]:
     """`keyset_page` over the documents of `bounded` (equalities that lead an index ending in
     `sort_field`) with `sort_field` in [start, end) (either open when None) that also meet
-    `rest`, read a window of `sort_field` at a time from the newest back, each window twice
-    the last.
+    `rest`, read a window of `sort_field` at a time from the newest back: a day, eight days,
+    then the rest.
 
     A store sorts what an index range holds before it limits (SecantusDB always, MongoDB
     unless the index ends in (sort_field, _id)), so one query over the range reads all of it
-    for a page of 25; a window reads about a day's, and a second or third the rest. `rest` is
+    for a page of 25; the first window reads about a day's. `rest` is
     matched after the sort, never beside the range: SecantusDB scans a collection for a query
     with a second operator beside the range's. `keep`, when given, is one more condition,
     checked here on each window's documents: one the store would answer slowly (SecantusDB
@@ -157,7 +157,8 @@ async def windowed_page(store: Store, collection: str, bounded: dict[str, Any],
     newest = high if high is not None else datetime.now(UTC)
     span = FIRST_WINDOW
     while len(found) <= limit:
-        low: datetime | None = newest - span if span <= LONGEST_WINDOW else None
+        low: datetime | None = newest - span if span < FIRST_WINDOW * WINDOW_GROWTH ** 2 \
+            else None
         if start is not None and (low is None or low <= start):
             low = start
         window = {**({"$gte": low} if low is not None else {}),
@@ -173,7 +174,7 @@ async def windowed_page(store: Store, collection: str, bounded: dict[str, Any],
         found += read if keep is None else [document for document in read if keep(document)]
         if low is None or low == start or high is not None and low >= high:
             break
-        newest, high, upper, span = low, low, "$lt", span * 2
+        newest, high, upper, span = low, low, "$lt", span * WINDOW_GROWTH
     if len(found) <= limit:
         return found, None
     last = found[limit - 1]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from derived import visits
-from derived.views.paging import FIRST_WINDOW, windowed_page
+from derived.views.paging import FIRST_WINDOW, WINDOW_GROWTH, windowed_page
 from documents.store import Store
 
 END = datetime(2026, 11, 20, tzinfo=UTC)
@@ -39,7 +39,8 @@ async def test_pages_are_the_sorted_range_with_no_gap_or_repeat(store: Store, li
     moments = [START + timedelta(minutes=rng.randrange(40 * 24 * 60)) for _ in range(60)]
     # Items sharing an instant, on the edges of the first windows, and on the range's ends.
     shared = END - timedelta(days=2, hours=5)
-    moments += [shared] * 5 + [END - FIRST_WINDOW, END - 3 * FIRST_WINDOW, START,
+    moments += [shared] * 5 + [END - FIRST_WINDOW, END - (1 + WINDOW_GROWTH) * FIRST_WINDOW,
+                               START,
                                END - timedelta(milliseconds=1), END]
     documents = [_visit(n, at, pageviews=n % 4) for n, at in enumerate(moments)]
     documents += [_visit(900 + n, END - timedelta(hours=n), site="other") for n in range(5)]
