@@ -139,9 +139,9 @@ async def windowed_page(store: Store, collection: str, bounded: dict[str, Any],
 
     A store sorts what an index range holds before it limits (SecantusDB always, MongoDB
     unless the index ends in (sort_field, _id)), so one query over the range reads all of it
-    for a page of 25; the first window reads about a day's. `rest` is
-    matched after the sort, never beside the range: SecantusDB scans a collection for a query
-    with a second operator beside the range's. `keep`, when given, is one more condition,
+    for a page of 25; the first window reads about a day's. `rest` is matched after the sort,
+    never beside the range: SecantusDB scans a collection for a query with a second operator
+    beside the range's. `keep`, when given, is one more condition,
     checked here on each window's documents: one the store would answer slowly (SecantusDB
     looks each value of an `$in` up apart)."""
     # The newest window ends at `end`, or at the cursor's item (kept in the window: others may
