@@ -60,3 +60,25 @@ async def test_an_empty_range_is_one_empty_page(store: Store):
     await store.collection(visits.COLLECTION).insert_many(
         [_visit(1, START - timedelta(seconds=1)), _visit(2, END)])
     assert await _all_pages(store, 5, {}) == [[]]
+
+
+async def test_an_open_range_with_a_kept_set_pages_back_past_every_window(store: Store):
+    # No start or end (the visitors and recordings lists without dates), and `keep` checked
+    # on each window's documents: items two years back are reached, and only the kept ones.
+    now = datetime.now(UTC)
+    ages = [timedelta(hours=1), timedelta(days=3), timedelta(days=30), timedelta(days=800)]
+    documents = [_visit(n, now - age - timedelta(minutes=k)) for n, (age, k) in
+                 enumerate((age, k) for age in ages for k in range(3))]
+    await store.collection(visits.COLLECTION).insert_many(documents)
+    wanted = {doc["_id"] for doc in documents if int(doc["_id"][1:]) % 2 == 0}
+    pages, cursor = [], None
+    while True:
+        found, cursor = await windowed_page(store, visits.COLLECTION, {"siteId": "site"}, {},
+                                            "startedAt", None, None, cursor, 2,
+                                            keep=lambda doc: doc["_id"] in wanted)
+        pages.append([doc["_id"] for doc in found])
+        if cursor is None:
+            break
+    newest_first = sorted((doc for doc in documents if doc["_id"] in wanted),
+                          key=lambda doc: doc["startedAt"], reverse=True)
+    assert [item for page in pages for item in page] == [doc["_id"] for doc in newest_first]
